@@ -1,0 +1,1 @@
+//! The Locus cache engine: tenants, pools, size classes, pages, items, eviction, TTL, controller.

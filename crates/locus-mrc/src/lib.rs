@@ -1,0 +1,1 @@
+//! Miss ratio curves and the profilers that build them: exact LRU, SHARDS, AET, EAET, footprint, KRR.

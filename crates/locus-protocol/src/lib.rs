@@ -1,0 +1,1 @@
+//! Pure parse/compose for RESP2/RESP3 (and memcached text): no sockets.

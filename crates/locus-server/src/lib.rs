@@ -1,0 +1,1 @@
+//! Locus network server: listeners, connections, tenant resolution, command execution, INFO, config.

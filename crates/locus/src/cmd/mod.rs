@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod mrc;
+pub mod serve;
+pub mod trace;

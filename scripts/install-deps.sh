@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what the tests and benchmarks need, when it is missing: Debian's redis-server,
+# redis-tools and memcached (the peers and their clients), and the Python clients in
+# tests/requirements.txt. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+
+need_apt=()
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
+command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing: ${need_apt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  # Debian may start the packaged services; Locus's tests use their own ports and processes.
+fi
+
+if ! python3 -c 'import redis, pytest' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
+  python3 -m pip install -q -r tests/requirements.txt
+else
+  python3 -m pip install -q -r tests/requirements.txt >/dev/null 2>&1 || true
+fi
+echo "dependencies ok: $(redis-server --version | cut -d' ' -f3), python $(python3 -c 'import redis; print("redis-py", redis.__version__)')"
