@@ -1,0 +1,344 @@
+"""Process and wire helpers shared by the end-to-end suites.
+
+* `ServerProcess` starts a real server binary (Locus or Debian's `redis-server`) on loopback ports,
+  polls until it answers PING (no fixed sleeps) and stops it by PID (SIGTERM, then SIGKILL).
+* `Raw` is a minimal RESP2/RESP3 client over a plain socket: it sends exact bytes and parses the
+  exact reply, so tests can assert Redis's error wording and framing behaviour byte for byte.
+* `wait_until` is the one bounded polling loop every suite uses instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 5.0
+
+
+def free_port() -> int:
+    """A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct free ports (all sockets held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def wait_until(pred, timeout: float = 5.0, interval: float = 0.01, what: str = "condition"):
+    """Poll `pred()` until it returns a truthy value (returned) or `timeout` seconds pass (AssertionError)."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = pred()
+        if last:
+            return last
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last value: {last!r})")
+        time.sleep(interval)
+        interval = min(interval * 1.5, 0.1)
+
+
+# --------------------------------------------------------------------------------------------
+# Raw RESP client
+# --------------------------------------------------------------------------------------------
+
+
+class RespError(str):
+    """An error reply (`-ERR ...` / `!...`), kept as its full text including the code."""
+
+    def __repr__(self) -> str:
+        return f"RespError({str.__repr__(self)})"
+
+
+class Simple(str):
+    """A simple-string reply (`+OK`), distinct from a bulk string."""
+
+
+class Closed(Exception):
+    """The server closed the connection."""
+
+
+def encode(*args) -> bytes:
+    """Encode a command as a RESP multibulk request."""
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if isinstance(a, str):
+            a = a.encode()
+        elif isinstance(a, int):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Raw:
+    """A plain-socket RESP client that returns replies as Python values without interpretation."""
+
+    def __init__(self, port: int, timeout: float = 5.0):
+        self.sock = socket.create_connection((HOST, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def send(self, data: bytes):
+        self.sock.sendall(data)
+
+    def call(self, *args):
+        self.send(encode(*args))
+        return self.read()
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise Closed()
+        self.buf += chunk
+
+    def _line(self) -> bytes:
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 2 :]
+                return line
+            self._fill()
+
+    def _exact(self, n: int) -> bytes:
+        while len(self.buf) < n + 2:
+            self._fill()
+        data, self.buf = self.buf[:n], self.buf[n + 2 :]
+        return data
+
+    def read(self):
+        """Read one complete reply."""
+        line = self._line()
+        t, rest = line[:1], line[1:]
+        if t == b"+":
+            return Simple(rest.decode())
+        if t == b"-" or t == b"!":
+            if t == b"!":
+                return RespError(self._exact(int(rest)).decode())
+            return RespError(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t == b"$" or t == b"=":
+            n = int(rest)
+            if n < 0:
+                return None
+            return self._exact(n)
+        if t == b"*" or t == b"~" or t == b">":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self.read() for _ in range(n)]
+        if t == b"%" or t == b"|":
+            n = int(rest)
+            d = {}
+            for _ in range(n):
+                k = self.read()
+                d[k if not isinstance(k, list) else tuple(k)] = self.read()
+            if t == b"|":
+                return self.read()  # attribute: skip it, return the real reply that follows
+            return d
+        if t == b"_":
+            return None
+        if t == b"#":
+            return rest == b"t"
+        if t == b",":
+            return float(rest)
+        if t == b"(":
+            return int(rest)
+        raise AssertionError(f"unparseable reply line {line!r}")
+
+    def read_line(self) -> bytes:
+        """Read one raw line (without CRLF)."""
+        return self._line()
+
+    def expect_closed(self, timeout: float = 3.0):
+        """Assert the server closes the connection (after any pending bytes) within `timeout`."""
+        self.sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                return
+            except socket.timeout:
+                break
+            if not chunk:
+                return
+            self.buf += chunk
+        raise AssertionError(f"connection still open after {timeout}s; unread bytes {self.buf[:200]!r}")
+
+    def nothing_within(self, seconds: float) -> bool:
+        """True if no byte arrives within `seconds` (a bounded negative check)."""
+        if self.buf:
+            return False
+        self.sock.settimeout(seconds)
+        try:
+            chunk = self.sock.recv(1)
+        except socket.timeout:
+            return True
+        finally:
+            self.sock.settimeout(5.0)
+        if chunk:
+            self.buf += chunk
+        return False
+
+
+def ping_ok(port: int, timeout: float = 1.0) -> bool:
+    """True once something on `port` answers a RESP PING (PONG, or NOAUTH when auth is required)."""
+    try:
+        with Raw(port, timeout=timeout) as c:
+            c.send(b"*1\r\n$4\r\nPING\r\n")
+            line = c.read_line()
+            return line == b"+PONG" or line.startswith(b"-NOAUTH")
+    except (OSError, Closed):
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# Server processes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ServerProcess:
+    """A server binary running on loopback, started and stopped by this test run."""
+
+    kind: str  # "locus" | "redis"
+    argv: list[str]
+    port: int  # the main RESP port
+    workdir: Path
+    extra_ports: dict[str, int] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    def start(self) -> "ServerProcess":
+        self.log_path = self.workdir / f"{self.kind}-{self.port}.log"
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir
+        )
+        log.close()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        interval = 0.01
+        while not ping_ok(self.port):
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"{self.kind} exited with {self.proc.returncode} before answering PING\n"
+                    f"argv: {self.argv}\n--- log ---\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(
+                    f"{self.kind} did not answer PING on port {self.port} within {READY_TIMEOUT_S}s\n"
+                    f"argv: {self.argv}\n--- log ---\n{self.log_tail()}"
+                )
+            time.sleep(interval)
+            interval = min(interval * 1.5, 0.2)
+        return self
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size if self.log_path else 0
+        except OSError:
+            return 0
+
+    def log_tail(self, since: int = 0, limit: int = 8000) -> str:
+        if not self.log_path or not self.log_path.exists():
+            return ""
+        data = self.log_path.read_bytes()[since:]
+        if len(data) > limit:
+            data = b"...\n" + data[-limit:]
+        return data.decode(errors="replace")
+
+
+def locus_bin() -> str:
+    """The Locus binary under test: $LOCUS_BIN, else target/release/locus of this checkout."""
+    b = os.environ.get("LOCUS_BIN")
+    if b:
+        return b
+    root = Path(__file__).resolve().parents[2]
+    return str(root / "target" / "release" / "locus")
+
+
+def redis_bin() -> str:
+    b = shutil.which("redis-server")
+    if not b:
+        raise RuntimeError("redis-server not installed (run scripts/install-deps.sh)")
+    return b
+
+
+def new_workdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="locus-e2e-"))
+
+
+def start_redis(redis_args: list[str] | None = None) -> ServerProcess:
+    """Debian's redis-server on a free port, no persistence, logging to the captured stdout."""
+    port = free_port()
+    wd = new_workdir()
+    argv = [
+        redis_bin(),
+        "--port", str(port),
+        "--bind", HOST,
+        "--save", "",
+        "--appendonly", "no",
+        "--daemonize", "no",
+        "--protected-mode", "no",
+        "--dir", str(wd),
+        "--logfile", "",
+    ] + list(redis_args or [])
+    return ServerProcess("redis", argv, port, wd).start()
+
+
+def start_locus(config_toml: str, port: int, extra_ports: dict[str, int] | None = None,
+                extra_args: list[str] | None = None) -> ServerProcess:
+    """The Locus binary with `config_toml` written to a temporary file (`locus serve --config FILE`)."""
+    wd = new_workdir()
+    cfg = wd / "locus.toml"
+    cfg.write_text(config_toml)
+    argv = [locus_bin(), "serve", "--config", str(cfg)] + list(extra_args or [])
+    return ServerProcess("locus", argv, port, wd, dict(extra_ports or {})).start()

@@ -1,0 +1,49 @@
+"""One vocabulary of server settings, rendered as redis-server flags or as a Locus TOML file.
+
+Settings understood by both peers:
+  maxmemory     bytes (int) or None for the default
+  policy        a maxmemory-policy name ("allkeys-lru", "noeviction", ...)
+  samples       maxmemory-samples
+  requirepass   password of the default user
+  users         {name: password}: extra ACL users with full access
+The Locus TOML format is documented in /work/coord/CONFIG.md by the server engineer.
+"""
+
+from __future__ import annotations
+
+
+def redis_args(maxmemory=None, policy=None, samples=None, requirepass=None, users=None) -> list[str]:
+    args: list[str] = []
+    if maxmemory is not None:
+        args += ["--maxmemory", str(maxmemory)]
+    if policy is not None:
+        args += ["--maxmemory-policy", policy]
+    if samples is not None:
+        args += ["--maxmemory-samples", str(samples)]
+    if requirepass is not None:
+        args += ["--requirepass", requirepass]
+    for name, pw in (users or {}).items():
+        args += ["--user", f"{name} on >{pw} ~* &* +@all"]
+    return args
+
+
+def _q(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def locus_toml(port: int, maxmemory=None, policy=None, samples=None, requirepass=None, users=None,
+               extra: str = "") -> str:
+    lines = ["[server]", f"listen = [{_q('127.0.0.1:%d' % port)}]"]
+    if requirepass is not None:
+        lines.append(f"requirepass = {_q(requirepass)}")
+    lines.append("")
+    lines.append("[memory]")
+    if maxmemory is not None:
+        lines.append(f"maxmemory = {int(maxmemory)}")
+    if policy is not None:
+        lines.append(f"policy = {_q(policy)}")
+    if samples is not None:
+        lines.append(f"samples = {int(samples)}")
+    for name, pw in (users or {}).items():
+        lines += ["", "[[users]]", f"name = {_q(name)}", f"password = {_q(pw)}"]
+    return "\n".join(lines) + "\n" + extra
