@@ -1,0 +1,492 @@
+//! Request parsing: multibulk and inline commands, with Redis's limits and error wording.
+//!
+//! Contract: [`parse`] looks at a byte slice that starts at a command boundary and returns
+//! * `Ok(Some((command, consumed)))`: one complete command, `0 < consumed <= buf.len()`; an empty
+//!   command (an empty inline line, `*0\r\n`, `*-1\r\n`) has no arguments and the caller skips it;
+//! * `Ok(None)`: the command is incomplete; read more bytes and call again with the same start;
+//! * `Err(e)`: the input violates the protocol or a limit. [`ProtocolError::framing_lost`] says
+//!   whether the connection must be closed after the error reply (Redis closes on every protocol
+//!   error; Locus keeps the connection only where the command's end is known).
+//!
+//! Limits are checked before allocating or waiting: a declared `$9999999999` fails at once instead of
+//! waiting for (or reserving) 9 GB.
+
+use std::borrow::Cow;
+
+/// Protocol limits (the server fills them from its configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest bulk string (Redis's `proto-max-bulk-len`, default 512 MB).
+    pub max_bulk_len: usize,
+    /// Most elements in a multibulk request (Redis: 1024*1024 before authentication).
+    pub max_array_len: usize,
+    /// Longest inline command line, and longest `*N`/`$N` header line (Redis: 64 KiB).
+    pub max_inline_len: usize,
+}
+
+/// Redis's `proto-max-bulk-len` default: 512 MB.
+pub const DEFAULT_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
+/// Default most elements in one request.
+pub const DEFAULT_MAX_ARRAY_LEN: usize = 1024 * 1024;
+/// Redis's `PROTO_INLINE_MAX_SIZE`: 64 KiB.
+pub const DEFAULT_MAX_INLINE_LEN: usize = 64 * 1024;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_bulk_len: DEFAULT_MAX_BULK_LEN,
+            max_array_len: DEFAULT_MAX_ARRAY_LEN,
+            max_inline_len: DEFAULT_MAX_INLINE_LEN,
+        }
+    }
+}
+
+/// A parsed command: its arguments, borrowed from the input buffer when possible (multibulk
+/// arguments always are; inline arguments with quotes or escapes are owned).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Command<'a> {
+    /// The arguments, command name first. Empty for an empty request.
+    pub args: Vec<Cow<'a, [u8]>>,
+}
+
+impl Command<'_> {
+    /// True for an empty request (nothing to execute, nothing to reply).
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+}
+
+/// A protocol violation. `Display` gives Redis's error reply text (without the leading `-`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtocolError {
+    /// `*N` with N not an integer or larger than the array limit.
+    #[error("ERR Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    /// `$N` with N not an integer, negative or larger than the bulk limit.
+    #[error("ERR Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    /// An element of a multibulk request that is not a bulk string.
+    #[error("ERR Protocol error: expected '$', got '{}'", *.0 as char)]
+    ExpectedDollar(u8),
+    /// A `*N` header line longer than the inline limit without its line end.
+    #[error("ERR Protocol error: too big mbulk count string")]
+    TooBigMultibulkCount,
+    /// A `$N` header line longer than the inline limit without its line end.
+    #[error("ERR Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    /// An inline line longer than the inline limit.
+    #[error("ERR Protocol error: too big inline request")]
+    TooBigInline,
+    /// An inline line with an unterminated quote (the line end is known: framing kept).
+    #[error("ERR Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes {
+        /// Bytes of the offending line including its terminator, to skip.
+        consumed: usize,
+    },
+    /// A bulk string not followed by `\r\n`.
+    #[error("ERR Protocol error: expected CRLF after bulk string")]
+    MissingCrlf,
+}
+
+impl ProtocolError {
+    /// Whether the stream position of the next command is unknown after this error, so the
+    /// connection must be closed after the error reply. `None` means framing is lost; `Some(n)`
+    /// means skip `n` bytes and carry on.
+    pub fn framing_lost(&self) -> Option<usize> {
+        match self {
+            ProtocolError::UnbalancedQuotes { consumed } => Some(*consumed),
+            _ => None,
+        }
+    }
+}
+
+/// Parses one command from the start of `buf`. See the module docs for the contract.
+///
+/// # Errors
+/// A [`ProtocolError`] when the input is not valid RESP or exceeds a limit.
+pub fn parse<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+) -> Result<Option<(Command<'a>, usize)>, ProtocolError> {
+    match buf.first() {
+        None => Ok(None),
+        Some(b'*') => parse_multibulk(buf, limits),
+        Some(_) => parse_inline(buf, limits),
+    }
+}
+
+/// Finds the `\r\n` ending the header line that starts at `start`; `Err` when it is not there
+/// within `max` bytes. Returns the index of `\r`.
+fn find_crlf(
+    buf: &[u8],
+    start: usize,
+    max: usize,
+    too_big: ProtocolError,
+) -> Result<Option<usize>, ProtocolError> {
+    let window_end = buf.len().min(start.saturating_add(max).saturating_add(2));
+    match memchr::memchr(b'\r', &buf[start..window_end]) {
+        Some(i) => {
+            let pos = start + i;
+            if pos - start > max {
+                return Err(too_big);
+            }
+            Ok(Some(pos))
+        }
+        None => {
+            if buf.len() - start > max {
+                Err(too_big)
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Parses a non-negative decimal length as Redis's `string2ll` does (optional '-', digits only).
+fn parse_len(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 20 {
+        return None;
+    }
+    let (neg, digits) = match bytes[0] {
+        b'-' => (true, &bytes[1..]),
+        _ => (false, bytes),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
+    }
+    Some(if neg { -v } else { v })
+}
+
+fn parse_multibulk<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+) -> Result<Option<(Command<'a>, usize)>, ProtocolError> {
+    let Some(cr) = find_crlf(
+        buf,
+        1,
+        limits.max_inline_len,
+        ProtocolError::TooBigMultibulkCount,
+    )?
+    else {
+        return Ok(None);
+    };
+    if cr + 1 >= buf.len() {
+        return Ok(None);
+    }
+    // Redis accepts the count line up to '\r' and skips 2 bytes; it does not verify the '\n'.
+    let n = parse_len(&buf[1..cr]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+    let mut pos = cr + 2;
+    if n <= 0 {
+        return Ok(Some((Command::default(), pos)));
+    }
+    if n as u64 > limits.max_array_len as u64 {
+        return Err(ProtocolError::InvalidMultibulkLength);
+    }
+    let n = n as usize;
+    // Reserve no more than the bytes present could possibly hold (each element >= 4 bytes).
+    let mut args = Vec::with_capacity(n.min((buf.len() - pos) / 4 + 1));
+    for _ in 0..n {
+        let Some(&first) = buf.get(pos) else {
+            return Ok(None);
+        };
+        if first != b'$' {
+            return Err(ProtocolError::ExpectedDollar(first));
+        }
+        let Some(cr) = find_crlf(
+            buf,
+            pos + 1,
+            limits.max_inline_len,
+            ProtocolError::TooBigBulkCount,
+        )?
+        else {
+            return Ok(None);
+        };
+        if cr + 1 >= buf.len() {
+            return Ok(None);
+        }
+        let len = parse_len(&buf[pos + 1..cr]).ok_or(ProtocolError::InvalidBulkLength)?;
+        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+            return Err(ProtocolError::InvalidBulkLength);
+        }
+        let len = len as usize;
+        let start = cr + 2;
+        let end = start + len;
+        if buf.len() < end + 2 {
+            return Ok(None);
+        }
+        if &buf[end..end + 2] != b"\r\n" {
+            return Err(ProtocolError::MissingCrlf);
+        }
+        args.push(Cow::Borrowed(&buf[start..end]));
+        pos = end + 2;
+    }
+    Ok(Some((Command { args }, pos)))
+}
+
+fn parse_inline<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+) -> Result<Option<(Command<'a>, usize)>, ProtocolError> {
+    let window = &buf[..buf.len().min(limits.max_inline_len.saturating_add(1))];
+    let Some(nl) = memchr::memchr(b'\n', window) else {
+        if buf.len() > limits.max_inline_len {
+            return Err(ProtocolError::TooBigInline);
+        }
+        return Ok(None);
+    };
+    let consumed = nl + 1;
+    let mut line = &buf[..nl];
+    if line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    match split_args(line) {
+        Some(args) => Ok(Some((Command { args }, consumed))),
+        None => Err(ProtocolError::UnbalancedQuotes { consumed }),
+    }
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\n' | b'\r' | b'\t' | 0x0b | 0x0c)
+}
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// Splits an inline line into arguments with the quoting rules of Redis's `sdssplitargs`:
+/// `"..."` with `\n \r \t \b \a \\ \" \xHH` escapes, `'...'` with `\'`; a closing quote must be
+/// followed by a space or the end. `None` on unbalanced quotes.
+fn split_args(line: &[u8]) -> Option<Vec<Cow<'_, [u8]>>> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && is_space(line[i]) {
+            i += 1;
+        }
+        if i >= n {
+            return Some(args);
+        }
+        let start = i;
+        let mut owned: Option<Vec<u8>> = None;
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                let buf = owned.get_or_insert_with(Vec::new);
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && hex_val(line[i + 2]).is_some()
+                    && hex_val(line[i + 3]).is_some()
+                {
+                    let hi = hex_val(line[i + 2]).unwrap_or(0);
+                    let lo = hex_val(line[i + 3]).unwrap_or(0);
+                    buf.push(hi * 16 + lo);
+                    i += 4;
+                    continue;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    buf.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 0x08,
+                        b'a' => 0x07,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    buf.push(c);
+                }
+                i += 1;
+            } else if in_sq {
+                if i >= n {
+                    return None;
+                }
+                let c = line[i];
+                let buf = owned.get_or_insert_with(Vec::new);
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    buf.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !is_space(line[i + 1]) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    buf.push(c);
+                }
+                i += 1;
+            } else {
+                if i >= n || is_space(line[i]) {
+                    break;
+                }
+                match line[i] {
+                    b'"' => {
+                        let buf = owned.get_or_insert_with(Vec::new);
+                        buf.extend_from_slice(&line[start..i]);
+                        in_dq = true;
+                    }
+                    b'\'' => {
+                        let buf = owned.get_or_insert_with(Vec::new);
+                        buf.extend_from_slice(&line[start..i]);
+                        in_sq = true;
+                    }
+                    c => {
+                        if let Some(b) = owned.as_mut() {
+                            b.push(c);
+                        }
+                    }
+                }
+                i += 1;
+            }
+        }
+        args.push(match owned {
+            Some(v) => Cow::Owned(v),
+            None => Cow::Borrowed(&line[start..i]),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Parsed = Result<Option<(Vec<Vec<u8>>, usize)>, ProtocolError>;
+
+    fn p(buf: &[u8]) -> Parsed {
+        parse(buf, &Limits::default())
+            .map(|o| o.map(|(c, n)| (c.args.iter().map(|a| a.to_vec()).collect(), n)))
+    }
+
+    fn args(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn multibulk_complete_and_incomplete() {
+        let full = b"*2\r\n$3\r\nGET\r\n$3\r\nkey\r\n";
+        assert_eq!(p(full).unwrap(), Some((args(&["GET", "key"]), full.len())));
+        for cut in 0..full.len() {
+            assert_eq!(p(&full[..cut]).unwrap(), None, "prefix of {cut} bytes");
+        }
+        let mut two = full.to_vec();
+        two.extend_from_slice(b"*1\r\n$4\r\nPING\r\n");
+        assert_eq!(p(&two).unwrap().unwrap().1, full.len());
+    }
+
+    #[test]
+    fn binary_safe_bulk() {
+        let buf = b"*1\r\n$4\r\na\r\n\0\r\n";
+        assert_eq!(
+            p(buf).unwrap(),
+            Some((vec![b"a\r\n\0".to_vec()], buf.len()))
+        );
+    }
+
+    #[test]
+    fn empty_multibulk_is_skipped() {
+        assert_eq!(p(b"*0\r\n").unwrap(), Some((vec![], 4)));
+        assert_eq!(p(b"*-1\r\n").unwrap(), Some((vec![], 5)));
+    }
+
+    #[test]
+    fn huge_declared_sizes_fail_before_waiting() {
+        assert_eq!(
+            p(b"*99999999999\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            p(b"*1\r\n$9999999999\r\n"),
+            Err(ProtocolError::InvalidBulkLength)
+        );
+        assert_eq!(p(b"*1\r\n$-5\r\n"), Err(ProtocolError::InvalidBulkLength));
+        assert_eq!(p(b"*abc\r\n"), Err(ProtocolError::InvalidMultibulkLength));
+        assert_eq!(p(b"*1\r\n$1x\r\n"), Err(ProtocolError::InvalidBulkLength));
+        assert_eq!(p(b"*1\r\nx\r\n"), Err(ProtocolError::ExpectedDollar(b'x')));
+        assert_eq!(
+            ProtocolError::ExpectedDollar(b'x').to_string(),
+            "ERR Protocol error: expected '$', got 'x'"
+        );
+        assert_eq!(p(b"*1\r\n$1\r\nab\r\n"), Err(ProtocolError::MissingCrlf));
+    }
+
+    #[test]
+    fn long_header_lines_are_refused() {
+        let mut buf = b"*".to_vec();
+        buf.extend(std::iter::repeat_n(b'1', 70_000));
+        assert_eq!(p(&buf), Err(ProtocolError::TooBigMultibulkCount));
+        let mut buf = b"*1\r\n$".to_vec();
+        buf.extend(std::iter::repeat_n(b'1', 70_000));
+        assert_eq!(p(&buf), Err(ProtocolError::TooBigBulkCount));
+    }
+
+    #[test]
+    fn inline_commands() {
+        assert_eq!(p(b"PING\r\n").unwrap(), Some((args(&["PING"]), 6)));
+        assert_eq!(
+            p(b"set a  b\n").unwrap(),
+            Some((args(&["set", "a", "b"]), 9))
+        );
+        assert_eq!(p(b"\r\n").unwrap(), Some((vec![], 2)));
+        assert_eq!(p(b"PING").unwrap(), None);
+        assert_eq!(
+            p(b"set \"a b\" 'c\\'d' \"\\x41\\n\"\r\n")
+                .unwrap()
+                .unwrap()
+                .0,
+            vec![
+                b"set".to_vec(),
+                b"a b".to_vec(),
+                b"c'd".to_vec(),
+                b"A\n".to_vec()
+            ]
+        );
+        assert_eq!(
+            p(b"set \"a\r\nPING\r\n"),
+            Err(ProtocolError::UnbalancedQuotes { consumed: 8 })
+        );
+        assert_eq!(
+            p(b"get \"a\"b\n"),
+            Err(ProtocolError::UnbalancedQuotes { consumed: 9 })
+        );
+        let big = vec![b'a'; 70_000];
+        assert_eq!(p(&big), Err(ProtocolError::TooBigInline));
+    }
+
+    #[test]
+    fn custom_limits() {
+        let l = Limits {
+            max_bulk_len: 3,
+            max_array_len: 2,
+            max_inline_len: 16,
+        };
+        assert!(parse(b"*3\r\n", &l).is_err());
+        assert!(parse(b"*1\r\n$4\r\n", &l).is_err());
+        assert!(parse(b"*1\r\n$3\r\nabc\r\n", &l).unwrap().is_some());
+        assert_eq!(parse(&[b'x'; 17], &l), Err(ProtocolError::TooBigInline));
+    }
+}
