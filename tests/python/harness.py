@@ -143,11 +143,11 @@ class Raw:
         line = self._line()
         t, rest = line[:1], line[1:]
         if t == b"+":
-            return Simple(rest.decode())
+            return Simple(rest.decode(errors="replace"))
         if t == b"-" or t == b"!":
             if t == b"!":
-                return RespError(self._exact(int(rest)).decode())
-            return RespError(rest.decode())
+                return RespError(self._exact(int(rest)).decode(errors="replace"))
+            return RespError(rest.decode(errors="replace"))
         if t == b":":
             return int(rest)
         if t == b"$" or t == b"=":

@@ -23,7 +23,7 @@ def redis_args(maxmemory=None, policy=None, samples=None, requirepass=None, user
     if requirepass is not None:
         args += ["--requirepass", requirepass]
     for name, pw in (users or {}).items():
-        args += ["--user", f"{name} on >{pw} ~* &* +@all"]
+        args += ["--user", name, "on", f">{pw}", "~*", "&*", "+@all"]
     return args
 
 
@@ -33,17 +33,23 @@ def _q(s: str) -> str:
 
 def locus_toml(port: int, maxmemory=None, policy=None, samples=None, requirepass=None, users=None,
                extra: str = "") -> str:
-    lines = ["[server]", f"listen = [{_q('127.0.0.1:%d' % port)}]"]
-    if requirepass is not None:
+    """A Locus config (format: /work/coord/CONFIG.md) equivalent to `redis_args` with the same settings.
+
+    `users` maps to tenancy mode "user" with one tenant per user (no default tenant), which behaves as
+    Redis with `requirepass` plus ACL users: unauthenticated commands get NOAUTH."""
+    lines = ["[server]", f"bind = {_q('127.0.0.1')}", f"port = {int(port)}"]
+    if requirepass is not None and not users:  # user mode: the users' passwords are the credentials
         lines.append(f"requirepass = {_q(requirepass)}")
-    lines.append("")
-    lines.append("[memory]")
     if maxmemory is not None:
-        lines.append(f"maxmemory = {int(maxmemory)}")
-    if policy is not None:
-        lines.append(f"policy = {_q(policy)}")
-    if samples is not None:
-        lines.append(f"samples = {int(samples)}")
-    for name, pw in (users or {}).items():
-        lines += ["", "[[users]]", f"name = {_q(name)}", f"password = {_q(pw)}"]
+        lines += ["", "[memory]", f"maxmemory = {int(maxmemory)}"]
+    if policy is not None or samples is not None:
+        lines += ["", "[eviction]"]
+        if policy is not None:
+            lines.append(f"policy = {_q(policy)}")
+        if samples is not None:
+            lines.append(f"samples = {int(samples)}")
+    if users:
+        lines += ["", "[tenancy]", f"mode = {_q('user')}"]
+        for name, pw in users.items():
+            lines += ["", "[[tenant]]", f"name = {_q(name)}", f"user = {_q(name)}", f"password = {_q(pw)}"]
     return "\n".join(lines) + "\n" + extra
