@@ -121,6 +121,25 @@ def start_server(peer):
         assert alive, f"{srv.kind} died during the test:\n{srv.log_tail()}"
 
 
+@pytest.fixture
+def start_locus_toml(peer):
+    """Factory for Locus-only tests: start_locus_toml(toml_text, poll_port) runs `locus serve --config`."""
+    started = []
+
+    def factory(toml_text: str, poll_port: int) -> harness.ServerProcess:
+        assert peer == "locus"
+        srv = harness.start_locus(toml_text, poll_port)
+        _RUNNING.append(srv)
+        started.append(srv)
+        return srv
+
+    yield factory
+    for srv in started:
+        alive = srv.alive()
+        _stop(srv)
+        assert alive, f"locus died during the test:\n{srv.log_tail()}"
+
+
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
 def protocol(request) -> int:
     return request.param
