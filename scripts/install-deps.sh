@@ -13,6 +13,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}"
   $SUDO apt-get update -qq
@@ -20,8 +21,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   # Debian may start the packaged services; Locus's tests use their own ports and processes.
 fi
 
+# Debian's own python3 refuses system-wide pip installs (PEP 668): retry for the user, then override.
+pip_install() {
+  python3 -m pip install -q -r tests/requirements.txt 2>/dev/null \
+    || python3 -m pip install -q --user -r tests/requirements.txt 2>/dev/null \
+    || python3 -m pip install -q --user --break-system-packages -r tests/requirements.txt
+}
 if ! python3 -c 'import redis, pytest' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
-  python3 -m pip install -q -r tests/requirements.txt
+  pip_install
+  python3 -c 'import redis, pytest' || { echo "install-deps: redis-py/pytest still not importable" >&2; exit 1; }
 else
   python3 -m pip install -q -r tests/requirements.txt >/dev/null 2>&1 || true
 fi

@@ -27,8 +27,16 @@ if [ "$fast" = 0 ]; then
   cargo test --release --workspace -- --ignored
 fi
 
+# honour CARGO_TARGET_DIR (relative paths are relative to the workspace root, like cargo does)
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+locus_bin="$target_dir/release/locus"
+
+step "end-to-end: the python suites against redis-server (checks that every assertion is Redis's behaviour)"
+python3 -m pytest -q -p no:cacheprovider tests/python --peer redis
+
 step "end-to-end: redis-cli smoke test"
-bash tests/redis_cli_smoke.sh target/release/locus
+bash tests/redis_cli_smoke.sh "$locus_bin"
 
 step "end-to-end: python suites (redis-py and friends) against the real binary"
-LOCUS_BIN="$PWD/target/release/locus" python3 -m pytest -q tests/python
+LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python

@@ -76,6 +76,9 @@ def _start(peer: str, **settings) -> harness.ServerProcess:
     if peer == "redis":
         srv = harness.start_redis(locus_config.redis_args(**settings))
     else:
+        if not os.access(harness.locus_bin(), os.X_OK):
+            pytest.fail(f"Locus binary {harness.locus_bin()} missing: build it (cargo build --release --bin locus) "
+                        "or set LOCUS_BIN; use --peer redis to run the suites against redis-server")
         port = harness.free_port()
         srv = harness.start_locus(locus_config.locus_toml(port=port, **settings), port)
     _RUNNING.append(srv)
