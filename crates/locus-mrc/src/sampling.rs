@@ -1,0 +1,199 @@
+//! Spatial (hash) sampling shared by SHARDS, KRR and footprint (MODELS.md 0.5), and the small
+//! fast hasher used by the profilers' key tables.
+//!
+//! A key is sampled iff `hash_u64(key, seed) mod 2^24 < T`, with `R = T / 2^24`: every request of a
+//! key is sampled or none is, and the unsampled path is one hash and one compare.
+
+use crate::MrcError;
+use locus_common::hash::hash_u64;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The modulus `P` of spatial sampling.
+pub const SAMPLE_MODULUS: u64 = 1 << 24;
+
+/// A hash filter `hash(key) mod P < T`.
+#[derive(Debug, Clone, Copy)]
+pub struct SpatialFilter {
+    threshold: u64,
+    seed: u64,
+}
+
+impl SpatialFilter {
+    /// A filter sampling at `rate` (`T = ⌊rate·P⌋`).
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] unless `rate ∈ (0, 1]` and `T ≥ 1`.
+    pub fn new(rate: f64, seed: u64) -> Result<Self, MrcError> {
+        let t = (rate * SAMPLE_MODULUS as f64).floor();
+        if !(rate > 0.0 && rate <= 1.0) || t < 1.0 {
+            return Err(MrcError::InvalidRate { rate });
+        }
+        Ok(Self {
+            threshold: t as u64,
+            seed,
+        })
+    }
+
+    /// The effective rate `T/P`.
+    pub fn rate(&self) -> f64 {
+        self.threshold as f64 / SAMPLE_MODULUS as f64
+    }
+
+    /// The sampling hash of `key`, reduced mod `P`.
+    #[inline]
+    pub fn hash(&self, key: u64) -> u64 {
+        hash_u64(key, self.seed) & (SAMPLE_MODULUS - 1)
+    }
+
+    /// Whether `key` is sampled.
+    #[inline]
+    pub fn sampled(&self, key: u64) -> bool {
+        self.threshold == SAMPLE_MODULUS || self.hash(key) < self.threshold
+    }
+
+    /// The threshold `T`.
+    pub fn threshold(&self) -> u64 {
+        self.threshold
+    }
+}
+
+/// A multiplicative hasher for `u64` keys (the keys are ids or already hashes; this only spreads
+/// them over the table). Not for untrusted byte strings.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct U64Hasher(u64);
+
+impl Hasher for U64Hasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        // Fold the high half into the low half, then multiply: good high bits (the table's control
+        // bytes) and low bits (its bucket index) for sequential ids.
+        let x = (v ^ (v >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 29);
+    }
+}
+
+/// A `HashMap` keyed by `u64` with [`U64Hasher`].
+pub type U64Map<V> = std::collections::HashMap<u64, V, BuildHasherDefault<U64Hasher>>;
+
+/// Reference sampling (AET, EAET): each access is chosen independently with probability `r`,
+/// implemented as geometric skips so an unchosen access costs one decrement.
+#[derive(Debug, Clone)]
+pub(crate) struct RefSampler {
+    rate: f64,
+    ln_q: f64,
+    skip: u64,
+    rng: locus_common::Rng,
+}
+
+impl RefSampler {
+    pub fn new(rate: f64, seed: u64) -> Result<Self, MrcError> {
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(MrcError::InvalidRate { rate });
+        }
+        let mut s = Self {
+            rate,
+            ln_q: (1.0 - rate).ln(),
+            skip: 0,
+            rng: locus_common::Rng::new(seed ^ 0xA37E_5EED),
+        };
+        s.skip = s.draw();
+        Ok(s)
+    }
+
+    /// Number of accesses until (and including) the next chosen one: Geometric(r) on 1, 2, ….
+    fn draw(&mut self) -> u64 {
+        if self.rate >= 1.0 {
+            return 1;
+        }
+        let u = self.rng.next_f64_nonzero();
+        (u.ln() / self.ln_q).floor() as u64 + 1
+    }
+
+    /// Whether the current access is chosen.
+    #[inline]
+    pub fn choose(&mut self) -> bool {
+        self.skip -= 1;
+        if self.skip == 0 {
+            self.skip = self.draw();
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+}
+
+/// A counting filter over key hashes, to skip the pending-sample table lookup for keys that cannot
+/// be in it. Counters saturate (a saturated slot always says "maybe").
+#[derive(Debug, Clone)]
+pub(crate) struct CountingFilter {
+    counts: Vec<u16>,
+    mask: u64,
+}
+
+impl CountingFilter {
+    pub fn new(bits: u32) -> Self {
+        Self {
+            counts: vec![0; 1 << bits],
+            mask: (1u64 << bits) - 1,
+        }
+    }
+    #[inline]
+    fn slot(&self, h: u64) -> usize {
+        ((h >> 24) & self.mask) as usize
+    }
+    #[inline]
+    pub fn maybe(&self, h: u64) -> bool {
+        self.counts[self.slot(h)] != 0
+    }
+    #[inline]
+    pub fn insert(&mut self, h: u64) {
+        let i = self.slot(h);
+        self.counts[i] = self.counts[i].saturating_add(1);
+    }
+    #[inline]
+    pub fn remove(&mut self, h: u64) {
+        let i = self.slot(h);
+        if self.counts[i] != u16::MAX {
+            self.counts[i] -= 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spatial_rate_is_respected() {
+        let f = SpatialFilter::new(0.1, 7).unwrap();
+        let n = (0..100_000u64).filter(|&k| f.sampled(k)).count();
+        assert!((9_000..11_000).contains(&n), "{n}");
+        assert!(SpatialFilter::new(0.0, 1).is_err());
+        assert!(SpatialFilter::new(1.5, 1).is_err());
+        assert!(SpatialFilter::new(1e-9, 1).is_err());
+        assert!((0..1000u64).all(|k| SpatialFilter::new(1.0, 3).unwrap().sampled(k)));
+    }
+
+    #[test]
+    fn reference_sampling_rate_is_respected() {
+        let mut s = RefSampler::new(0.01, 3).unwrap();
+        let n = (0..1_000_000).filter(|_| s.choose()).count();
+        assert!((9_000..11_000).contains(&n), "{n}");
+        let mut all = RefSampler::new(1.0, 3).unwrap();
+        assert!((0..100).all(|_| all.choose()));
+    }
+}

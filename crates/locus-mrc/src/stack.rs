@@ -1,0 +1,186 @@
+//! The exact LRU stack-distance engine (MODELS.md section 1): a Fenwick tree over access slots and a
+//! map from key to its live slot. Shared by [`crate::ExactLru`] and [`crate::Shards`].
+//!
+//! ```text
+//!  last: key -> (slot, weight)        fenwick over slots 1..=cap: weight of each key's latest access
+//!  slot:   1    2    3    4    5   …   next
+//!  weight: 0   10    0   20   30       (0 = a slot whose key was accessed again later, or deleted)
+//!  distance(key at s0) = weight in (s0, next) + own weight = total − prefix(s0) + w
+//! ```
+//! When `next` passes `cap` the live slots are renumbered `1..=M` in order and the tree is rebuilt
+//! with `cap = max(2M, 1024)`: amortised O(1) per access on top of the O(log cap) tree operations.
+
+use crate::sampling::U64Map;
+
+#[derive(Debug, Clone)]
+pub(crate) struct ExactStack {
+    last: U64Map<(u32, u32)>,
+    tree: Vec<u64>,      // 1-based Fenwick tree; tree[0] unused
+    weight_at: Vec<u32>, // weight of the live access at each slot (0 if none)
+    next: u32,
+    total: u64,
+}
+
+impl ExactStack {
+    pub fn new() -> Self {
+        let cap = 1024;
+        Self {
+            last: U64Map::default(),
+            tree: vec![0; cap + 1],
+            weight_at: vec![0; cap + 1],
+            next: 1,
+            total: 0,
+        }
+    }
+
+    fn cap(&self) -> u32 {
+        (self.tree.len() - 1) as u32
+    }
+
+    #[inline]
+    fn add(&mut self, mut i: usize, delta: i64) {
+        let n = self.tree.len();
+        while i < n {
+            self.tree[i] = self.tree[i].wrapping_add(delta as u64);
+            i += i & i.wrapping_neg();
+        }
+    }
+
+    #[inline]
+    fn prefix(&self, mut i: usize) -> u64 {
+        let mut s = 0u64;
+        while i > 0 {
+            s = s.wrapping_add(self.tree[i]);
+            i &= i - 1;
+        }
+        s
+    }
+
+    /// Number of live keys.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.last.len()
+    }
+
+    /// Total weight of live keys (objects or bytes).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Records an access of `key` with weight `w` (1 or its size) and returns its stack distance
+    /// (own weight included), or `None` for a first access.
+    #[inline]
+    pub fn access(&mut self, key: u64, w: u32) -> Option<u64> {
+        if self.next > self.cap() {
+            self.compact();
+        }
+        let t = self.next;
+        self.next += 1;
+        let dist = match self.last.insert(key, (t, w)) {
+            Some((s0, w0)) => {
+                let above = self.total - self.prefix(s0 as usize);
+                self.add(s0 as usize, -(w0 as i64));
+                self.weight_at[s0 as usize] = 0;
+                self.total -= w0 as u64;
+                Some(above + w as u64)
+            }
+            None => None,
+        };
+        self.add(t as usize, w as i64);
+        self.weight_at[t as usize] = w;
+        self.total += w as u64;
+        dist
+    }
+
+    /// Forgets `key` (DEL, or eviction from a fixed-size sample). Returns whether it was present.
+    pub fn remove(&mut self, key: u64) -> bool {
+        match self.last.remove(&key) {
+            Some((s0, w0)) => {
+                self.add(s0 as usize, -(w0 as i64));
+                self.weight_at[s0 as usize] = 0;
+                self.total -= w0 as u64;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Renumbers live slots `1..=M` in order and rebuilds the tree with room to grow.
+    #[cold]
+    fn compact(&mut self) {
+        let live = self.last.len();
+        let new_cap = (2 * live).max(1024);
+        let old_cap = self.cap() as usize;
+        // Map old slot -> new slot for live slots, in order.
+        let mut renum = vec![0u32; old_cap + 1];
+        let mut weights = vec![0u32; new_cap + 1];
+        let mut n = 0u32;
+        for (s, &w) in self.weight_at.iter().enumerate().skip(1) {
+            if w != 0 {
+                n += 1;
+                renum[s] = n;
+                weights[n as usize] = w;
+            }
+        }
+        // Keys with weight 0 cannot exist (weights are >= 1), so every live key was renumbered.
+        for v in self.last.values_mut() {
+            v.0 = renum[v.0 as usize];
+        }
+        // Linear Fenwick build: each cell adds itself into its parent.
+        let mut tree: Vec<u64> = weights.iter().map(|&w| w as u64).collect();
+        for i in 1..=new_cap {
+            let p = i + (i & i.wrapping_neg());
+            if p <= new_cap {
+                tree[p] = tree[p].wrapping_add(tree[i]);
+            }
+        }
+        self.tree = tree;
+        self.weight_at = weights;
+        self.next = n + 1;
+        locus_common::strict_assert!(self.prefix(n as usize) == self.total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worked_example_objects_and_bytes() {
+        // MODELS.md 1: a b c b a d a.
+        let trace = [
+            (1u64, 10u32),
+            (2, 20),
+            (3, 30),
+            (2, 20),
+            (1, 10),
+            (4, 40),
+            (1, 10),
+        ];
+        let mut s = ExactStack::new();
+        let d: Vec<_> = trace.iter().map(|&(k, _)| s.access(k, 1)).collect();
+        assert_eq!(d, vec![None, None, None, Some(2), Some(3), None, Some(2)]);
+        let mut b = ExactStack::new();
+        let d: Vec<_> = trace.iter().map(|&(k, w)| b.access(k, w)).collect();
+        assert_eq!(
+            d,
+            vec![None, None, None, Some(50), Some(60), None, Some(50)]
+        );
+    }
+
+    #[test]
+    fn compaction_keeps_distances() {
+        // A cyclic trace over 700 keys runs through several compactions; every reuse has distance 700.
+        let mut s = ExactStack::new();
+        for t in 0..10_000u64 {
+            let d = s.access(t % 700, 1);
+            if t >= 700 {
+                assert_eq!(d, Some(700), "t={t}");
+            }
+        }
+        assert!(s.remove(5));
+        assert!(!s.remove(5));
+        assert_eq!(s.len(), 699);
+        assert_eq!(s.total(), 699);
+    }
+}
