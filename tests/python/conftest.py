@@ -20,6 +20,8 @@ import os
 
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 import harness
 import locus_config
@@ -148,10 +150,15 @@ def protocol(request) -> int:
     return request.param
 
 
+def no_retry() -> Retry:
+    """Test clients never retry: a dropped connection or a failed AUTH must surface, not be hidden."""
+    return Retry(NoBackoff(), 0)
+
+
 def _client(srv, protocol, decode):
     return redis.Redis(
         host=harness.HOST, port=srv.port, protocol=protocol, decode_responses=decode,
-        socket_timeout=10, socket_connect_timeout=5,
+        socket_timeout=10, socket_connect_timeout=5, retry=no_retry(),
     )
 
 
@@ -178,7 +185,7 @@ def client_for():
 
     def factory(srv, protocol=2, decode=True, **kw):
         c = redis.Redis(host=harness.HOST, port=kw.pop("port", srv.port), protocol=protocol,
-                        decode_responses=decode, socket_timeout=10, **kw)
+                        decode_responses=decode, socket_timeout=10, retry=no_retry(), **kw)
         made.append(c)
         return c
 

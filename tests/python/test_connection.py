@@ -8,6 +8,7 @@ import pytest
 import redis
 from redis.exceptions import AuthenticationError, ResponseError
 
+from conftest import no_retry
 from harness import Closed, Raw, RespError, Simple
 
 
@@ -193,7 +194,7 @@ def test_unknown_command(raw):
 
 
 def test_redis_py_resp3_types(server):
-    c = redis.Redis(port=server.port, protocol=3, decode_responses=True)
+    c = redis.Redis(port=server.port, protocol=3, decode_responses=True, retry=no_retry())
     try:
         c.flushall()
         c.set("n", "1")

@@ -7,6 +7,7 @@ import re
 import pytest
 import redis
 
+from conftest import no_retry
 from harness import HOST, Raw, free_ports
 
 pytestmark = pytest.mark.locus_only
@@ -15,7 +16,8 @@ VALUE = "x" * 1000
 
 
 def client(port, protocol=2, **kw):
-    return redis.Redis(host=HOST, port=port, protocol=protocol, decode_responses=True, socket_timeout=10, **kw)
+    return redis.Redis(host=HOST, port=port, protocol=protocol, decode_responses=True, socket_timeout=10,
+                       retry=no_retry(), **kw)
 
 
 def tenants_info(c) -> dict:
