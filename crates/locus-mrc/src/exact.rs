@@ -59,7 +59,7 @@ impl Profiler for ExactLru {
                 self.stack.access(key, unit_weight(self.unit, size));
             }
             Op::Del => {
-                self.stack.remove(key);
+                self.stack.delete(key);
             }
         }
         self.peak = self.peak.max(self.stack.total());

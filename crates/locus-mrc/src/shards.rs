@@ -129,7 +129,7 @@ impl Shards {
             }
             fx.heap.pop();
             fx.tracked.remove(&k);
-            self.stack.remove(k);
+            self.stack.forget(k);
         }
         self.threshold = t_new;
         h < self.threshold
@@ -186,7 +186,7 @@ impl Profiler for Shards {
                 self.stack.access(key, unit_weight(self.cfg.unit, size));
             }
             Op::Del => {
-                self.stack.remove(key);
+                self.stack.delete(key);
             }
         }
         self.peak = self.peak.max(self.stack.total() as f64 / r);

@@ -7,6 +7,12 @@
 //!  weight: 0   10    0   20   30       (0 = a slot whose key was accessed again later, or deleted)
 //!  distance(key at s0) = weight in (s0, next) + own weight = total − prefix(s0) + w
 //! ```
+//! A DEL leaves a *hole*: the slot keeps its weight (a free slot in every cache deep enough to
+//! hold it) until an access of a key below it moves the hole down to that key's old slot, or a
+//! cold access pushes it off the bottom. This is what an LRU cache does after a delete: the free
+//! slot is used by the next insertion, and items evicted earlier do not come back (removing the
+//! key outright would wrongly promote everything below it).
+//!
 //! When `next` passes `cap` the live slots are renumbered `1..=M` in order and the tree is rebuilt
 //! with `cap = max(2M, 1024)`: amortised O(1) per access on top of the O(log cap) tree operations.
 
@@ -19,6 +25,7 @@ pub(crate) struct ExactStack {
     weight_at: Vec<u32>, // weight of the live access at each slot (0 if none)
     next: u32,
     total: u64,
+    holes: std::collections::BinaryHeap<u32>, // slots of holes; the max is the topmost
 }
 
 impl ExactStack {
@@ -30,6 +37,7 @@ impl ExactStack {
             weight_at: vec![0; cap + 1],
             next: 1,
             total: 0,
+            holes: std::collections::BinaryHeap::new(),
         }
     }
 
@@ -68,7 +76,7 @@ impl ExactStack {
     }
 
     /// Records an access of `key` with weight `w` (1 or its size) and returns its stack distance
-    /// (own weight included), or `None` for a first access.
+    /// (own weight and holes above it included), or `None` for a first access.
     #[inline]
     pub fn access(&mut self, key: u64, w: u32) -> Option<u64> {
         if self.next > self.cap() {
@@ -79,12 +87,35 @@ impl ExactStack {
         let dist = match self.last.insert(key, (t, w)) {
             Some((s0, w0)) => {
                 let above = self.total - self.prefix(s0 as usize);
-                self.add(s0 as usize, -(w0 as i64));
-                self.weight_at[s0 as usize] = 0;
+                match self.holes.peek() {
+                    Some(&h) if h > s0 => {
+                        // The topmost hole drops to the accessed key's old slot.
+                        self.holes.pop();
+                        let wh = self.weight_at[h as usize];
+                        self.add(h as usize, -(wh as i64));
+                        self.weight_at[h as usize] = 0;
+                        self.add(s0 as usize, wh as i64 - w0 as i64);
+                        self.weight_at[s0 as usize] = wh;
+                        self.holes.push(s0);
+                    }
+                    _ => {
+                        self.add(s0 as usize, -(w0 as i64));
+                        self.weight_at[s0 as usize] = 0;
+                    }
+                }
                 self.total -= w0 as u64;
                 Some(above + w as u64)
             }
-            None => None,
+            None => {
+                // A newcomer fills the topmost hole: it falls off the bottom.
+                if let Some(h) = self.holes.pop() {
+                    let wh = self.weight_at[h as usize];
+                    self.add(h as usize, -(wh as i64));
+                    self.weight_at[h as usize] = 0;
+                    self.total -= wh as u64;
+                }
+                None
+            }
         };
         self.add(t as usize, w as i64);
         self.weight_at[t as usize] = w;
@@ -92,8 +123,19 @@ impl ExactStack {
         dist
     }
 
-    /// Forgets `key` (DEL, or eviction from a fixed-size sample). Returns whether it was present.
-    pub fn remove(&mut self, key: u64) -> bool {
+    /// DEL: `key` leaves the cache and leaves a hole. Returns whether it was present.
+    pub fn delete(&mut self, key: u64) -> bool {
+        match self.last.remove(&key) {
+            Some((s0, _)) => {
+                self.holes.push(s0);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Forgets `key` entirely (a key dropped from a fixed-size sample, as if never seen).
+    pub fn forget(&mut self, key: u64) -> bool {
         match self.last.remove(&key) {
             Some((s0, w0)) => {
                 self.add(s0 as usize, -(w0 as i64));
@@ -126,6 +168,8 @@ impl ExactStack {
         for v in self.last.values_mut() {
             v.0 = renum[v.0 as usize];
         }
+        let holes: Vec<u32> = self.holes.drain().map(|h| renum[h as usize]).collect();
+        self.holes.extend(holes);
         // Linear Fenwick build: each cell adds itself into its parent.
         let mut tree: Vec<u64> = weights.iter().map(|&w| w as u64).collect();
         for i in 1..=new_cap {
@@ -169,6 +213,23 @@ mod tests {
     }
 
     #[test]
+    fn delete_leaves_a_hole_that_drops_down() {
+        // a b c, DEL b, then a: distance 3 (b's hole is still between); then c: 2 (the hole moved
+        // to a's old slot, below c); then a new key d fills the hole.
+        let mut s = ExactStack::new();
+        for k in [1, 2, 3] {
+            s.access(k, 1);
+        }
+        assert!(s.delete(2));
+        assert_eq!(s.access(1, 1), Some(3));
+        assert_eq!(s.access(3, 1), Some(2));
+        assert_eq!(s.total(), 3);
+        assert_eq!(s.access(4, 1), None);
+        assert_eq!(s.total(), 3);
+        assert_eq!(s.access(1, 1), Some(3));
+    }
+
+    #[test]
     fn compaction_keeps_distances() {
         // A cyclic trace over 700 keys runs through several compactions; every reuse has distance 700.
         let mut s = ExactStack::new();
@@ -178,8 +239,8 @@ mod tests {
                 assert_eq!(d, Some(700), "t={t}");
             }
         }
-        assert!(s.remove(5));
-        assert!(!s.remove(5));
+        assert!(s.forget(5));
+        assert!(!s.forget(5));
         assert_eq!(s.len(), 699);
         assert_eq!(s.total(), 699);
     }
