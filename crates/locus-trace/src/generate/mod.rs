@@ -1,0 +1,1 @@
+//! Seeded synthetic workloads (in progress).
