@@ -64,12 +64,6 @@ pub(crate) fn scaled_dec(s: &[u8], scale: u32) -> Option<u64> {
     Some(v)
 }
 
-/// Parses a decimal number (sign, fraction, exponent allowed) as `f64`.
-#[cfg(test)]
-pub(crate) fn f64_any(s: &[u8]) -> Option<f64> {
-    std::str::from_utf8(s).ok()?.trim().parse().ok()
-}
-
 /// Splits `line` at `delim` into `out` as `(start, end)` ranges. A field that starts with `"` runs
 /// to the matching closing quote (a doubled `""` inside stays as is) and is returned without the
 /// quotes. Returns false for an unterminated quote.
