@@ -1,1 +1,83 @@
-//! The Locus cache engine: tenants, pools, size classes, pages, items, eviction, TTL, controller.
+//! The Locus cache engine: tenants, pools, size classes, pages, items, eviction, TTL, statistics
+//! and the page API the controllers drive.
+//!
+//! The engine is a plain single-threaded data structure (`&mut self`, no I/O, no threads): the
+//! server wraps it in a lock, the simulator drives it with a [`locus_common::VirtualClock`].
+//! Time comes from the injected clock, randomness from one seeded [`locus_common::Rng`], and
+//! background work ([`Engine::run_active_expire`], [`Engine::tick`]) runs in bounded steps on
+//! demand, so a run is reproducible bit for bit.
+//!
+//! # Components
+//!
+//! * [`config`]: [`EngineConfig`], [`TenantConfig`], validation reporting every problem.
+//! * `store`: pages and the items stored inline in them (slab chunks).
+//! * `class`: size classes (chunk sizes growing by `slab_growth_factor`, ~1.08).
+//! * `evict`: Redis's eviction pool, LRU clock and LFU counter (MODELS.md section 8).
+//! * [`arbiter`]: which pool may grow and which pool evicts ([`arbiter::SharedArbiter`] = free
+//!   competition, [`arbiter::StaticArbiter`] = per-tenant budgets).
+//! * `engine`: the [`Engine`] itself.
+//! * [`stats`]: counters per engine, tenant and size class.
+//!
+//! # Memory layout
+//!
+//! ```text
+//!  Engine
+//!   +-- page table: Vec<Page> -------------------------------+   maxmemory bounds the pages
+//!   |     page = page_size bytes owned by (pool, class)       |   in use (pages_used * page_size)
+//!   |     [hdr|key|value|slack][hdr|key|value|slack]...       |
+//!   +-- tenants (one pool each)                               |
+//!         index:   HashTable<u32 handle>  (keys compared in the page; no key copies)
+//!         all:     Vec<u32 handle>        (dense, uniform sampling; header.pos points back)
+//!         vol:     Vec<u32 handle> + expires: HashMap<handle, (at_ms, pos)>  (TTL keys only)
+//!         lru:     prev/next u32 per item (allkeys-exact-lru only)
+//!         evpool:  16 entries (idle, key copy) (Redis's EVPOOL_SIZE)
+//!         classes: per class, pages with a free chunk
+//!
+//!  item header (16 B): lru/lfu u32 | pos u32 | klen:30 + TTL + LIVE u32 | vlen u32
+//!  handle (u32):       page_id << slot_bits | slot
+//! ```
+//!
+//! Per item outside the chunk: ~5 B / load factor for the index (u32 + control byte), 4 B in the
+//! dense array; TTL keys add ~25 B. `maxmemory` bounds pages only; [`EngineStats`] reports the
+//! metadata outside pages as `metadata_bytes`.
+//!
+//! # Allocation and eviction
+//!
+//! A SET of class `c` in pool `p` takes, in order: a free chunk of (p, c); a free page (if the
+//! arbiter lets `p` grow and `pages_used < pages_total`); the emptiest page of a pool holding at
+//! least a page's worth of free chunk bytes (evicting what is left on it, reason
+//! `PageReclaim`: this is how classes get pages back from other classes); otherwise one
+//! eviction by policy in the pool the arbiter names, and again. Eviction is pool-wide: the
+//! sampled policies draw K distinct keys uniformly from the pool (volatile-*: from its keys with
+//! a TTL) exactly as Redis 7 does with one database, and keep Redis's 16-entry eviction pool.
+//! Item caps (`max_items`) are enforced right after an insert, so the new key can be sampled
+//! (Redis evicts at the next command, with the new key in the dictionary).
+
+pub mod arbiter;
+mod class;
+pub mod config;
+mod engine;
+pub mod error;
+mod evict;
+pub mod ids;
+pub mod policy;
+pub mod stats;
+mod store;
+
+pub use config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
+pub use engine::{Engine, Expire, ObjectInfo, SetCond, SetOptions};
+pub use error::EngineError;
+pub use evict::LFU_INIT_VAL;
+pub use ids::{ClassId, PoolId, TenantId};
+pub use policy::Policy;
+pub use stats::{ClassStats, EngineStats, EvictionCounts, EvictionReason, TenantStats};
+
+#[cfg(test)]
+mod send_check {
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn engine_is_send() {
+        assert_send::<super::Engine>();
+    }
+}

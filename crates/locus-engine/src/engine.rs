@@ -1,0 +1,1868 @@
+//! The [`Engine`]: tenants, their pools, the allocation path, eviction, TTL, stats, page API.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use hashbrown::HashTable;
+use locus_common::{Rng, SharedClock, hash_key};
+
+use crate::arbiter::{Arbiter, ArbiterView, PoolView, SharedArbiter, StaticArbiter, Victim};
+use crate::class::SizeClasses;
+use crate::config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
+use crate::error::EngineError;
+use crate::evict::{
+    EvPool, LruList, NIL, lfu_decr_and_return, lfu_minutes, lfu_new, lfu_touch, redis_idle_ms,
+    redis_lru_clock,
+};
+use crate::ids::{ClassId, PoolId, TenantId};
+use crate::policy::Policy;
+use crate::stats::{
+    ClassCounters, ClassStats, EngineStats, EvictionReason, TenantCounters, TenantStats,
+};
+use crate::store::{HDR, Page, Store};
+
+/// Pages examined when choosing which page to take back (all of them when the pool has fewer).
+const RECLAIM_SAMPLE: usize = 64;
+/// Redis's `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE` (percent).
+const ACCEPTABLE_STALE_PCT: usize = 10;
+
+/// What SET does with the key's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Expire {
+    /// Keep the existing TTL (Redis `KEEPTTL`).
+    Keep,
+    /// No TTL (plain SET clears a TTL, like Redis).
+    #[default]
+    Persist,
+    /// Expire at this absolute time in clock milliseconds.
+    AtMs(u64),
+}
+
+/// SET's condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SetCond {
+    /// Always store.
+    #[default]
+    Always,
+    /// Only if the key does not exist (`NX`).
+    IfAbsent,
+    /// Only if the key exists (`XX`).
+    IfPresent,
+}
+
+/// Options of [`Engine::set`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SetOptions {
+    /// TTL handling.
+    pub expire: Expire,
+    /// NX / XX.
+    pub cond: SetCond,
+}
+
+/// What `OBJECT` reports about a key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Idle time: milliseconds (1 s resolution) in Redis clock mode, accesses in logical mode;
+    /// 0 under LFU policies (the field holds the LFU counter).
+    pub idle_ms: u64,
+    /// The decayed LFU counter under LFU policies (`OBJECT FREQ`), else 0.
+    pub lfu_freq: u8,
+    /// Value length.
+    pub value_len: usize,
+    /// Chunk size charged for the item.
+    pub charged_bytes: u64,
+    /// Absolute expiry in clock ms.
+    pub expire_at_ms: Option<u64>,
+}
+
+#[derive(Default)]
+struct U32Hasher(u64);
+
+impl Hasher for U32Hasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type ExpMap = HashMap<u32, Exp, BuildHasherDefault<U32Hasher>>;
+
+#[derive(Clone, Copy, Debug)]
+struct Exp {
+    at_ms: u64,
+    vpos: u32,
+}
+
+#[derive(Debug, Default, Clone)]
+struct ClassPages {
+    pages: u64,
+    /// Pages of this (pool, class) with a free chunk.
+    partial: Vec<u32>,
+}
+
+/// A tenant and its pool (one pool per tenant for now).
+struct Tenant {
+    cfg: TenantConfig,
+    index: HashTable<u32>,
+    /// Every item handle (dense, for uniform sampling); the header's `pos` points back.
+    all: Vec<u32>,
+    /// Handles with a TTL (dense, for volatile-* sampling and the active sweep).
+    vol: Vec<u32>,
+    expires: ExpMap,
+    lru: Option<LruList>,
+    evpool: EvPool,
+    pages: Vec<u32>,
+    classes: Vec<ClassPages>,
+    counters: TenantCounters,
+    class_counters: Vec<ClassCounters>,
+    item_bytes: u64,
+    charged_bytes: u64,
+    /// Sum over owned pages of slots × chunk.
+    chunk_bytes: u64,
+}
+
+impl Tenant {
+    fn new(cfg: TenantConfig, nclasses: usize) -> Self {
+        let lru = (cfg.policy == Policy::AllkeysExactLru).then(LruList::new);
+        let evpool = EvPool::new(cfg.evpool_size as usize);
+        Self {
+            cfg,
+            index: HashTable::new(),
+            all: Vec::new(),
+            vol: Vec::new(),
+            expires: ExpMap::default(),
+            lru,
+            evpool,
+            pages: Vec::new(),
+            classes: vec![ClassPages::default(); nclasses],
+            counters: TenantCounters::default(),
+            class_counters: vec![ClassCounters::default(); nclasses],
+            item_bytes: 0,
+            charged_bytes: 0,
+            chunk_bytes: 0,
+        }
+    }
+
+    fn metadata_bytes(&self) -> u64 {
+        let cap = self.index.capacity() as u64;
+        let buckets = if cap == 0 {
+            0
+        } else {
+            (cap * 8 / 7).next_power_of_two()
+        };
+        let exp = self.expires.capacity() as u64 * (std::mem::size_of::<(u32, Exp)>() as u64 + 1);
+        buckets * 5
+            + (self.all.capacity() + self.vol.capacity()) as u64 * 4
+            + exp
+            + self.lru.as_ref().map_or(0, LruList::bytes)
+    }
+}
+
+/// A sampled eviction candidate.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    handle: u32,
+    score: u64,
+    from_evpool: bool,
+}
+
+/// The Locus cache engine. See the crate documentation for the layout and the algorithms.
+///
+/// All methods take `&mut self` (or `&self`) and run to completion; the server wraps the engine in
+/// a lock. Methods taking a [`TenantId`] panic when given an id that this engine did not hand out
+/// (a caller bug, not input).
+pub struct Engine {
+    cfg: EngineConfig,
+    clock: SharedClock,
+    rng: Rng,
+    classes: SizeClasses,
+    store: Store,
+    max_page_ids: u64,
+    free_with_buf: Vec<u32>,
+    free_no_buf: Vec<u32>,
+    pages_used: u64,
+    pages_total: u64,
+    allocated_bufs: u64,
+    tenants: Vec<Tenant>,
+    arbiter: Box<dyn Arbiter>,
+    views: Vec<PoolView>,
+    logical: u64,
+    expire_cursor: usize,
+    total_items: u64,
+    sample_scratch: Vec<u32>,
+    key_scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("tenants", &self.tenants.len())
+            .field("pages_used", &self.pages_used)
+            .field("pages_total", &self.pages_total)
+            .field("items", &self.total_items)
+            .field("arbiter", &self.arbiter.name())
+            .finish()
+    }
+}
+
+fn invalid(problems: Vec<String>) -> EngineError {
+    EngineError::InvalidConfig { problems }
+}
+
+impl Engine {
+    /// A new engine with no tenants.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] listing every problem of `cfg`, including a `maxmemory` with
+    /// more pages than handles can address for this page size.
+    pub fn new(cfg: EngineConfig, clock: SharedClock) -> Result<Engine, EngineError> {
+        cfg.validate().map_err(invalid)?;
+        let classes = SizeClasses::new(cfg.min_chunk, cfg.slab_growth_factor, cfg.page_size);
+        let slot_bits = 32 - (classes.max_slots().max(2) - 1).leading_zeros();
+        let max_page_ids = 1u64 << (32 - slot_bits);
+        let pages_total = cfg.maxmemory / cfg.page_size;
+        if pages_total > max_page_ids {
+            return Err(invalid(vec![format!(
+                "maxmemory: {} needs {pages_total} pages of {} bytes; at most {max_page_ids} are addressable (raise page_size or min_chunk)",
+                cfg.maxmemory, cfg.page_size
+            )]));
+        }
+        let arbiter: Box<dyn Arbiter> = match cfg.partition {
+            PartitionMode::Shared => Box::new(SharedArbiter),
+            PartitionMode::Static => Box::new(StaticArbiter),
+        };
+        Ok(Engine {
+            rng: Rng::new(cfg.seed),
+            classes,
+            store: Store {
+                pages: Vec::new(),
+                slot_bits,
+                slot_mask: (1u32 << slot_bits) - 1,
+            },
+            max_page_ids,
+            free_with_buf: Vec::new(),
+            free_no_buf: Vec::new(),
+            pages_used: 0,
+            pages_total,
+            allocated_bufs: 0,
+            tenants: Vec::new(),
+            arbiter,
+            views: Vec::new(),
+            logical: 0,
+            expire_cursor: 0,
+            total_items: 0,
+            sample_scratch: Vec::new(),
+            key_scratch: Vec::new(),
+            cfg,
+            clock,
+        })
+    }
+
+    /// Replaces the arbiter (controllers of later issues).
+    pub fn set_arbiter(&mut self, arbiter: Box<dyn Arbiter>) {
+        self.arbiter = arbiter;
+    }
+
+    /// The arbiter's name.
+    pub fn arbiter_name(&self) -> &'static str {
+        self.arbiter.name()
+    }
+
+    /// Adds a tenant (and its pool).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] with every problem, or [`EngineError::DuplicateTenant`].
+    pub fn add_tenant(&mut self, cfg: TenantConfig) -> Result<TenantId, EngineError> {
+        cfg.validate().map_err(invalid)?;
+        if self.tenant_by_name(&cfg.name).is_some() {
+            return Err(EngineError::DuplicateTenant { name: cfg.name });
+        }
+        let id = TenantId(self.tenants.len() as u32);
+        self.tenants.push(Tenant::new(cfg, self.classes.len()));
+        Ok(id)
+    }
+
+    /// The tenant with this name.
+    pub fn tenant_by_name(&self, name: &str) -> Option<TenantId> {
+        self.tenants
+            .iter()
+            .position(|t| t.cfg.name == name)
+            .map(|i| TenantId(i as u32))
+    }
+
+    /// Every tenant, in creation order.
+    pub fn tenant_ids(&self) -> Vec<TenantId> {
+        (0..self.tenants.len() as u32).map(TenantId).collect()
+    }
+
+    /// A tenant's configuration (as changed at runtime).
+    pub fn tenant_config(&self, t: TenantId) -> &TenantConfig {
+        &self.tenants[t.0 as usize].cfg
+    }
+
+    /// The engine configuration (as changed at runtime).
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    /// The engine's clock in ms.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Clocks and per-item recency fields.
+
+    #[inline]
+    fn lru_clock(&self) -> u32 {
+        match self.cfg.lru_clock {
+            LruClockMode::Redis => redis_lru_clock(self.clock.now_ms()),
+            LruClockMode::Logical => self.logical as u32,
+        }
+    }
+
+    #[inline]
+    fn idle_of(&self, lruclock: u32, lru: u32) -> u64 {
+        match self.cfg.lru_clock {
+            LruClockMode::Redis => redis_idle_ms(lruclock, lru),
+            LruClockMode::Logical => u64::from(lruclock.wrapping_sub(lru)),
+        }
+    }
+
+    /// Touches an item on access (Redis `lookupKey`: LFU update or LRU stamp; list move).
+    #[inline]
+    fn touch(&mut self, t: usize, h: u32) {
+        let policy = self.tenants[t].cfg.policy;
+        let v = if policy.is_lfu() {
+            let old = self.store.lru(h);
+            lfu_touch(
+                old,
+                lfu_minutes(self.clock.now_ms()),
+                self.cfg.lfu_decay_time,
+                self.cfg.lfu_log_factor,
+                &mut self.rng,
+            )
+        } else {
+            self.lru_clock()
+        };
+        self.store.set_lru(h, v);
+        if let Some(l) = &mut self.tenants[t].lru {
+            l.move_front(self.store.pos(h));
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Index.
+
+    #[inline]
+    fn find(&self, t: usize, key: &[u8], hash: u64) -> Option<u32> {
+        let store = &self.store;
+        self.tenants[t]
+            .index
+            .find(hash, |&h| store.key(h) == key)
+            .copied()
+    }
+
+    fn expiry(&self, t: usize, h: u32) -> Option<u64> {
+        if self.store.has_ttl(h) {
+            self.tenants[t].expires.get(&h).map(|e| e.at_ms)
+        } else {
+            None
+        }
+    }
+
+    /// Finds a key, expiring it lazily when its TTL has passed.
+    #[inline]
+    fn lookup(&mut self, t: usize, key: &[u8], hash: u64) -> Option<u32> {
+        let h = self.find(t, key, hash)?;
+        if self.store.has_ttl(h) {
+            let at = self.tenants[t]
+                .expires
+                .get(&h)
+                .map_or(u64::MAX, |e| e.at_ms);
+            if at <= self.clock.now_ms() {
+                self.expire_item(t, h);
+                return None;
+            }
+        }
+        Some(h)
+    }
+
+    fn expire_item(&mut self, t: usize, h: u32) {
+        let c = self.unlink_item(t, h, true);
+        let tn = &mut self.tenants[t];
+        tn.counters.expired += 1;
+        tn.class_counters[c as usize].expired += 1;
+    }
+
+    fn add_ttl(&mut self, t: usize, h: u32, at_ms: u64) {
+        let tn = &mut self.tenants[t];
+        if let Some(e) = tn.expires.get_mut(&h) {
+            e.at_ms = at_ms;
+            return;
+        }
+        let vpos = tn.vol.len() as u32;
+        tn.vol.push(h);
+        tn.expires.insert(h, Exp { at_ms, vpos });
+        self.store.set_ttl_flag(h, true);
+    }
+
+    fn remove_ttl(&mut self, t: usize, h: u32) {
+        let tn = &mut self.tenants[t];
+        if let Some(e) = tn.expires.remove(&h) {
+            let last = tn.vol.pop().expect("vol holds every TTL handle");
+            if last != h {
+                tn.vol[e.vpos as usize] = last;
+                if let Some(m) = tn.expires.get_mut(&last) {
+                    m.vpos = e.vpos;
+                }
+            }
+        }
+        self.store.set_ttl_flag(h, false);
+    }
+
+    /// Links a freshly written chunk `h` as key `key` of tenant `t`.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one internal call site per caller, all fields needed"
+    )]
+    fn link_item(
+        &mut self,
+        t: usize,
+        h: u32,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+        lru: u32,
+        exp: Option<u64>,
+    ) {
+        let pos = self.tenants[t].all.len() as u32;
+        self.store.write(h, lru, pos, key, value, false);
+        let store = &self.store;
+        let tn = &mut self.tenants[t];
+        tn.all.push(h);
+        if let Some(l) = &mut tn.lru {
+            l.push(pos);
+        }
+        tn.index.insert_unique(hash, h, |&x| hash_key(store.key(x)));
+        let (pi, _) = store.split(h);
+        let page = &store.pages[pi];
+        let bytes = (key.len() + value.len()) as u64;
+        tn.item_bytes += bytes;
+        tn.charged_bytes += u64::from(page.chunk);
+        let cc = &mut tn.class_counters[page.class as usize];
+        cc.items += 1;
+        cc.item_bytes += bytes;
+        self.total_items += 1;
+        if let Some(at) = exp {
+            self.add_ttl(t, h, at);
+        }
+    }
+
+    /// Removes item `h` of tenant `t` from every structure and frees its chunk. Returns its class.
+    /// With `release_empty`, a page left without items goes back to the free list.
+    fn unlink_item(&mut self, t: usize, h: u32, release_empty: bool) -> u16 {
+        let hash = hash_key(self.store.key(h));
+        let (klen, vlen) = self.store.lens(h);
+        let pos = self.store.pos(h);
+        if self.store.has_ttl(h) {
+            self.remove_ttl(t, h);
+        }
+        let tn = &mut self.tenants[t];
+        match tn.index.find_entry(hash, |&x| x == h) {
+            Ok(e) => {
+                e.remove();
+            }
+            Err(_) => locus_common::strict_assert!(false, "item missing from its index"),
+        }
+        let last = tn.all.pop().expect("all holds every handle");
+        if let Some(l) = &mut tn.lru {
+            l.swap_remove(pos);
+        }
+        if last != h {
+            tn.all[pos as usize] = last;
+            self.store.set_pos(last, pos);
+        }
+        let (pi, _) = self.store.split(h);
+        let (class, chunk) = {
+            let p = &self.store.pages[pi];
+            (p.class, p.chunk)
+        };
+        let bytes = (klen + vlen) as u64;
+        tn.item_bytes -= bytes;
+        tn.charged_bytes -= u64::from(chunk);
+        let cc = &mut tn.class_counters[class as usize];
+        cc.items -= 1;
+        cc.item_bytes -= bytes;
+        self.total_items -= 1;
+        self.store.free_slot(h);
+        let page = &mut self.store.pages[pi];
+        if page.partial_pos == NIL {
+            let partial = &mut tn.classes[class as usize].partial;
+            page.partial_pos = partial.len() as u32;
+            partial.push(pi as u32);
+        }
+        if release_empty && page.live == 0 {
+            self.release_page(pi as u32);
+        }
+        class
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Pages.
+
+    /// A chunk from a page of (t, c) with a free one.
+    fn take_free_chunk(&mut self, t: usize, c: u16) -> Option<u32> {
+        let pg = *self.tenants[t].classes[c as usize].partial.last()?;
+        let slot = self.store.take_slot(pg);
+        let page = &mut self.store.pages[pg as usize];
+        if !page.has_free() {
+            self.tenants[t].classes[c as usize].partial.pop();
+            page.partial_pos = NIL;
+        }
+        Some(self.store.handle(pg, slot))
+    }
+
+    fn attach_page(&mut self, pg: u32, t: usize, c: u16) {
+        let chunk = self.classes.chunk(c);
+        let slots = self.classes.slots(c);
+        let tn = &mut self.tenants[t];
+        let page = &mut self.store.pages[pg as usize];
+        page.owner = t as u32;
+        page.class = c;
+        page.chunk = chunk;
+        page.slots = slots;
+        page.live = 0;
+        page.bump = 0;
+        page.free_head = NIL;
+        page.pool_pos = tn.pages.len() as u32;
+        tn.pages.push(pg);
+        let cp = &mut tn.classes[c as usize];
+        cp.pages += 1;
+        page.partial_pos = cp.partial.len() as u32;
+        cp.partial.push(pg);
+        tn.chunk_bytes += u64::from(slots) * u64::from(chunk);
+        self.pages_used += 1;
+    }
+
+    /// Takes an (empty) page away from its owner.
+    fn detach_page(&mut self, pg: u32) {
+        let page = &self.store.pages[pg as usize];
+        locus_common::strict_assert!(page.live == 0, "detaching a page with live items");
+        let (t, c, pool_pos, partial_pos) = (
+            page.owner as usize,
+            page.class,
+            page.pool_pos,
+            page.partial_pos,
+        );
+        let bytes = u64::from(page.slots) * u64::from(page.chunk);
+        let tn = &mut self.tenants[t];
+        let last = tn.pages.pop().expect("owner lists its pages");
+        if last != pg {
+            tn.pages[pool_pos as usize] = last;
+            self.store.pages[last as usize].pool_pos = pool_pos;
+        }
+        let cp = &mut tn.classes[c as usize];
+        cp.pages -= 1;
+        if partial_pos != NIL {
+            let last = cp.partial.pop().expect("partial list holds the page");
+            if last != pg {
+                cp.partial[partial_pos as usize] = last;
+                self.store.pages[last as usize].partial_pos = partial_pos;
+            }
+        }
+        tn.chunk_bytes -= bytes;
+        let page = &mut self.store.pages[pg as usize];
+        page.owner = NIL;
+        page.pool_pos = NIL;
+        page.partial_pos = NIL;
+        self.pages_used -= 1;
+    }
+
+    fn release_page(&mut self, pg: u32) {
+        self.detach_page(pg);
+        self.free_with_buf.push(pg);
+    }
+
+    /// Gives a free page to (t, c). The caller checked `pages_used < pages_total`.
+    fn grant_page(&mut self, t: usize, c: u16) {
+        let pg = if let Some(pg) = self.free_with_buf.pop() {
+            pg
+        } else {
+            let pg = if let Some(pg) = self.free_no_buf.pop() {
+                pg
+            } else {
+                let id = self.store.pages.len() as u32;
+                locus_common::strict_assert!(u64::from(id) < self.max_page_ids);
+                self.store.pages.push(Page::empty());
+                id
+            };
+            // Zeroed allocation: large buffers come from fresh mappings, so RSS grows with use.
+            self.store.pages[pg as usize].buf = vec![0u8; self.cfg.page_size as usize];
+            self.allocated_bufs += 1;
+            pg
+        };
+        self.attach_page(pg, t, c);
+    }
+
+    /// Evicts everything on `pg` (counted with `reason`) and hands it to (t, c). Returns the
+    /// number of items evicted.
+    fn reassign_page(&mut self, pg: u32, t: usize, c: u16, reason: EvictionReason) -> u64 {
+        let evicted = self.empty_page(pg, reason);
+        self.detach_page(pg);
+        self.attach_page(pg, t, c);
+        evicted
+    }
+
+    /// Evicts every live item of `pg`; the page stays attached (empty).
+    fn empty_page(&mut self, pg: u32, reason: EvictionReason) -> u64 {
+        let (owner, bump) = {
+            let p = &self.store.pages[pg as usize];
+            (p.owner as usize, p.bump)
+        };
+        let mut n = 0;
+        for slot in 0..bump {
+            let h = self.store.handle(pg, slot);
+            if self.store.is_live(h) {
+                self.evict_handle(owner, h, reason, false);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// The page of `t` (optionally of class `class` only, or excluding `exclude`) with the lowest
+    /// occupancy, looking at all pages or a seeded sample of them.
+    fn sparsest_page(&mut self, t: usize, class: Option<u16>, exclude: Option<u16>) -> Option<u32> {
+        let n = self.tenants[t].pages.len();
+        if n == 0 {
+            return None;
+        }
+        let ok =
+            |p: &Page| class.is_none_or(|c| p.class == c) && exclude.is_none_or(|c| p.class != c);
+        let better = |p: &Page, best: Option<(u64, u64)>| {
+            // occupancy live/slots compared as fractions: live_a * slots_b < live_b * slots_a
+            best.is_none_or(|(l, s)| u64::from(p.live) * s < l * u64::from(p.slots))
+        };
+        let mut best: Option<(u32, (u64, u64))> = None;
+        if n <= RECLAIM_SAMPLE || class.is_some() {
+            for &pg in &self.tenants[t].pages {
+                let p = &self.store.pages[pg as usize];
+                if ok(p) && better(p, best.map(|b| b.1)) {
+                    best = Some((pg, (u64::from(p.live), u64::from(p.slots))));
+                }
+            }
+        } else {
+            for _ in 0..RECLAIM_SAMPLE {
+                let pg = self.tenants[t].pages[self.rng.below(n as u64) as usize];
+                let p = &self.store.pages[pg as usize];
+                if ok(p) && better(p, best.map(|b| b.1)) {
+                    best = Some((pg, (u64::from(p.live), u64::from(p.slots))));
+                }
+            }
+            if best.is_none() {
+                for &pg in &self.tenants[t].pages {
+                    let p = &self.store.pages[pg as usize];
+                    if ok(p) && better(p, best.map(|b| b.1)) {
+                        best = Some((pg, (u64::from(p.live), u64::from(p.slots))));
+                    }
+                }
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    fn refresh_views(&mut self) {
+        let ps = self.cfg.page_size;
+        self.views.clear();
+        for (i, tn) in self.tenants.iter().enumerate() {
+            self.views.push(PoolView {
+                pool: PoolId(i as u32),
+                pages: tn.pages.len() as u64,
+                items: tn.all.len() as u64,
+                free_chunk_bytes: tn.chunk_bytes - tn.charged_bytes,
+                min_pages: tn.cfg.min_bytes / ps,
+                max_pages: tn.cfg.max_bytes.map(|m| m / ps),
+                evicts: tn.cfg.policy != Policy::NoEviction,
+            });
+        }
+    }
+
+    /// A page that can be taken back for (t, c) without hurting much: from a pool the arbiter
+    /// allows, which has at least one page worth of free chunk bytes, its sparsest page (not of
+    /// class `c` in `t` itself).
+    fn pick_reclaim_page(&mut self, t: usize, c: u16) -> Option<u32> {
+        let ps = self.cfg.page_size;
+        let p = PoolId(t as u32);
+        let order = std::iter::once(t).chain((0..self.tenants.len()).filter(|&r| r != t));
+        let order: Vec<usize> = order.collect();
+        for r in order {
+            let tn = &self.tenants[r];
+            if tn.pages.is_empty() || tn.chunk_bytes - tn.charged_bytes < ps {
+                continue;
+            }
+            let view = ArbiterView {
+                pools: &self.views,
+                pages_used: self.pages_used,
+                pages_total: self.pages_total,
+                page_size: ps,
+            };
+            if !self.arbiter.may_reclaim_from(&view, p, PoolId(r as u32)) {
+                continue;
+            }
+            let exclude = (r == t).then_some(c);
+            if let Some(pg) = self.sparsest_page(r, None, exclude) {
+                return Some(pg);
+            }
+        }
+        None
+    }
+
+    /// A chunk for an item of class `c` in tenant `t`: free chunk, new page, page taken back, or
+    /// evictions (MODELS.md section 8 "Trigger", adapted to pages), as the arbiter decides.
+    fn alloc_chunk(&mut self, t: usize, c: u16) -> Result<u32, EngineError> {
+        let p = PoolId(t as u32);
+        loop {
+            if let Some(h) = self.take_free_chunk(t, c) {
+                return Ok(h);
+            }
+            self.refresh_views();
+            let view = ArbiterView {
+                pools: &self.views,
+                pages_used: self.pages_used,
+                pages_total: self.pages_total,
+                page_size: self.cfg.page_size,
+            };
+            if self.pages_used < self.pages_total && self.arbiter.may_grow(&view, p) {
+                self.grant_page(t, c);
+                continue;
+            }
+            if let Some(pg) = self.pick_reclaim_page(t, c) {
+                self.reassign_page(pg, t, c, EvictionReason::PageReclaim);
+                continue;
+            }
+            if !self.evict_for(t, EvictionReason::Memory) {
+                return Err(EngineError::OutOfMemory);
+            }
+        }
+    }
+
+    /// One eviction on behalf of `t`, as the arbiter decides. False when nothing may be evicted.
+    fn evict_for(&mut self, t: usize, reason: EvictionReason) -> bool {
+        if self.tenants[t].cfg.policy == Policy::NoEviction {
+            return false;
+        }
+        self.refresh_views();
+        let view = ArbiterView {
+            pools: &self.views,
+            pages_used: self.pages_used,
+            pages_total: self.pages_total,
+            page_size: self.cfg.page_size,
+        };
+        match self.arbiter.victim(&view, PoolId(t as u32)) {
+            Victim::Pool(q) if (q.0 as usize) < self.tenants.len() => {
+                self.evict_from(q.0 as usize, reason)
+            }
+            Victim::Pool(_) | Victim::Nothing => false,
+            Victim::Coldest => self.evict_coldest(reason),
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Eviction policies.
+
+    /// Draws `k` distinct positions in `0..n` uniformly (all of them when `k >= n`) into
+    /// `sample_scratch`, in draw order.
+    fn sample_positions(&mut self, n: usize, k: usize) {
+        self.sample_scratch.clear();
+        if k >= n {
+            self.sample_scratch.extend(0..n as u32);
+            return;
+        }
+        while self.sample_scratch.len() < k {
+            let i = self.rng.below(n as u64) as u32;
+            if !self.sample_scratch.contains(&i) {
+                self.sample_scratch.push(i);
+            }
+        }
+    }
+
+    /// The eviction score of a live item under its pool's policy (larger = evict first).
+    fn score(&self, t: usize, h: u32, lruclock: u32, now_min: u32) -> u64 {
+        let tn = &self.tenants[t];
+        match tn.cfg.policy {
+            Policy::AllkeysLfu | Policy::VolatileLfu => {
+                255 - u64::from(lfu_decr_and_return(
+                    self.store.lru(h),
+                    now_min,
+                    self.cfg.lfu_decay_time,
+                ))
+            }
+            Policy::VolatileTtl => u64::MAX - self.expiry(t, h).unwrap_or(0),
+            _ => self.idle_of(lruclock, self.store.lru(h)),
+        }
+    }
+
+    /// `evictionPoolPopulate` for one pool: K samples from the pool's keys (volatile: keys with a
+    /// TTL) inserted into its eviction pool.
+    fn populate(&mut self, t: usize) {
+        let volatile = self.tenants[t].cfg.policy.is_volatile();
+        let n = if volatile {
+            self.tenants[t].vol.len()
+        } else {
+            self.tenants[t].all.len()
+        };
+        let k = self.tenants[t].cfg.samples as usize;
+        self.sample_positions(n, k);
+        let lruclock = self.lru_clock();
+        let now_min = lfu_minutes(self.clock.now_ms());
+        for i in 0..self.sample_scratch.len() {
+            let pos = self.sample_scratch[i] as usize;
+            let tn = &self.tenants[t];
+            let h = if volatile { tn.vol[pos] } else { tn.all[pos] };
+            let score = self.score(t, h, lruclock, now_min);
+            let key = self.store.key(h);
+            self.tenants[t].evpool.insert(score, key);
+        }
+    }
+
+    /// The policy's next victim in pool `t` (not yet evicted).
+    fn candidate(&mut self, t: usize) -> Option<Candidate> {
+        let policy = self.tenants[t].cfg.policy;
+        let volatile = policy.is_volatile();
+        let n = if volatile {
+            self.tenants[t].vol.len()
+        } else {
+            self.tenants[t].all.len()
+        };
+        if n == 0 || policy == Policy::NoEviction {
+            return None;
+        }
+        let lruclock = self.lru_clock();
+        let now_min = lfu_minutes(self.clock.now_ms());
+        match policy {
+            Policy::NoEviction => None,
+            Policy::AllkeysRandom | Policy::VolatileRandom => {
+                let i = self.rng.below(n as u64) as usize;
+                let tn = &self.tenants[t];
+                let handle = if volatile { tn.vol[i] } else { tn.all[i] };
+                let score = self.rng.next_u64();
+                Some(Candidate {
+                    handle,
+                    score,
+                    from_evpool: false,
+                })
+            }
+            Policy::AllkeysExactLru => {
+                let tn = &self.tenants[t];
+                let pos = match &tn.lru {
+                    Some(l) => l.tail()?,
+                    None => return None,
+                };
+                let handle = tn.all[pos as usize];
+                Some(Candidate {
+                    handle,
+                    score: self.idle_of(lruclock, self.store.lru(handle)),
+                    from_evpool: false,
+                })
+            }
+            _ if self.tenants[t].evpool.size() == 0 => {
+                // Textbook K-LRU: the oldest of K distinct samples (first one on ties).
+                let k = self.tenants[t].cfg.samples as usize;
+                self.sample_positions(n, k);
+                let mut best: Option<Candidate> = None;
+                for i in 0..self.sample_scratch.len() {
+                    let pos = self.sample_scratch[i] as usize;
+                    let tn = &self.tenants[t];
+                    let h = if volatile { tn.vol[pos] } else { tn.all[pos] };
+                    let s = self.score(t, h, lruclock, now_min);
+                    if best.is_none_or(|b| s > b.score) {
+                        best = Some(Candidate {
+                            handle: h,
+                            score: s,
+                            from_evpool: false,
+                        });
+                    }
+                }
+                best
+            }
+            _ => loop {
+                self.populate(t);
+                // Scan from the right: ghosts (gone, or without TTL for volatile-*) are dropped.
+                while let Some(e) = self.tenants[t].evpool.best() {
+                    self.key_scratch.clear();
+                    self.key_scratch.extend_from_slice(&e.key);
+                    let score = e.idle;
+                    let hash = hash_key(&self.key_scratch);
+                    let store = &self.store;
+                    let key = &self.key_scratch;
+                    let found = self.tenants[t]
+                        .index
+                        .find(hash, |&h| store.key(h) == key.as_slice())
+                        .copied();
+                    match found {
+                        Some(h) if !volatile || self.store.has_ttl(h) => {
+                            return Some(Candidate {
+                                handle: h,
+                                score,
+                                from_evpool: true,
+                            });
+                        }
+                        _ => self.tenants[t].evpool.pop_best(),
+                    }
+                }
+            },
+        }
+    }
+
+    fn evict_handle(&mut self, t: usize, h: u32, reason: EvictionReason, release_empty: bool) {
+        let c = self.unlink_item(t, h, release_empty);
+        let tn = &mut self.tenants[t];
+        tn.counters.evictions.add(reason);
+        tn.class_counters[c as usize].evictions.add(reason);
+    }
+
+    fn evict_candidate(&mut self, t: usize, cand: Candidate, reason: EvictionReason) {
+        if cand.from_evpool {
+            self.tenants[t].evpool.pop_best();
+        }
+        self.evict_handle(t, cand.handle, reason, true);
+    }
+
+    /// Evicts one item of pool `t` by its policy.
+    fn evict_from(&mut self, t: usize, reason: EvictionReason) -> bool {
+        match self.candidate(t) {
+            Some(c) => {
+                self.evict_candidate(t, c, reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Free competition: each evicting pool proposes its candidate; the largest score goes
+    /// (ties: the lowest pool id).
+    fn evict_coldest(&mut self, reason: EvictionReason) -> bool {
+        let mut best: Option<(usize, Candidate)> = None;
+        for t in 0..self.tenants.len() {
+            if let Some(c) = self.candidate(t)
+                && best.is_none_or(|(_, b)| c.score > b.score)
+            {
+                best = Some((t, c));
+            }
+        }
+        match best {
+            Some((t, c)) => {
+                self.evict_candidate(t, c, reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Enforces the per-tenant and global item caps after `t` added an item.
+    fn enforce_item_caps(&mut self, t: usize) -> bool {
+        while let Some(cap) = self.tenants[t].cfg.max_items {
+            if self.tenants[t].all.len() as u64 <= cap {
+                break;
+            }
+            if !self.evict_from(t, EvictionReason::ItemLimit) {
+                return false;
+            }
+        }
+        while let Some(cap) = self.cfg.max_items {
+            if self.total_items <= cap {
+                break;
+            }
+            if !self.evict_for(t, EvictionReason::ItemLimit) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The value of the recency field for a stored object (Redis: new object, or an overwrite
+    /// that keeps the touched LFU counter of the old one).
+    fn fresh_lru(&mut self, t: usize, old: Option<u32>) -> u32 {
+        if self.tenants[t].cfg.policy.is_lfu() {
+            let now_min = lfu_minutes(self.clock.now_ms());
+            match old {
+                Some(h) => lfu_touch(
+                    self.store.lru(h),
+                    now_min,
+                    self.cfg.lfu_decay_time,
+                    self.cfg.lfu_log_factor,
+                    &mut self.rng,
+                ),
+                None => lfu_new(now_min),
+            }
+        } else {
+            self.lru_clock()
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Data path.
+
+    /// GET: a hit touches the item (LRU stamp or LFU increment); expired keys are removed lazily
+    /// and count as misses.
+    pub fn get(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
+        let ti = t.0 as usize;
+        self.logical += 1;
+        let hash = hash_key(key);
+        match self.lookup(ti, key, hash) {
+            Some(h) => {
+                self.touch(ti, h);
+                let c = self.store.pages[self.store.split(h).0].class;
+                let tn = &mut self.tenants[ti];
+                tn.counters.hits += 1;
+                tn.class_counters[c as usize].hits += 1;
+                Some(self.store.value(h))
+            }
+            None => {
+                self.tenants[ti].counters.misses += 1;
+                None
+            }
+        }
+    }
+
+    /// The value without touching or counting (lazy expiry still applies).
+    pub fn peek(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
+        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
+        Some(self.store.value(h))
+    }
+
+    /// Whether the key exists (no touch).
+    pub fn exists(&mut self, t: TenantId, key: &[u8]) -> bool {
+        self.lookup(t.0 as usize, key, hash_key(key)).is_some()
+    }
+
+    /// SET with Redis's semantics. `Ok(false)` when an NX/XX condition is not met.
+    ///
+    /// # Errors
+    /// [`EngineError::ItemTooLarge`] when key + value + header exceed a page;
+    /// [`EngineError::OutOfMemory`] when memory (or an item cap) is full and nothing may be
+    /// evicted.
+    pub fn set(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
+        let size = (HDR + key.len()) as u64 + value.len() as u64;
+        let Some(c) = self.classes.class_for(size) else {
+            return Err(EngineError::ItemTooLarge {
+                size,
+                max: self.cfg.page_size,
+            });
+        };
+        self.logical += 1;
+        let hash = hash_key(key);
+        let existing = self.lookup(ti, key, hash);
+        match opts.cond {
+            SetCond::IfAbsent if existing.is_some() => return Ok(false),
+            SetCond::IfPresent if existing.is_none() => return Ok(false),
+            _ => {}
+        }
+        let old_exp = existing.and_then(|h| self.expiry(ti, h));
+        let new_exp = match opts.expire {
+            Expire::Keep => old_exp,
+            Expire::Persist => None,
+            Expire::AtMs(at) => Some(at),
+        };
+        let now = self.clock.now_ms();
+        if new_exp.is_some_and(|at| at <= now) {
+            // Redis: a SET whose absolute expiry has passed stores nothing and deletes the key.
+            if let Some(h) = existing {
+                self.unlink_item(ti, h, true);
+            }
+            self.tenants[ti].counters.sets += 1;
+            return Ok(true);
+        }
+        let lru = self.fresh_lru(ti, existing);
+        let same_class = existing.filter(|&h| self.store.pages[self.store.split(h).0].class == c);
+        if let Some(h) = same_class {
+            let (_, old_vlen) = self.store.lens(h);
+            self.store.rewrite_value(h, value);
+            self.store.set_lru(h, lru);
+            let tn = &mut self.tenants[ti];
+            tn.item_bytes = tn.item_bytes - old_vlen as u64 + value.len() as u64;
+            let cc = &mut tn.class_counters[c as usize];
+            cc.item_bytes = cc.item_bytes - old_vlen as u64 + value.len() as u64;
+            if let Some(l) = &mut tn.lru {
+                l.move_front(self.store.pos(h));
+            }
+            match new_exp {
+                Some(at) => self.add_ttl(ti, h, at),
+                None if old_exp.is_some() => self.remove_ttl(ti, h),
+                None => {}
+            }
+        } else {
+            let h = self.alloc_chunk(ti, c)?;
+            // Allocation may have evicted the old item: look it up again.
+            let old = if existing.is_some() {
+                self.find(ti, key, hash)
+            } else {
+                None
+            };
+            if let Some(o) = old {
+                self.unlink_item(ti, o, true);
+            }
+            self.link_item(ti, h, hash, key, value, lru, new_exp);
+            if old.is_none() && !self.enforce_item_caps(ti) {
+                if let Some(n) = self.find(ti, key, hash) {
+                    self.unlink_item(ti, n, true);
+                }
+                return Err(EngineError::OutOfMemory);
+            }
+        }
+        let tn = &mut self.tenants[ti];
+        tn.counters.sets += 1;
+        tn.class_counters[c as usize].sets += 1;
+        Ok(true)
+    }
+
+    /// DEL of one key. True when it existed.
+    pub fn delete(&mut self, t: TenantId, key: &[u8]) -> bool {
+        let ti = t.0 as usize;
+        match self.lookup(ti, key, hash_key(key)) {
+            Some(h) => {
+                self.unlink_item(ti, h, true);
+                self.tenants[ti].counters.deletes += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets (`Some(at_ms)`) or removes (`None`) a key's TTL. A time already passed deletes the
+    /// key (Redis `EXPIREAT` in the past). False when the key does not exist.
+    pub fn set_expire(&mut self, t: TenantId, key: &[u8], at_ms: Option<u64>) -> bool {
+        let ti = t.0 as usize;
+        let Some(h) = self.lookup(ti, key, hash_key(key)) else {
+            return false;
+        };
+        match at_ms {
+            Some(at) if at <= self.clock.now_ms() => {
+                self.unlink_item(ti, h, true);
+                self.tenants[ti].counters.deletes += 1;
+            }
+            Some(at) => self.add_ttl(ti, h, at),
+            None => {
+                if self.store.has_ttl(h) {
+                    self.remove_ttl(ti, h);
+                }
+            }
+        }
+        true
+    }
+
+    /// `None`: no key; `Some(None)`: no TTL; `Some(Some(at))`: expires at `at` ms.
+    pub fn expire_at(&mut self, t: TenantId, key: &[u8]) -> Option<Option<u64>> {
+        let ti = t.0 as usize;
+        let h = self.lookup(ti, key, hash_key(key))?;
+        Some(self.expiry(ti, h))
+    }
+
+    /// DBSIZE: items stored (keys past their TTL count until removed, as in Redis).
+    pub fn len(&self, t: TenantId) -> u64 {
+        self.tenants[t.0 as usize].all.len() as u64
+    }
+
+    /// True when the tenant holds no items.
+    pub fn is_empty(&self, t: TenantId) -> bool {
+        self.len(t) == 0
+    }
+
+    /// FLUSHDB for one tenant: every item and page of its pool is released.
+    pub fn flush(&mut self, t: TenantId) {
+        let ti = t.0 as usize;
+        let pages = self.tenants[ti].pages.clone();
+        for pg in pages {
+            let page = &mut self.store.pages[pg as usize];
+            page.live = 0;
+            page.bump = 0;
+            page.free_head = NIL;
+            self.release_page(pg);
+        }
+        let n = self.tenants[ti].all.len() as u64;
+        self.total_items -= n;
+        let tn = &mut self.tenants[ti];
+        tn.index = HashTable::new();
+        tn.all = Vec::new();
+        tn.vol = Vec::new();
+        tn.expires = ExpMap::default();
+        if tn.lru.is_some() {
+            tn.lru = Some(LruList::new());
+        }
+        tn.evpool.clear();
+        tn.item_bytes = 0;
+        tn.charged_bytes = 0;
+        for cc in &mut tn.class_counters {
+            cc.items = 0;
+            cc.item_bytes = 0;
+        }
+        locus_common::strict_assert!(tn.chunk_bytes == 0);
+    }
+
+    /// SCAN: returns the next cursor (0 when done) and appends up to about `count` keys to `out`.
+    ///
+    /// The cursor is a (page, slot) position; items never move while they live, so every key
+    /// present for the whole scan is returned at least once (Redis's guarantee).
+    pub fn scan(&mut self, t: TenantId, cursor: u64, count: usize, out: &mut Vec<Vec<u8>>) -> u64 {
+        let ti = t.0;
+        let bits = self.store.slot_bits;
+        let mut pg = (cursor >> bits) as usize;
+        let mut slot = (cursor & u64::from(self.store.slot_mask)) as u32;
+        let want = count.max(1);
+        let budget = want.saturating_mul(64);
+        let mut visited = 0usize;
+        let mut got = 0usize;
+        let now = self.clock.now_ms();
+        while pg < self.store.pages.len() {
+            let (owner, bump) = {
+                let p = &self.store.pages[pg];
+                (p.owner, p.bump)
+            };
+            if owner == ti {
+                while slot < bump {
+                    let h = self.store.handle(pg as u32, slot);
+                    slot += 1;
+                    visited += 1;
+                    if self.store.is_live(h) {
+                        let expired = self.expiry(ti as usize, h).is_some_and(|at| at <= now);
+                        if !expired {
+                            out.push(self.store.key(h).to_vec());
+                            got += 1;
+                        }
+                    }
+                    if got >= want || visited >= budget {
+                        return if slot < bump {
+                            (u64::from(pg as u32) << bits) | u64::from(slot)
+                        } else {
+                            self.next_page_cursor(pg)
+                        };
+                    }
+                }
+            }
+            pg += 1;
+            slot = 0;
+        }
+        0
+    }
+
+    fn next_page_cursor(&self, pg: usize) -> u64 {
+        if pg + 1 >= self.store.pages.len() {
+            0
+        } else {
+            ((pg + 1) as u64) << self.store.slot_bits
+        }
+    }
+
+    /// RANDOMKEY (expired keys met on the way are removed).
+    pub fn random_key(&mut self, t: TenantId) -> Option<Vec<u8>> {
+        let ti = t.0 as usize;
+        for _ in 0..100 {
+            let n = self.tenants[ti].all.len();
+            if n == 0 {
+                return None;
+            }
+            let h = self.tenants[ti].all[self.rng.below(n as u64) as usize];
+            if self
+                .expiry(ti, h)
+                .is_some_and(|at| at <= self.clock.now_ms())
+            {
+                self.expire_item(ti, h);
+                continue;
+            }
+            return Some(self.store.key(h).to_vec());
+        }
+        None
+    }
+
+    /// RENAME / RENAMENX: the value, TTL and recency move to `to`. `Ok(false)` when `nx` and `to`
+    /// exists.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchKey`] when `from` does not exist; [`EngineError::ItemTooLarge`] or
+    /// [`EngineError::OutOfMemory`] when the renamed item cannot be stored (nothing changes).
+    pub fn rename(
+        &mut self,
+        t: TenantId,
+        from: &[u8],
+        to: &[u8],
+        nx: bool,
+    ) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
+        let fh = hash_key(from);
+        let Some(h) = self.lookup(ti, from, fh) else {
+            return Err(EngineError::NoSuchKey);
+        };
+        if from == to {
+            return Ok(!nx);
+        }
+        let th = hash_key(to);
+        if nx && self.lookup(ti, to, th).is_some() {
+            return Ok(false);
+        }
+        let value = self.store.value(h).to_vec();
+        let exp = self.expiry(ti, h);
+        let lru = self.store.lru(h);
+        let size = (HDR + to.len() + value.len()) as u64;
+        let Some(c) = self.classes.class_for(size) else {
+            return Err(EngineError::ItemTooLarge {
+                size,
+                max: self.cfg.page_size,
+            });
+        };
+        let nh = self.alloc_chunk(ti, c)?;
+        if let Some(o) = self.find(ti, from, fh) {
+            self.unlink_item(ti, o, true);
+        }
+        if let Some(o) = self.find(ti, to, th) {
+            self.unlink_item(ti, o, true);
+            self.tenants[ti].counters.deletes += 1;
+        }
+        self.link_item(ti, nh, th, to, &value, lru, exp);
+        Ok(true)
+    }
+
+    /// OBJECT IDLETIME / FREQ and friends (no touch).
+    pub fn object_info(&mut self, t: TenantId, key: &[u8]) -> Option<ObjectInfo> {
+        let ti = t.0 as usize;
+        let h = self.lookup(ti, key, hash_key(key))?;
+        let lfu = self.tenants[ti].cfg.policy.is_lfu();
+        let field = self.store.lru(h);
+        let (idle_ms, lfu_freq) = if lfu {
+            (
+                0,
+                lfu_decr_and_return(
+                    field,
+                    lfu_minutes(self.clock.now_ms()),
+                    self.cfg.lfu_decay_time,
+                ),
+            )
+        } else {
+            (self.idle_of(self.lru_clock(), field), 0)
+        };
+        let (pi, _) = self.store.split(h);
+        Some(ObjectInfo {
+            idle_ms,
+            lfu_freq,
+            value_len: self.store.lens(h).1,
+            charged_bytes: u64::from(self.store.pages[pi].chunk),
+            expire_at_ms: self.expiry(ti, h),
+        })
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Background work.
+
+    /// The active expiry sweep: samples keys with a TTL, pool by pool (round robin), removing
+    /// those whose time has passed; a pool is sampled again while more than 10% of its sample
+    /// was stale (Redis's `activeExpireCycle` acceptance rule). Examines at most `max_keys` keys;
+    /// returns how many expired.
+    pub fn run_active_expire(&mut self, max_keys: usize) -> usize {
+        let n = self.tenants.len();
+        let per_loop = self.cfg.active_expire_keys_per_cycle as usize;
+        let mut examined = 0usize;
+        let mut expired = 0usize;
+        for _ in 0..n {
+            if examined >= max_keys {
+                break;
+            }
+            let t = self.expire_cursor % n;
+            self.expire_cursor = self.expire_cursor.wrapping_add(1);
+            loop {
+                let batch = per_loop.min(max_keys - examined);
+                if batch == 0 || self.tenants[t].vol.is_empty() {
+                    break;
+                }
+                let mut stale = 0;
+                for _ in 0..batch {
+                    let len = self.tenants[t].vol.len();
+                    if len == 0 {
+                        break;
+                    }
+                    let h = self.tenants[t].vol[self.rng.below(len as u64) as usize];
+                    examined += 1;
+                    if self
+                        .expiry(t, h)
+                        .is_some_and(|at| at <= self.clock.now_ms())
+                    {
+                        self.expire_item(t, h);
+                        stale += 1;
+                    }
+                }
+                expired += stale;
+                if stale * 100 <= batch * ACCEPTABLE_STALE_PCT || examined >= max_keys {
+                    break;
+                }
+            }
+        }
+        expired
+    }
+
+    /// Periodic housekeeping (call ~10 times a second, or whenever a simulation likes): returns
+    /// spare capacity of the sampling arrays. Times are read from the clock on every access, so
+    /// nothing else needs refreshing.
+    pub fn tick(&mut self) {
+        for tn in &mut self.tenants {
+            if tn.all.capacity() > 64 && tn.all.capacity() > 4 * tn.all.len() {
+                tn.all.shrink_to(2 * tn.all.len());
+            }
+            if tn.vol.capacity() > 64 && tn.vol.capacity() > 4 * tn.vol.len() {
+                tn.vol.shrink_to(2 * tn.vol.len());
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Runtime settings.
+
+    /// CONFIG SET maxmemory. Lowering it releases pages at once (their items are evicted with
+    /// reason [`EvictionReason::Shrink`], emptiest pages first) and frees spare page buffers.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] when below one page or above the addressable pages.
+    pub fn set_maxmemory(&mut self, bytes: u64) -> Result<(), EngineError> {
+        let ps = self.cfg.page_size;
+        if bytes < ps {
+            return Err(invalid(vec![format!(
+                "maxmemory: {bytes} is smaller than one page ({ps} bytes)"
+            )]));
+        }
+        if bytes / ps > self.max_page_ids {
+            return Err(invalid(vec![format!(
+                "maxmemory: {bytes} needs {} pages; at most {} are addressable",
+                bytes / ps,
+                self.max_page_ids
+            )]));
+        }
+        self.cfg.maxmemory = bytes;
+        self.pages_total = bytes / ps;
+        while self.pages_used > self.pages_total {
+            let Some(pg) = self.global_sparsest_page() else {
+                break;
+            };
+            self.empty_page(pg, EvictionReason::Shrink);
+            self.release_page(pg);
+        }
+        self.trim_buffers();
+        Ok(())
+    }
+
+    fn global_sparsest_page(&self) -> Option<u32> {
+        let mut best: Option<(u32, u64, u64)> = None;
+        for (i, p) in self.store.pages.iter().enumerate() {
+            if p.owner == NIL {
+                continue;
+            }
+            let (l, s) = (u64::from(p.live), u64::from(p.slots));
+            if best.is_none_or(|(_, bl, bs)| l * bs < bl * s) {
+                best = Some((i as u32, l, s));
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    fn trim_buffers(&mut self) {
+        while self.allocated_bufs > self.pages_total {
+            let Some(pg) = self.free_with_buf.pop() else {
+                break;
+            };
+            self.store.pages[pg as usize].buf = Vec::new();
+            self.allocated_bufs -= 1;
+            self.free_no_buf.push(pg);
+        }
+    }
+
+    /// CONFIG SET maxmemory-policy for one tenant. The eviction pool is emptied; switching to
+    /// `allkeys-exact-lru` builds the recency list from the items' LRU fields.
+    pub fn set_policy(&mut self, t: TenantId, p: Policy) {
+        let ti = t.0 as usize;
+        self.tenants[ti].cfg.policy = p;
+        self.tenants[ti].evpool.clear();
+        if p == Policy::AllkeysExactLru {
+            if self.tenants[ti].lru.is_none() {
+                let lruclock = self.lru_clock();
+                let tn = &self.tenants[ti];
+                let mut order: Vec<(u64, u32)> = tn
+                    .all
+                    .iter()
+                    .enumerate()
+                    .map(|(pos, &h)| (self.idle_of(lruclock, self.store.lru(h)), pos as u32))
+                    .collect();
+                // Oldest first, so the most recent ends at the head.
+                order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                let mut l = LruList::new();
+                // Positions must be pushed in index order; link order is fixed afterwards.
+                for pos in 0..tn.all.len() as u32 {
+                    l.push(pos);
+                }
+                for &(_, pos) in &order {
+                    l.move_front(pos);
+                }
+                self.tenants[ti].lru = Some(l);
+            }
+        } else {
+            self.tenants[ti].lru = None;
+        }
+    }
+
+    /// CONFIG SET maxmemory-samples for one tenant.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] outside 1..=64.
+    pub fn set_samples(&mut self, t: TenantId, k: u32) -> Result<(), EngineError> {
+        let mut c = self.tenants[t.0 as usize].cfg.clone();
+        c.samples = k;
+        c.validate().map_err(invalid)?;
+        self.tenants[t.0 as usize].cfg.samples = k;
+        Ok(())
+    }
+
+    /// Changes a tenant's eviction pool size (16 = Redis, 0 = textbook K-LRU).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] when out of range.
+    pub fn set_evpool_size(&mut self, t: TenantId, size: u32) -> Result<(), EngineError> {
+        let mut c = self.tenants[t.0 as usize].cfg.clone();
+        c.evpool_size = size;
+        c.validate().map_err(invalid)?;
+        let tn = &mut self.tenants[t.0 as usize];
+        tn.cfg.evpool_size = size;
+        tn.evpool = EvPool::new(size as usize);
+        Ok(())
+    }
+
+    /// Changes a tenant's item cap; lowering it evicts at once (reason `ItemLimit`).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] for `Some(0)`.
+    pub fn set_tenant_max_items(
+        &mut self,
+        t: TenantId,
+        cap: Option<u64>,
+    ) -> Result<(), EngineError> {
+        let ti = t.0 as usize;
+        let mut c = self.tenants[ti].cfg.clone();
+        c.max_items = cap;
+        c.validate().map_err(invalid)?;
+        self.tenants[ti].cfg.max_items = cap;
+        let _ = self.enforce_item_caps(ti);
+        Ok(())
+    }
+
+    /// Changes the global item cap; lowering it evicts at once (reason `ItemLimit`).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] for `Some(0)`.
+    pub fn set_max_items(&mut self, cap: Option<u64>) -> Result<(), EngineError> {
+        if cap == Some(0) {
+            return Err(invalid(vec![
+                "max_items: must be at least 1 when set".into(),
+            ]));
+        }
+        self.cfg.max_items = cap;
+        if let Some(cap) = cap {
+            let mut t = 0;
+            while self.total_items > cap && !self.tenants.is_empty() {
+                // Evict on behalf of tenants in turn until under the cap or nothing can go.
+                let before = self.total_items;
+                for _ in 0..self.tenants.len() {
+                    if self.total_items <= cap {
+                        break;
+                    }
+                    self.evict_for(t % self.tenants.len(), EvictionReason::ItemLimit);
+                    t += 1;
+                }
+                if self.total_items == before {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a tenant's static budget. Under static partitioning, a pool above its new cap gives
+    /// back its emptiest pages at once (reason `Shrink`).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] when `max_bytes < min_bytes`.
+    pub fn set_budget(
+        &mut self,
+        t: TenantId,
+        min_bytes: u64,
+        max_bytes: Option<u64>,
+    ) -> Result<(), EngineError> {
+        let ti = t.0 as usize;
+        let mut c = self.tenants[ti].cfg.clone();
+        c.min_bytes = min_bytes;
+        c.max_bytes = max_bytes;
+        c.validate().map_err(invalid)?;
+        self.tenants[ti].cfg = c;
+        if self.cfg.partition == PartitionMode::Static
+            && let Some(max) = max_bytes
+        {
+            let max_pages = max / self.cfg.page_size;
+            while self.tenants[ti].pages.len() as u64 > max_pages {
+                let Some(pg) = self.sparsest_page(ti, None, None) else {
+                    break;
+                };
+                self.empty_page(pg, EvictionReason::Shrink);
+                self.release_page(pg);
+            }
+        }
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Statistics.
+
+    /// Engine-wide snapshot.
+    pub fn stats(&self) -> EngineStats {
+        let mut s = EngineStats {
+            maxmemory: self.cfg.maxmemory,
+            used_bytes: self.pages_used * self.cfg.page_size,
+            page_size: self.cfg.page_size,
+            pages_used: self.pages_used,
+            pages_total: self.pages_total,
+            pages_allocated: self.allocated_bufs,
+            items: self.total_items,
+            metadata_bytes: (self.store.pages.capacity() * std::mem::size_of::<Page>()) as u64,
+            ..EngineStats::default()
+        };
+        for tn in &self.tenants {
+            s.item_bytes += tn.item_bytes;
+            s.charged_bytes += tn.charged_bytes;
+            s.metadata_bytes += tn.metadata_bytes();
+            s.evictions += tn.counters.evictions.total();
+            s.expired += tn.counters.expired;
+        }
+        s
+    }
+
+    /// One tenant's snapshot.
+    pub fn tenant_stats(&self, t: TenantId) -> TenantStats {
+        let tn = &self.tenants[t.0 as usize];
+        TenantStats {
+            name: tn.cfg.name.clone(),
+            hits: tn.counters.hits,
+            misses: tn.counters.misses,
+            sets: tn.counters.sets,
+            deletes: tn.counters.deletes,
+            evictions: tn.counters.evictions.total(),
+            evictions_by_reason: tn.counters.evictions,
+            expired: tn.counters.expired,
+            items: tn.all.len() as u64,
+            volatile_items: tn.vol.len() as u64,
+            item_bytes: tn.item_bytes,
+            charged_bytes: tn.charged_bytes,
+            pages: tn.pages.len() as u64,
+            metadata_bytes: tn.metadata_bytes(),
+            min_bytes: tn.cfg.min_bytes,
+            max_bytes: tn.cfg.max_bytes,
+            max_items: tn.cfg.max_items,
+            policy: tn.cfg.policy,
+            samples: tn.cfg.samples,
+            evpool_size: tn.cfg.evpool_size,
+        }
+    }
+
+    /// Per size class of the tenant's pool (classes with no pages and no activity are skipped).
+    pub fn class_stats(&self, t: TenantId) -> Vec<ClassStats> {
+        let tn = &self.tenants[t.0 as usize];
+        (0..self.classes.len())
+            .filter_map(|i| {
+                let cc = &tn.class_counters[i];
+                let cp = &tn.classes[i];
+                let active = cp.pages > 0
+                    || cc.hits > 0
+                    || cc.sets > 0
+                    || cc.evictions.total() > 0
+                    || cc.expired > 0;
+                active.then(|| ClassStats {
+                    class: ClassId(i as u16),
+                    chunk_size: self.classes.chunk(i as u16),
+                    pages: cp.pages,
+                    chunks: cp.pages * u64::from(self.classes.slots(i as u16)),
+                    items: cc.items,
+                    item_bytes: cc.item_bytes,
+                    hits: cc.hits,
+                    sets: cc.sets,
+                    evictions: cc.evictions,
+                    expired: cc.expired,
+                })
+            })
+            .collect()
+    }
+
+    /// CONFIG RESETSTAT: zeroes hit/miss/set/delete/eviction/expiry counters (not sizes).
+    pub fn reset_stats(&mut self) {
+        for tn in &mut self.tenants {
+            tn.counters = TenantCounters::default();
+            for cc in &mut tn.class_counters {
+                let (items, item_bytes) = (cc.items, cc.item_bytes);
+                *cc = ClassCounters {
+                    items,
+                    item_bytes,
+                    ..ClassCounters::default()
+                };
+            }
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Page API (controllers).
+
+    /// Every size class and its chunk size.
+    pub fn size_classes(&self) -> Vec<(ClassId, u32)> {
+        self.classes.all()
+    }
+
+    /// The class an item with these lengths would use (None: larger than a page).
+    pub fn class_for(&self, key_len: usize, value_len: usize) -> Option<ClassId> {
+        self.classes
+            .class_for((HDR + key_len) as u64 + value_len as u64)
+            .map(ClassId)
+    }
+
+    /// The pool of a tenant (one per tenant for now).
+    pub fn pool_of(&self, t: TenantId) -> PoolId {
+        PoolId(t.0)
+    }
+
+    /// Pages `maxmemory` allows.
+    pub fn pages_total(&self) -> u64 {
+        self.pages_total
+    }
+
+    /// Pages owned by (pool, class); 0 for unknown ids.
+    pub fn pages_of(&self, pool: PoolId, class: ClassId) -> u64 {
+        self.tenants
+            .get(pool.0 as usize)
+            .and_then(|t| t.classes.get(class.0 as usize))
+            .map_or(0, |c| c.pages)
+    }
+
+    /// Moves the emptiest page of `from` to `to`, evicting what it held (reason `PageMove`).
+    /// Returns the number of items evicted. Moving to the same (pool, class) does nothing.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownPool`], [`EngineError::UnknownClass`], or
+    /// [`EngineError::NoPageToMove`] when `from` owns no page.
+    pub fn move_page(
+        &mut self,
+        from: (PoolId, ClassId),
+        to: (PoolId, ClassId),
+    ) -> Result<u64, EngineError> {
+        for (p, c) in [from, to] {
+            if p.0 as usize >= self.tenants.len() {
+                return Err(EngineError::UnknownPool { pool: p.0 });
+            }
+            if c.0 as usize >= self.classes.len() {
+                return Err(EngineError::UnknownClass { class: c.0 });
+            }
+        }
+        if self.pages_of(from.0, from.1) == 0 {
+            return Err(EngineError::NoPageToMove {
+                pool: from.0.0,
+                class: from.1.0,
+            });
+        }
+        if from == to {
+            return Ok(0);
+        }
+        let pg = self
+            .sparsest_page(from.0.0 as usize, Some(from.1.0), None)
+            .ok_or(EngineError::NoPageToMove {
+                pool: from.0.0,
+                class: from.1.0,
+            })?;
+        Ok(self.reassign_page(pg, to.0.0 as usize, to.1.0, EvictionReason::PageMove))
+    }
+
+    /// The tenant's eviction pool, idle ascending: (score at sampling time, key). For tests and
+    /// admin commands.
+    pub fn eviction_pool(&self, t: TenantId) -> Vec<(u64, Vec<u8>)> {
+        self.tenants[t.0 as usize]
+            .evpool
+            .entries()
+            .iter()
+            .map(|e| (e.idle, e.key.clone()))
+            .collect()
+    }
+
+    /// Checks every internal invariant (tests and fuzzing; O(items)).
+    ///
+    /// # Panics
+    /// Panics with a description when an invariant is broken (a bug in the engine).
+    pub fn check_invariants(&self) {
+        assert!(self.pages_used <= self.pages_total, "pages over maxmemory");
+        assert!(self.allocated_bufs <= self.pages_total.max(self.pages_used));
+        let mut used = 0;
+        let mut items = 0;
+        for (ti, tn) in self.tenants.iter().enumerate() {
+            assert_eq!(
+                tn.index.len(),
+                tn.all.len(),
+                "index and dense array disagree"
+            );
+            assert_eq!(tn.vol.len(), tn.expires.len());
+            let mut charged = 0u64;
+            for (pos, &h) in tn.all.iter().enumerate() {
+                assert!(self.store.is_live(h));
+                assert_eq!(self.store.pos(h) as usize, pos);
+                let key = self.store.key(h);
+                assert_eq!(self.find(ti, key, hash_key(key)), Some(h));
+                let (pi, _) = self.store.split(h);
+                assert_eq!(
+                    self.store.pages[pi].owner as usize, ti,
+                    "item on a foreign page"
+                );
+                charged += u64::from(self.store.pages[pi].chunk);
+                assert_eq!(self.store.has_ttl(h), tn.expires.contains_key(&h));
+            }
+            for (vpos, &h) in tn.vol.iter().enumerate() {
+                assert_eq!(tn.expires[&h].vpos as usize, vpos);
+            }
+            assert_eq!(charged, tn.charged_bytes);
+            let mut live = 0u64;
+            let mut chunk_bytes = 0u64;
+            for (i, &pg) in tn.pages.iter().enumerate() {
+                let p = &self.store.pages[pg as usize];
+                assert_eq!(p.owner as usize, ti);
+                assert_eq!(p.pool_pos as usize, i);
+                live += u64::from(p.live);
+                chunk_bytes += u64::from(p.slots) * u64::from(p.chunk);
+                assert_eq!(
+                    p.partial_pos != NIL,
+                    p.has_free(),
+                    "partial list out of sync"
+                );
+            }
+            assert_eq!(live, tn.all.len() as u64);
+            assert_eq!(chunk_bytes, tn.chunk_bytes);
+            used += tn.pages.len() as u64;
+            items += tn.all.len() as u64;
+            if let Some(cap) = tn.cfg.max_items {
+                assert!(tn.all.len() as u64 <= cap, "tenant item cap exceeded");
+            }
+        }
+        assert_eq!(used, self.pages_used);
+        assert_eq!(items, self.total_items);
+        if let Some(cap) = self.cfg.max_items {
+            assert!(items <= cap, "global item cap exceeded");
+        }
+    }
+}
