@@ -52,6 +52,11 @@ impl<'a> ReplyWriter<'a> {
         self.proto
     }
 
+    /// Switches the protocol for the replies that follow (after `HELLO`).
+    pub fn set_proto(&mut self, proto: ProtocolVersion) {
+        self.proto = proto;
+    }
+
     /// Bytes written so far (the whole vector).
     pub fn len(&self) -> usize {
         self.out.len()
@@ -205,6 +210,11 @@ impl<'a> ReplyWriter<'a> {
         } else {
             self.bulk(text);
         }
+    }
+
+    /// Drops everything written after byte `len` (to discard a partial reply).
+    pub fn truncate(&mut self, len: usize) {
+        self.out.truncate(len);
     }
 
     /// Appends pre-encoded bytes (a reply the caller built itself).

@@ -1,1 +1,336 @@
 //! Locus network server: listeners, connections, tenant resolution, command execution, INFO, config.
+//!
+//! Speaks the Redis protocol (RESP2 and RESP3, pipelining, inline commands) in front of one
+//! [`locus_engine::Engine`], serving several tenants whose keyspaces never mix.
+//!
+//! ```text
+//!   locus serve (crates/locus) ──► ServerConfig (config.rs: TOML + CLI, validate())
+//!                                      │
+//!                              Server::bind ── Engine::new + add_tenant per [[tenant]]
+//!                                      │        Tenancy (tenancy.rs: port/user/db/prefix tables)
+//!                                      ▼
+//!   tokio runtime ── accept loops ──► connection tasks (server.rs) ──► exec/ (one file per
+//!        │                              parse with locus-protocol        command family, table.rs
+//!        └── tick task (hz)             execute a batch under ONE lock    = COMMAND INFO/DOCS)
+//! ```
+//!
+//! Components:
+//! * [`config`]: [`ServerConfig`], every option with its default; `validate()` lists every problem.
+//! * [`tenancy`]: which tenant a connection or key belongs to.
+//! * [`server`]: listeners, connections, pipelined execution, the background tick, shutdown.
+//! * [`exec`]: the command table and handlers; typed [`exec::CmdError`] mapped to Redis's wording.
+//! * [`glob`]: Redis's `stringmatch` for KEYS / SCAN MATCH / CONFIG GET.
+//!
+//! Entry points: [`run`] (blocking, used by `locus serve`), [`Server::bind`] then [`Server::run`]
+//! or [`Server::spawn`] (in-process, used by tests, with an injectable clock).
+
+pub mod config;
+pub mod exec;
+pub mod glob;
+pub mod server;
+pub mod tenancy;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub use config::{ConfigError, ServerConfig, TenancyMode};
+use locus_common::{SharedClock, SystemClock};
+use locus_engine::{Engine, EngineError, TenantId};
+use server::Shared;
+use tenancy::Tenancy;
+
+/// The Redis version Locus reports (HELLO, INFO): the command set and reply shapes follow it.
+pub const REDIS_VERSION: &str = "7.2.0";
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// Invalid configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The engine refused the configuration.
+    #[error("engine: {0}")]
+    Engine(#[from] EngineError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A configured, bound, not yet running server.
+pub struct Server {
+    shared: Arc<Shared>,
+    listeners: Vec<(std::net::TcpListener, Option<TenantId>)>,
+    threads: usize,
+    handle_signals: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addrs", &self.local_addrs())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One listening address and the tenant it serves (port mode), for the startup line.
+#[derive(Debug, Clone)]
+pub struct ListenerInfo {
+    /// The bound address (port resolved when configured as 0).
+    pub addr: SocketAddr,
+    /// The tenant's name in port mode.
+    pub tenant: Option<String>,
+}
+
+impl Server {
+    /// Validates `cfg`, builds the engine and its tenants, binds every listener.
+    ///
+    /// # Errors
+    /// [`ServerError`] for an invalid configuration, an engine error or a bind failure.
+    pub fn bind(
+        cfg: ServerConfig,
+        clock: SharedClock,
+        config_file: Option<String>,
+    ) -> Result<Server, ServerError> {
+        cfg.validate()?;
+        let mut engine = Engine::new(cfg.engine_config(), clock.clone())?;
+        let mut ids = Vec::new();
+        for t in cfg.tenant_sections() {
+            ids.push(engine.add_tenant(cfg.tenant_config(&t))?);
+        }
+        let tenancy = Tenancy::new(&cfg, &ids);
+        let ip: std::net::IpAddr = cfg.server.bind.parse().map_err(|_| ServerError::Bind {
+            addr: cfg.server.bind.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an IP address"),
+        })?;
+        let mut wanted: Vec<(u16, Option<TenantId>)> = Vec::new();
+        if cfg.tenancy.mode != TenancyMode::Port || tenancy.default.is_some() {
+            wanted.push((
+                cfg.server.port,
+                tenancy
+                    .default
+                    .filter(|_| cfg.tenancy.mode == TenancyMode::Port),
+            ));
+        }
+        if cfg.tenancy.mode == TenancyMode::Port {
+            for (s, id) in cfg.tenant_sections().iter().zip(&ids) {
+                if let Some(p) = s.port {
+                    wanted.push((p, Some(*id)));
+                }
+            }
+        }
+        let mut listeners = Vec::new();
+        for (port, t) in wanted {
+            let addr = SocketAddr::new(ip, port);
+            let l = std::net::TcpListener::bind(addr).map_err(|source| ServerError::Bind {
+                addr: addr.to_string(),
+                source,
+            })?;
+            l.set_nonblocking(true)
+                .map_err(|source| ServerError::Bind {
+                    addr: addr.to_string(),
+                    source,
+                })?;
+            listeners.push((l, t));
+        }
+        let threads = cfg.server.threads;
+        let shared = Arc::new(Shared::new(engine, clock, tenancy, cfg, config_file));
+        *shared.listeners.write() = listeners
+            .iter()
+            .filter_map(|(l, t)| l.local_addr().ok().map(|a| (a, *t)))
+            .collect();
+        Ok(Server {
+            shared,
+            listeners,
+            threads,
+            handle_signals: false,
+        })
+    }
+
+    /// The bound addresses, with their tenant in port mode.
+    pub fn local_addrs(&self) -> Vec<ListenerInfo> {
+        self.shared
+            .listeners
+            .read()
+            .iter()
+            .map(|(a, t)| ListenerInfo {
+                addr: *a,
+                tenant: t.map(|t| self.shared.tenancy.name(t).to_string()),
+            })
+            .collect()
+    }
+
+    /// Number of tenants.
+    pub fn tenant_count(&self) -> usize {
+        self.shared.tenancy.names.len()
+    }
+
+    /// Stop on SIGINT / SIGTERM (for `locus serve`; off for in-process tests).
+    pub fn with_signals(mut self, on: bool) -> Self {
+        self.handle_signals = on;
+        self
+    }
+
+    /// Serves until shutdown (SHUTDOWN, a signal when enabled). Blocks the calling thread.
+    ///
+    /// # Errors
+    /// [`ServerError::Runtime`] if the tokio runtime cannot start, [`ServerError::Bind`] if a
+    /// listener cannot be registered with it.
+    pub fn run(self) -> Result<(), ServerError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.threads)
+            .thread_name("locus-worker")
+            .enable_all()
+            .build()
+            .map_err(ServerError::Runtime)?;
+        let shared = self.shared.clone();
+        let signals = self.handle_signals;
+        rt.block_on(async move {
+            let mut tasks = Vec::new();
+            for (l, t) in self.listeners {
+                let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let l = tokio::net::TcpListener::from_std(l)
+                    .map_err(|source| ServerError::Bind { addr, source })?;
+                tasks.push(tokio::spawn(server::accept_loop(shared.clone(), l, t)));
+            }
+            tasks.push(tokio::spawn(server::tick_loop(shared.clone())));
+            if signals {
+                let sh = shared.clone();
+                tokio::spawn(async move {
+                    wait_for_signal().await;
+                    sh.request_shutdown();
+                });
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+            // Give connection tasks a moment to flush their last replies and close.
+            for _ in 0..50 {
+                if shared
+                    .stats
+                    .connected
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    == 0
+                {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs the server on a background thread (in-process tests).
+    pub fn spawn(self) -> ServerHandle {
+        let shared = self.shared.clone();
+        let addrs = self.local_addrs();
+        let thread = std::thread::Builder::new()
+            .name("locus-server".into())
+            .spawn(move || self.run())
+            .ok();
+        ServerHandle {
+            shared,
+            addrs,
+            thread,
+        }
+    }
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// A server running on a background thread.
+#[derive(Debug)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    addrs: Vec<ListenerInfo>,
+    thread: Option<JoinHandle<Result<(), ServerError>>>,
+}
+
+impl ServerHandle {
+    /// The bound addresses.
+    pub fn addrs(&self) -> &[ListenerInfo] {
+        &self.addrs
+    }
+
+    /// The address serving `tenant` (port mode), or the main listener for `None`.
+    pub fn addr_of(&self, tenant: Option<&str>) -> Option<SocketAddr> {
+        self.addrs
+            .iter()
+            .find(|l| l.tenant.as_deref() == tenant)
+            .map(|l| l.addr)
+    }
+
+    /// Runs `f` with the engine locked (tests inspect state directly).
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        f(&mut self.shared.engine.lock())
+    }
+
+    /// Whether the server is stopping or stopped.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.is_shutting_down()
+    }
+
+    /// Stops the server and waits for its thread.
+    ///
+    /// # Errors
+    /// The error the server thread ended with, if any.
+    pub fn shutdown(mut self) -> Result<(), ServerError> {
+        self.shared.request_shutdown();
+        self.join()
+    }
+
+    /// Waits for the server thread to end (after SHUTDOWN).
+    ///
+    /// # Errors
+    /// The error the server thread ended with, if any.
+    pub fn join(&mut self) -> Result<(), ServerError> {
+        match self.thread.take() {
+            Some(t) => t.join().unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shared.request_shutdown();
+        let _ = self.join();
+    }
+}
+
+/// Validates `cfg`, binds, and serves with the system clock until SIGINT/SIGTERM/SHUTDOWN.
+///
+/// # Errors
+/// [`ServerError`] if the configuration is invalid or a listener cannot be bound.
+pub fn run(cfg: ServerConfig) -> Result<(), ServerError> {
+    Server::bind(cfg, Arc::new(SystemClock), None)?
+        .with_signals(true)
+        .run()
+}

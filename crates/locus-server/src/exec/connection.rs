@@ -1,0 +1,386 @@
+//! Connection commands: PING ECHO TIME QUIT RESET AUTH HELLO SELECT CLIENT.
+
+use locus_protocol::ProtocolVersion;
+
+use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, lower};
+use crate::config::TenancyMode;
+
+/// PING [message]
+pub fn ping(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    match a.len() {
+        1 => ctx.w.simple("PONG"),
+        2 => ctx.w.bulk(&a[1]),
+        _ => return Err(CmdError::WrongArity("ping".into())),
+    }
+    Ok(())
+}
+
+/// ECHO message
+pub fn echo(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    ctx.w.bulk(&a[1]);
+    Ok(())
+}
+
+/// TIME: [unix seconds, microseconds] from the server's clock.
+pub fn time(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    let us = ctx.shared.clock.now_us();
+    ctx.w.array(2);
+    ctx.w.bulk_int((us / 1_000_000) as i64);
+    ctx.w.bulk_int((us % 1_000_000) as i64);
+    Ok(())
+}
+
+/// QUIT: +OK, then the connection closes.
+pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    ctx.w.ok();
+    ctx.conn.close = true;
+    Ok(())
+}
+
+/// RESET: back to a fresh connection's state.
+pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    ctx.conn
+        .reset(&ctx.shared.tenancy, ctx.shared.auth_required());
+    ctx.w.set_proto(ProtocolVersion::Resp2);
+    ctx.w.simple("RESET");
+    Ok(())
+}
+
+/// Checks credentials; on success returns the tenant to switch to (`None` = keep the current).
+fn check_auth(
+    ctx: &Ctx<'_>,
+    user: Option<&[u8]>,
+    pass: &[u8],
+) -> Result<Option<locus_engine::TenantId>, CmdError> {
+    let wrong = || CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
+    let tenancy = &ctx.shared.tenancy;
+    let user = user.map(|u| String::from_utf8_lossy(u).into_owned());
+    if tenancy.mode == TenancyMode::User {
+        let name = user.as_deref().unwrap_or("default");
+        if let Some((pw, t)) = tenancy.users.get(name) {
+            return if pw.as_bytes() == pass {
+                Ok(Some(*t))
+            } else {
+                Err(wrong())
+            };
+        }
+        if name != "default" {
+            return Err(wrong());
+        }
+    }
+    let requirepass = ctx.shared.config.read().server.requirepass.clone();
+    match user.as_deref() {
+        None | Some("default") => {
+            if requirepass.is_empty() {
+                if user.is_none() {
+                    return Err(CmdError::msg(
+                        "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                    ));
+                }
+                Ok(None)
+            } else if requirepass.as_bytes() == pass {
+                Ok(None)
+            } else {
+                Err(wrong())
+            }
+        }
+        Some(_) => Err(wrong()),
+    }
+}
+
+fn apply_auth(ctx: &mut Ctx<'_>, tenant: Option<locus_engine::TenantId>) {
+    ctx.conn.authenticated = true;
+    if let Some(t) = tenant {
+        ctx.conn.tenant = Some(t);
+        ctx.conn.publish(&ctx.shared.tenancy);
+    }
+}
+
+/// AUTH [username] password
+pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let (user, pass) = match a.len() {
+        2 => (None, &a[1][..]),
+        3 => (Some(&a[1][..]), &a[2][..]),
+        _ => return Err(CmdError::Syntax),
+    };
+    let t = check_auth(ctx, user, pass)?;
+    apply_auth(ctx, t);
+    ctx.w.ok();
+    Ok(())
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let mut proto = ctx.conn.proto;
+    if a.len() >= 2 {
+        let v = super::parse_i64(&a[1]).ok_or_else(|| {
+            CmdError::msg("ERR Protocol version is not an integer or out of range")
+        })?;
+        proto = match v {
+            2 => ProtocolVersion::Resp2,
+            3 => ProtocolVersion::Resp3,
+            _ => return Err(CmdError::msg("NOPROTO unsupported protocol version")),
+        };
+    }
+    let mut auth: Option<(&[u8], &[u8])> = None;
+    let mut name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        if is(&a[i], "auth") && more >= 2 {
+            auth = Some((&a[i + 1], &a[i + 2]));
+            i += 3;
+        } else if is(&a[i], "setname") && more >= 1 {
+            name = Some(&a[i + 1]);
+            i += 2;
+        } else {
+            return Err(CmdError::msg(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&a[i])
+            )));
+        }
+    }
+    let tenant = match auth {
+        Some((u, p)) => Some(check_auth(ctx, Some(u), p)?),
+        None => None,
+    };
+    if !ctx.conn.authenticated && tenant.is_none() {
+        return Err(CmdError::msg(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(n) = name {
+        validate_name(n)?;
+    }
+    if let Some(t) = tenant {
+        apply_auth(ctx, t);
+    }
+    if let Some(n) = name {
+        *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
+    }
+    ctx.conn.proto = proto;
+    ctx.conn.publish(&ctx.shared.tenancy);
+    ctx.w.set_proto(proto);
+    ctx.w.map(7);
+    ctx.w.bulk(b"server");
+    ctx.w.bulk(b"redis");
+    ctx.w.bulk(b"version");
+    ctx.w.bulk(crate::REDIS_VERSION.as_bytes());
+    ctx.w.bulk(b"proto");
+    ctx.w.integer(i64::from(proto.number()));
+    ctx.w.bulk(b"id");
+    ctx.w.integer(ctx.conn.info.id as i64);
+    ctx.w.bulk(b"mode");
+    ctx.w.bulk(b"standalone");
+    ctx.w.bulk(b"role");
+    ctx.w.bulk(b"master");
+    ctx.w.bulk(b"modules");
+    ctx.w.array(0);
+    Ok(())
+}
+
+/// SELECT index
+pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let n = int_arg(&a[1])?;
+    let out_of_range = || CmdError::msg("ERR DB index is out of range");
+    let dbs = ctx.shared.config.read().server.databases;
+    if n < 0 || n >= i64::from(dbs) {
+        return Err(out_of_range());
+    }
+    let n = n as u32;
+    let tenancy = &ctx.shared.tenancy;
+    if tenancy.mode == TenancyMode::Db {
+        let t = *tenancy.dbs.get(&n).ok_or_else(out_of_range)?;
+        ctx.conn.tenant = Some(t);
+    } else if n != 0 {
+        return Err(CmdError::msg(format!(
+            "ERR SELECT {n}: this server's tenancy mode is '{}'; only database 0 exists (use tenancy mode 'db' for numbered databases)",
+            tenancy.mode
+        )));
+    }
+    ctx.conn.db = n;
+    ctx.conn.publish(tenancy);
+    ctx.w.ok();
+    Ok(())
+}
+
+fn validate_name(n: &[u8]) -> CmdResult {
+    if n.iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+        return Err(CmdError::msg(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn sub_arity(sub: &str) -> CmdError {
+    CmdError::WrongArity(format!("client|{sub}"))
+}
+
+/// CLIENT ID | SETNAME | GETNAME | LIST | INFO | KILL | SETINFO | NO-EVICT | NO-TOUCH | HELP
+pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let sub = lower(&a[1]);
+    match sub.as_str() {
+        "id" if a.len() == 2 => ctx.w.integer(ctx.conn.info.id as i64),
+        "setname" => {
+            if a.len() != 3 {
+                return Err(sub_arity(&sub));
+            }
+            validate_name(&a[2])?;
+            *ctx.conn.info.name.lock() = String::from_utf8_lossy(&a[2]).into_owned();
+            ctx.w.ok();
+        }
+        "getname" if a.len() == 2 => {
+            let n = ctx.conn.info.name.lock().clone();
+            if n.is_empty() {
+                ctx.w.null();
+            } else {
+                ctx.w.bulk(n.as_bytes());
+            }
+        }
+        "info" if a.len() == 2 => {
+            let line = ctx.shared.client_line(&ctx.conn.info, ctx.eng.now_ms());
+            ctx.w.verbatim("txt", line.as_bytes());
+        }
+        "list" => {
+            let mut ids: Option<Vec<u64>> = None;
+            let mut i = 2;
+            while i < a.len() {
+                if is(&a[i], "type") && i + 1 < a.len() {
+                    i += 2;
+                } else if is(&a[i], "id") && i + 1 < a.len() {
+                    let mut v = Vec::new();
+                    for x in &a[i + 1..] {
+                        let id = int_arg(x).map_err(|_| CmdError::msg("ERR Invalid client ID"))?;
+                        v.push(id as u64);
+                    }
+                    ids = Some(v);
+                    i = a.len();
+                } else {
+                    return Err(CmdError::Syntax);
+                }
+            }
+            let text = ctx.shared.client_list(ids.as_deref(), ctx.eng.now_ms());
+            ctx.w.verbatim("txt", text.as_bytes());
+        }
+        "kill" => client_kill(ctx, a)?,
+        "setinfo" => {
+            if a.len() != 4 {
+                return Err(sub_arity(&sub));
+            }
+            let attr = lower(&a[2]);
+            if attr != "lib-name" && attr != "lib-ver" {
+                return Err(CmdError::msg(format!(
+                    "ERR Unrecognized option '{}'",
+                    String::from_utf8_lossy(&a[2])
+                )));
+            }
+            if a[3].iter().any(|&b| !(b'!'..=b'~').contains(&b)) {
+                return Err(CmdError::msg(format!(
+                    "ERR {attr} cannot contain spaces, newlines or special characters."
+                )));
+            }
+            let v = String::from_utf8_lossy(&a[3]).into_owned();
+            if attr == "lib-name" {
+                *ctx.conn.info.lib_name.lock() = v;
+            } else {
+                *ctx.conn.info.lib_ver.lock() = v;
+            }
+            ctx.w.ok();
+        }
+        "no-evict" | "no-touch" if a.len() == 3 => {
+            if !is(&a[2], "on") && !is(&a[2], "off") {
+                return Err(CmdError::Syntax);
+            }
+            ctx.w.ok();
+        }
+        "help" => {
+            let lines = [
+                "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "ID",
+                "    Return the ID of the current connection.",
+                "GETNAME",
+                "    Return the name of the current connection.",
+                "SETNAME <name>",
+                "    Assign the name <name> to the current connection.",
+                "LIST [TYPE normal] [ID <id> [<id> ...]]",
+                "    Return information about client connections.",
+                "INFO",
+                "    Return information about the current client connection.",
+                "KILL <ip:port> | KILL [ID <id>] [ADDR <ip:port>] [LADDR <ip:port>] [SKIPME yes|no]",
+                "    Kill connections.",
+                "SETINFO <LIB-NAME|LIB-VER> <value>",
+                "    Set client library name or version.",
+                "HELP",
+                "    Print this help.",
+            ];
+            ctx.w.array(lines.len());
+            for l in lines {
+                ctx.w.simple(l);
+            }
+        }
+        "id" | "getname" | "info" | "no-evict" | "no-touch" => return Err(sub_arity(&sub)),
+        _ => {
+            return Err(CmdError::msg(format!(
+                "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+                String::from_utf8_lossy(&a[1])
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let me = ctx.conn.info.id;
+    if a.len() == 3 {
+        let addr = String::from_utf8_lossy(&a[2]).into_owned();
+        let n = ctx.shared.kill_clients(|c| c.addr.to_string() == addr);
+        if n == 0 {
+            return Err(CmdError::msg("ERR No such client"));
+        }
+        ctx.w.ok();
+        return Ok(());
+    }
+    if a.len() < 4 || !a.len().is_multiple_of(2) {
+        return Err(CmdError::Syntax);
+    }
+    let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    for kv in a[2..].chunks(2) {
+        let v = String::from_utf8_lossy(&kv[1]).into_owned();
+        match lower(&kv[0]).as_str() {
+            "id" => {
+                id = Some(
+                    super::parse_i64(&kv[1])
+                        .filter(|&x| x > 0)
+                        .ok_or_else(|| CmdError::msg("ERR client-id should be greater than 0"))?
+                        as u64,
+                )
+            }
+            "addr" => addr = Some(v),
+            "laddr" => laddr = Some(v),
+            "skipme" => {
+                skipme = match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(CmdError::Syntax),
+                }
+            }
+            "type" | "user" | "maxage" => {}
+            _ => return Err(CmdError::Syntax),
+        }
+    }
+    let n = ctx.shared.kill_clients(|c| {
+        id.is_none_or(|i| c.id == i)
+            && addr.as_ref().is_none_or(|x| &c.addr.to_string() == x)
+            && laddr.as_ref().is_none_or(|x| &c.laddr.to_string() == x)
+            && !(skipme && c.id == me)
+    });
+    if !skipme || id == Some(me) {
+        // Killing ourselves: reply first, then close.
+        if ctx.conn.info.killed() {
+            ctx.conn.close = true;
+        }
+    }
+    ctx.w.integer(n as i64);
+    Ok(())
+}

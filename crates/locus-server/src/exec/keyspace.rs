@@ -1,0 +1,150 @@
+//! Keyspace commands: DEL UNLINK EXISTS TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX DBSIZE FLUSHDB
+//! FLUSHALL. All act on one tenant only (the routed one).
+
+use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
+use crate::glob::glob_match;
+
+/// DEL / UNLINK key [key ...]
+pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = a[1..].iter().filter(|k| ctx.eng.delete(t, k)).count();
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// EXISTS key [key ...] (a key named twice counts twice)
+pub fn exists(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = a[1..].iter().filter(|k| ctx.eng.exists(t, k)).count();
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// TYPE key
+pub fn type_(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let ty = if ctx.eng.exists(t, &a[1]) {
+        "string"
+    } else {
+        "none"
+    };
+    ctx.w.simple(ty);
+    Ok(())
+}
+
+/// KEYS pattern
+pub fn keys(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let pat = &a[1][..];
+    let all = pat == b"*";
+    let mut batch = Vec::new();
+    let mut found = Vec::new();
+    let mut cursor = 0;
+    loop {
+        batch.clear();
+        cursor = ctx.eng.scan(t, cursor, 1024, &mut batch);
+        found.extend(batch.drain(..).filter(|k| all || glob_match(pat, k, false)));
+        if cursor == 0 {
+            break;
+        }
+    }
+    ctx.w.array(found.len());
+    for k in &found {
+        ctx.w.bulk(k);
+    }
+    Ok(())
+}
+
+/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let cursor: u64 = std::str::from_utf8(&a[1])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
+    let mut pat: Option<&[u8]> = None;
+    let mut count = 10usize;
+    let mut type_ok = true;
+    let mut i = 2;
+    while i < a.len() {
+        let Some(v) = a.get(i + 1) else {
+            return Err(CmdError::Syntax);
+        };
+        if is(&a[i], "match") {
+            pat = Some(v);
+        } else if is(&a[i], "count") {
+            let c = int_arg(v)?;
+            if c < 1 {
+                return Err(CmdError::Syntax);
+            }
+            count = usize::try_from(c).unwrap_or(usize::MAX).min(1 << 20);
+        } else if is(&a[i], "type") {
+            type_ok = is(v, "string");
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let mut keys = Vec::new();
+    let next = ctx.eng.scan(t, cursor, count, &mut keys);
+    if let Some(p) = pat
+        && p != b"*"
+    {
+        keys.retain(|k| glob_match(p, k, false));
+    }
+    if !type_ok {
+        keys.clear();
+    }
+    ctx.w.array(2);
+    let mut b = itoa::Buffer::new();
+    ctx.w.bulk(b.format(next).as_bytes());
+    ctx.w.array(keys.len());
+    for k in &keys {
+        ctx.w.bulk(k);
+    }
+    Ok(())
+}
+
+/// RANDOMKEY
+pub fn randomkey(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    match ctx.eng.random_key(t) {
+        Some(k) => ctx.w.bulk(&k),
+        None => ctx.w.null(),
+    }
+    Ok(())
+}
+
+/// RENAME key newkey
+pub fn rename(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    ctx.eng.rename(t, &a[1], &a[2], false)?;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// RENAMENX key newkey
+pub fn renamenx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let done = ctx.eng.rename(t, &a[1], &a[2], true)?;
+    ctx.w.integer(i64::from(done));
+    Ok(())
+}
+
+/// DBSIZE
+pub fn dbsize(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    ctx.w.integer(ctx.eng.len(t) as i64);
+    Ok(())
+}
+
+/// FLUSHDB / FLUSHALL [ASYNC|SYNC]: the caller's tenant only.
+pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() > 2 || (a.len() == 2 && !is(&a[1], "async") && !is(&a[1], "sync")) {
+        return Err(CmdError::Syntax);
+    }
+    let t = ctx.t()?;
+    ctx.eng.flush(t);
+    ctx.w.ok();
+    Ok(())
+}

@@ -1,0 +1,381 @@
+//! Command execution: the command table, tenant routing, arity checks, and the edge where typed
+//! errors become Redis wire errors.
+//!
+//! ```text
+//!  Command args ──► lookup (table.rs) ──► auth gate ──► arity ──► tenant routing ──► handler
+//!                                                                    (Route)          │
+//!                      ReplyWriter ◄── error text (CmdError::wire) ◄── Err ───────────┤
+//!                      ReplyWriter ◄───────────────────────────────────── Ok (reply) ─┘
+//! ```
+//!
+//! One file per command family: [`strings`], [`keyspace`], [`expire`], [`connection`], [`admin`]
+//! (CONFIG, INFO, COMMAND, MEMORY, OBJECT, SHUTDOWN, LOCUS.TENANT). Handlers run with the engine
+//! lock held (one acquisition per batch of pipelined commands) and write their reply only on
+//! success; on error the dispatcher discards any partial output and writes the error.
+
+pub mod admin;
+pub mod connection;
+pub mod expire;
+pub mod keyspace;
+pub mod strings;
+pub mod table;
+
+use std::borrow::Cow;
+
+use locus_engine::{Engine, EngineError, TenantId};
+use locus_protocol::ReplyWriter;
+
+use crate::config::TenancyMode;
+use crate::server::{ConnState, Shared};
+pub use table::{CommandSpec, Route, lookup};
+
+/// A command's arguments (name first).
+pub type Args<'a, 'b> = &'a [Cow<'b, [u8]>];
+
+/// Everything a handler may touch.
+pub struct Ctx<'a> {
+    /// The engine (lock held).
+    pub eng: &'a mut Engine,
+    /// Server-wide state.
+    pub shared: &'a Shared,
+    /// This connection.
+    pub conn: &'a mut ConnState,
+    /// The reply being built.
+    pub w: ReplyWriter<'a>,
+    /// The tenant this command acts on (resolved by the dispatcher), if any.
+    pub tenant: Option<TenantId>,
+}
+
+impl Ctx<'_> {
+    /// The routed tenant.
+    ///
+    /// # Errors
+    /// [`CmdError::NoTenant`] if the dispatcher resolved none (cannot happen for commands routed
+    /// `Keys`/`Conn`, which are refused before reaching the handler).
+    pub fn t(&self) -> Result<TenantId, CmdError> {
+        self.tenant.ok_or(CmdError::NoTenant)
+    }
+}
+
+/// A command failure, mapped to Redis's wording by [`CmdError::wire`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CmdError {
+    /// Arity error for the named command (lowercase, `parent|sub` for subcommands).
+    #[error("ERR wrong number of arguments for '{0}' command")]
+    WrongArity(String),
+    /// Unparseable options.
+    #[error("ERR syntax error")]
+    Syntax,
+    /// Not an integer (or out of range).
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    /// Not a float.
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    /// INCR family overflow.
+    #[error("ERR increment or decrement would overflow")]
+    Overflow,
+    /// RENAME of a missing key.
+    #[error("ERR no such key")]
+    NoSuchKey,
+    /// noeviction and full, or nothing evictable.
+    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    Oom,
+    /// An item larger than a page.
+    #[error("ERR item of {size} bytes is larger than a page ({max} bytes)")]
+    ItemTooLarge {
+        /// Item bytes.
+        size: u64,
+        /// Page bytes.
+        max: u64,
+    },
+    /// A string would exceed proto-max-bulk-len.
+    #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
+    StringTooLong,
+    /// No tenant resolved (internal invariant).
+    #[error("ERR no tenant for this command")]
+    NoTenant,
+    /// Any other error, already worded with its prefix (`ERR ...`, `WRONGPASS ...`).
+    #[error("{0}")]
+    Msg(String),
+}
+
+impl CmdError {
+    /// A message error.
+    pub fn msg(s: impl Into<String>) -> Self {
+        CmdError::Msg(s.into())
+    }
+
+    /// The error reply text.
+    pub fn wire(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl From<EngineError> for CmdError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::OutOfMemory => CmdError::Oom,
+            EngineError::NoSuchKey => CmdError::NoSuchKey,
+            EngineError::ItemTooLarge { size, max } => CmdError::ItemTooLarge { size, max },
+            other => CmdError::Msg(format!("ERR {other}")),
+        }
+    }
+}
+
+/// Result of a handler.
+pub type CmdResult = Result<(), CmdError>;
+
+/// Parses an integer exactly as Redis's `string2ll`: optional '-', no '+', no spaces, no leading
+/// zeros, at most 20 characters, within i64.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
+    }
+    if b == b"0" {
+        return Some(0);
+    }
+    let (neg, d) = if b[0] == b'-' {
+        (true, &b[1..])
+    } else {
+        (false, b)
+    };
+    if d.is_empty() || !(b'1'..=b'9').contains(&d[0]) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &c in d {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    if neg {
+        if v > i64::MAX as u64 + 1 {
+            None
+        } else {
+            Some((v as i64).wrapping_neg())
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// [`parse_i64`] or [`CmdError::NotInteger`].
+pub fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
+    parse_i64(b).ok_or(CmdError::NotInteger)
+}
+
+/// Parses a float as Redis's `string2ld`: no surrounding spaces, no NaN.
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty()
+        || s.len() > 5000
+        || s.starts_with(char::is_whitespace)
+        || s.ends_with(char::is_whitespace)
+    {
+        return None;
+    }
+    let lower = s.to_ascii_lowercase();
+    if lower.contains("nan")
+        || lower.starts_with("0x")
+        || lower.starts_with("-0x")
+        || lower.starts_with('+') && lower[1..].starts_with("0x")
+    {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    if v.is_nan() { None } else { Some(v) }
+}
+
+/// Lowercase text of an argument (for option matching and messages).
+pub fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+/// Case-insensitive comparison of an argument with an ASCII word.
+pub fn is(b: &[u8], word: &str) -> bool {
+    b.eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// Executes one command. Writes exactly one reply (none for SHUTDOWN, which closes).
+pub fn dispatch(ctx: &mut Ctx<'_>, args: Args<'_, '_>) {
+    let start = ctx.w.len();
+    if let Err(e) = run(ctx, args) {
+        ctx.w.truncate(start);
+        ctx.w.error(&e.wire());
+    }
+}
+
+fn unknown_command(args: Args<'_, '_>) -> CmdError {
+    let name = String::from_utf8_lossy(&args[0]);
+    let name: String = name.chars().take(128).collect();
+    let mut rest = String::new();
+    for a in &args[1..] {
+        if rest.len() >= 128 {
+            break;
+        }
+        let budget = 128 - rest.len();
+        let s = String::from_utf8_lossy(a);
+        let s: String = s.chars().take(budget).collect();
+        rest.push_str(&format!("'{s}' "));
+    }
+    CmdError::Msg(format!(
+        "ERR unknown command '{name}', with args beginning with: {rest}"
+    ))
+}
+
+fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
+    let Some(spec) = lookup(&args[0]) else {
+        return Err(unknown_command(args));
+    };
+    if !ctx.conn.authenticated && !spec.flags.contains(&"no_auth") {
+        return Err(CmdError::msg("NOAUTH Authentication required."));
+    }
+    let argc = args.len() as i32;
+    if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
+        return Err(CmdError::WrongArity(spec.name.to_string()));
+    }
+    ctx.tenant = route(ctx, spec, args)?;
+    (spec.handler)(ctx, args)
+}
+
+/// Resolves the tenant a command acts on.
+fn route(
+    ctx: &Ctx<'_>,
+    spec: &CommandSpec,
+    args: Args<'_, '_>,
+) -> Result<Option<TenantId>, CmdError> {
+    let tenancy = &ctx.shared.tenancy;
+    let conn_tenant = || -> Result<Option<TenantId>, CmdError> {
+        match ctx.conn.tenant {
+            Some(t) => Ok(Some(t)),
+            None => Err(match tenancy.mode {
+                TenancyMode::User | TenancyMode::Single | TenancyMode::Port => {
+                    CmdError::msg("NOAUTH Authentication required.")
+                }
+                TenancyMode::Db => CmdError::msg(format!("ERR no tenant for DB {}", ctx.conn.db)),
+                TenancyMode::Prefix => CmdError::msg(
+                    "ERR keyless command needs a default tenant in prefix tenancy (set tenancy.default_tenant)",
+                ),
+            }),
+        }
+    };
+    match spec.route {
+        Route::None => Ok(ctx.conn.tenant),
+        Route::Conn => conn_tenant(),
+        Route::Pattern => {
+            if tenancy.mode == TenancyMode::Prefix
+                && let Some(pat) = pattern_arg(spec, args)
+            {
+                let lit = crate::glob::literal_prefix(pat);
+                if let Some((_, t)) = tenancy.prefixes.iter().find(|(p, _)| lit.starts_with(p)) {
+                    return Ok(Some(*t));
+                }
+            }
+            conn_tenant()
+        }
+        Route::Keys => {
+            if tenancy.mode != TenancyMode::Prefix {
+                return conn_tenant();
+            }
+            let mut found: Option<TenantId> = None;
+            for k in key_positions(spec, args.len()) {
+                let key = &args[k];
+                let Some(t) = tenancy.for_key(key) else {
+                    return Err(CmdError::msg(format!(
+                        "ERR key '{}' matches no tenant prefix",
+                        String::from_utf8_lossy(key)
+                    )));
+                };
+                match found {
+                    None => found = Some(t),
+                    Some(f) if f != t => {
+                        return Err(CmdError::msg(format!(
+                            "ERR keys in request span tenants '{}' and '{}'",
+                            tenancy.name(f),
+                            tenancy.name(t)
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            match found {
+                Some(t) => Ok(Some(t)),
+                None => conn_tenant(),
+            }
+        }
+    }
+}
+
+/// The argument positions holding keys (Redis's first/last/step triple).
+pub fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = usize> {
+    let first = spec.first_key.max(0) as usize;
+    let last = if spec.last_key < 0 {
+        argc as i64 + i64::from(spec.last_key)
+    } else {
+        i64::from(spec.last_key)
+    };
+    let last = usize::try_from(last)
+        .unwrap_or(0)
+        .min(argc.saturating_sub(1));
+    let step = spec.step.max(1) as usize;
+    let range = if first == 0 || first > last {
+        1..1
+    } else {
+        first..last + 1
+    };
+    range.step_by(step)
+}
+
+fn pattern_arg<'x>(spec: &CommandSpec, args: Args<'x, '_>) -> Option<&'x [u8]> {
+    if spec.name == "keys" {
+        return args.get(1).map(|a| &a[..]);
+    }
+    // SCAN cursor [MATCH pattern] ...
+    let mut i = 2;
+    while i + 1 < args.len() {
+        if is(&args[i], "match") {
+            return Some(&args[i + 1]);
+        }
+        i += 2;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_integer_rules() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"-1"), Some(-1));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-0",
+            b"+1",
+            b"01",
+            b" 1",
+            b"1 ",
+            b"9223372036854775808",
+            b"1a",
+            b"-",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    #[test]
+    fn float_rules() {
+        assert_eq!(parse_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_f64(b"5e3"), Some(5000.0));
+        assert_eq!(parse_f64(b"-.5"), Some(-0.5));
+        assert!(parse_f64(b"inf").unwrap().is_infinite());
+        for bad in [&b""[..], b" 1", b"nan", b"1x", b"0x10"] {
+            assert_eq!(parse_f64(bad), None);
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! String commands: GET SET (and its options) SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
+//! MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
+
+use locus_engine::{Expire, SetCond, SetOptions};
+use locus_protocol::reply::format_double;
+
+use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
+
+fn max_len(ctx: &Ctx<'_>) -> u64 {
+    ctx.shared.config.read().limits.proto_max_bulk_len.0
+}
+
+/// GET key
+pub fn get(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    match ctx.eng.get(t, &a[1]) {
+        Some(v) => ctx.w.bulk(v),
+        None => ctx.w.null(),
+    }
+    Ok(())
+}
+
+/// Which unit an expire argument is in, and whether it is absolute.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ExpireArg {
+    /// EX seconds
+    Ex,
+    /// PX milliseconds
+    Px,
+    /// EXAT unix seconds
+    ExAt,
+    /// PXAT unix milliseconds
+    PxAt,
+}
+
+/// Converts an expire option to an absolute unix-ms time with Redis's checks
+/// ("invalid expire time in '<cmd>' command" for <= 0 or overflow).
+pub fn expire_to_abs(kind: ExpireArg, raw: &[u8], now_ms: u64, cmd: &str) -> Result<u64, CmdError> {
+    let v = int_arg(raw)?;
+    let invalid = || CmdError::msg(format!("ERR invalid expire time in '{cmd}' command"));
+    if v <= 0 {
+        return Err(invalid());
+    }
+    let ms = match kind {
+        ExpireArg::Ex | ExpireArg::ExAt => v.checked_mul(1000).ok_or_else(invalid)?,
+        ExpireArg::Px | ExpireArg::PxAt => v,
+    };
+    let abs = match kind {
+        ExpireArg::Ex | ExpireArg::Px => ms.checked_add(now_ms as i64).ok_or_else(invalid)?,
+        _ => ms,
+    };
+    Ok(abs as u64)
+}
+
+fn opts(expire: Expire, cond: SetCond) -> SetOptions {
+    SetOptions { expire, cond }
+}
+
+/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms-ts|KEEPTTL]
+pub fn set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let mut cond = SetCond::Always;
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut exp: Option<(ExpireArg, &[u8])> = None;
+    let mut i = 3;
+    while i < a.len() {
+        let o = &a[i][..];
+        let next = a.get(i + 1).map(|v| &v[..]);
+        if is(o, "nx") && !xx {
+            nx = true;
+            cond = SetCond::IfAbsent;
+        } else if is(o, "xx") && !nx {
+            xx = true;
+            cond = SetCond::IfPresent;
+        } else if is(o, "get") {
+            get = true;
+        } else if is(o, "keepttl") && exp.is_none() {
+            keepttl = true;
+        } else if !keepttl
+            && exp.is_none()
+            && next.is_some()
+            && (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat"))
+        {
+            let kind = if is(o, "ex") {
+                ExpireArg::Ex
+            } else if is(o, "px") {
+                ExpireArg::Px
+            } else if is(o, "exat") {
+                ExpireArg::ExAt
+            } else {
+                ExpireArg::PxAt
+            };
+            exp = next.map(|n| (kind, n));
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let expire = match exp {
+        Some((kind, raw)) => Expire::AtMs(expire_to_abs(kind, raw, ctx.eng.now_ms(), "set")?),
+        None if keepttl => Expire::Keep,
+        None => Expire::Persist,
+    };
+    let old = if get {
+        ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec)
+    } else {
+        None
+    };
+    let done = ctx.eng.set(t, &a[1], &a[2], opts(expire, cond))?;
+    if get {
+        match old {
+            Some(v) => ctx.w.bulk(&v),
+            None => ctx.w.null(),
+        }
+    } else if done {
+        ctx.w.ok();
+    } else {
+        ctx.w.null();
+    }
+    Ok(())
+}
+
+/// SETNX key value
+pub fn setnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let done = ctx
+        .eng
+        .set(t, &a[1], &a[2], opts(Expire::Persist, SetCond::IfAbsent))?;
+    ctx.w.integer(i64::from(done));
+    Ok(())
+}
+
+fn setex_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, kind: ExpireArg, name: &str) -> CmdResult {
+    let t = ctx.t()?;
+    let at = expire_to_abs(kind, &a[2], ctx.eng.now_ms(), name)?;
+    ctx.eng
+        .set(t, &a[1], &a[3], opts(Expire::AtMs(at), SetCond::Always))?;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// SETEX key seconds value
+pub fn setex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    setex_generic(ctx, a, ExpireArg::Ex, "setex")
+}
+
+/// PSETEX key ms value
+pub fn psetex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    setex_generic(ctx, a, ExpireArg::Px, "psetex")
+}
+
+/// GETSET key value
+pub fn getset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let old = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    ctx.eng.set(t, &a[1], &a[2], SetOptions::default())?;
+    match old {
+        Some(v) => ctx.w.bulk(&v),
+        None => ctx.w.null(),
+    }
+    Ok(())
+}
+
+/// GETDEL key
+pub fn getdel(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    match ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) {
+        Some(v) => {
+            ctx.eng.delete(t, &a[1]);
+            ctx.w.bulk(&v);
+        }
+        None => ctx.w.null(),
+    }
+    Ok(())
+}
+
+/// GETEX key [EX s|PX ms|EXAT ts|PXAT ms-ts|PERSIST]
+pub fn getex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let mut persist = false;
+    let mut exp: Option<(ExpireArg, &[u8])> = None;
+    let mut i = 2;
+    while i < a.len() {
+        let o = &a[i][..];
+        let next = a.get(i + 1).map(|v| &v[..]);
+        if is(o, "persist") && exp.is_none() && !persist {
+            persist = true;
+        } else if exp.is_none()
+            && !persist
+            && next.is_some()
+            && (is(o, "ex") || is(o, "px") || is(o, "exat") || is(o, "pxat"))
+        {
+            let kind = if is(o, "ex") {
+                ExpireArg::Ex
+            } else if is(o, "px") {
+                ExpireArg::Px
+            } else if is(o, "exat") {
+                ExpireArg::ExAt
+            } else {
+                ExpireArg::PxAt
+            };
+            exp = next.map(|n| (kind, n));
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let now = ctx.eng.now_ms();
+    let at = match exp {
+        Some((kind, raw)) => Some(expire_to_abs(kind, raw, now, "getex")?),
+        None => None,
+    };
+    let Some(v) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
+        ctx.w.null();
+        return Ok(());
+    };
+    if let Some(at) = at {
+        if at <= now {
+            ctx.eng.delete(t, &a[1]);
+        } else {
+            ctx.eng.set_expire(t, &a[1], Some(at));
+        }
+    } else if persist {
+        ctx.eng.set_expire(t, &a[1], None);
+    }
+    ctx.w.bulk(&v);
+    Ok(())
+}
+
+/// MGET key [key ...]
+pub fn mget(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    ctx.w.array(a.len() - 1);
+    for k in &a[1..] {
+        match ctx.eng.get(t, k) {
+            Some(v) => ctx.w.bulk(v),
+            None => ctx.w.null(),
+        }
+    }
+    Ok(())
+}
+
+/// MSET key value [key value ...]
+pub fn mset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("mset".into()));
+    }
+    let t = ctx.t()?;
+    for kv in a[1..].chunks(2) {
+        ctx.eng.set(t, &kv[0], &kv[1], SetOptions::default())?;
+    }
+    ctx.w.ok();
+    Ok(())
+}
+
+/// MSETNX key value [key value ...]
+pub fn msetnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("msetnx".into()));
+    }
+    let t = ctx.t()?;
+    if a[1..].chunks(2).any(|kv| ctx.eng.exists(t, &kv[0])) {
+        ctx.w.integer(0);
+        return Ok(());
+    }
+    for kv in a[1..].chunks(2) {
+        ctx.eng.set(t, &kv[0], &kv[1], SetOptions::default())?;
+    }
+    ctx.w.integer(1);
+    Ok(())
+}
+
+/// APPEND key value
+pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let mut v = ctx
+        .eng
+        .peek(t, &a[1])
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+    if (v.len() + a[2].len()) as u64 > max_len(ctx) {
+        return Err(CmdError::StringTooLong);
+    }
+    v.extend_from_slice(&a[2]);
+    ctx.eng
+        .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
+    ctx.w.integer(v.len() as i64);
+    Ok(())
+}
+
+/// STRLEN key
+pub fn strlen(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = ctx.eng.get(t, &a[1]).map_or(0, <[u8]>::len);
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// GETRANGE key start end
+pub fn getrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let mut start = int_arg(&a[2])?;
+    let mut end = int_arg(&a[3])?;
+    let Some(v) = ctx.eng.get(t, &a[1]) else {
+        ctx.w.bulk(b"");
+        return Ok(());
+    };
+    let len = v.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        ctx.w.bulk(b"");
+        return Ok(());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        ctx.w.bulk(b"");
+    } else {
+        ctx.w.bulk(&v[start as usize..=end as usize]);
+    }
+    Ok(())
+}
+
+/// SETRANGE key offset value
+pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let off = int_arg(&a[2])?;
+    if off < 0 {
+        return Err(CmdError::msg("ERR offset is out of range"));
+    }
+    let val = &a[3];
+    let cur = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    if val.is_empty() {
+        ctx.w.integer(cur.map_or(0, |c| c.len() as i64));
+        return Ok(());
+    }
+    let need = (off as u64).saturating_add(val.len() as u64);
+    if need > max_len(ctx) {
+        return Err(CmdError::StringTooLong);
+    }
+    let mut v = cur.unwrap_or_default();
+    let off = off as usize;
+    if v.len() < off + val.len() {
+        v.resize(off + val.len(), 0);
+    }
+    v[off..off + val.len()].copy_from_slice(val);
+    ctx.eng
+        .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
+    ctx.w.integer(v.len() as i64);
+    Ok(())
+}
+
+fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
+    let t = ctx.t()?;
+    let cur = match ctx.eng.peek(t, key) {
+        Some(v) => parse_i64(v).ok_or(CmdError::NotInteger)?,
+        None => 0,
+    };
+    let new = cur.checked_add(by).ok_or(CmdError::Overflow)?;
+    let mut b = itoa::Buffer::new();
+    ctx.eng.set(
+        t,
+        key,
+        b.format(new).as_bytes(),
+        opts(Expire::Keep, SetCond::Always),
+    )?;
+    ctx.w.integer(new);
+    Ok(())
+}
+
+/// INCR key
+pub fn incr(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    incr_generic(ctx, &a[1], 1)
+}
+
+/// DECR key
+pub fn decr(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    incr_generic(ctx, &a[1], -1)
+}
+
+/// INCRBY key n
+pub fn incrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let by = int_arg(&a[2])?;
+    incr_generic(ctx, &a[1], by)
+}
+
+/// DECRBY key n
+pub fn decrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let by = int_arg(&a[2])?;
+    if by == i64::MIN {
+        return Err(CmdError::msg("ERR decrement would overflow"));
+    }
+    incr_generic(ctx, &a[1], -by)
+}
+
+/// INCRBYFLOAT key f
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let by = parse_f64(&a[2]).ok_or(CmdError::NotFloat)?;
+    let cur = match ctx.eng.peek(t, &a[1]) {
+        Some(v) => parse_f64(v).ok_or(CmdError::NotFloat)?,
+        None => 0.0,
+    };
+    let new = cur + by;
+    if !new.is_finite() {
+        return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
+    }
+    let s = format_double(new);
+    ctx.eng
+        .set(t, &a[1], s.as_bytes(), opts(Expire::Keep, SetCond::Always))?;
+    ctx.w.bulk(s.as_bytes());
+    Ok(())
+}

@@ -1,0 +1,952 @@
+//! The command table: what `COMMAND INFO` / `COMMAND DOCS` return and what the dispatcher checks.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings};
+
+/// A command handler.
+pub type Handler = for<'a, 'b, 'c, 'd> fn(&'a mut Ctx<'b>, Args<'c, 'd>) -> CmdResult;
+
+/// How the dispatcher picks the tenant a command acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// No tenant needed (connection and server commands).
+    None,
+    /// The connection's tenant (keyless keyspace commands: DBSIZE, FLUSHDB, RANDOMKEY).
+    Conn,
+    /// Keyed: by key (prefix mode) or the connection's tenant.
+    Keys,
+    /// KEYS / SCAN: in prefix mode, by the pattern's literal prefix; else the connection's tenant.
+    Pattern,
+}
+
+/// One command.
+#[derive(Debug)]
+pub struct CommandSpec {
+    /// Lowercase name.
+    pub name: &'static str,
+    /// Redis arity: N exact, -N at least N (name included).
+    pub arity: i32,
+    /// Redis command flags (`write`, `readonly`, `fast`, `no_auth`, ...).
+    pub flags: &'static [&'static str],
+    /// First key position (0 = none).
+    pub first_key: i32,
+    /// Last key position (-1 = last argument).
+    pub last_key: i32,
+    /// Step between keys.
+    pub step: i32,
+    /// ACL categories (`@string`, `@keyspace`, ...).
+    pub acl: &'static [&'static str],
+    /// COMMAND DOCS group.
+    pub group: &'static str,
+    /// Redis version that introduced it.
+    pub since: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// Subcommand names (`client|id`, ...), for COMMAND INFO.
+    pub subcommands: &'static [&'static str],
+    /// Tenant routing.
+    pub route: Route,
+    /// The handler.
+    pub handler: Handler,
+}
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, [$($f:literal),*], $fk:expr, $lk:expr, $st:expr, [$($acl:literal),*],
+     $group:literal, $since:literal, $summary:literal, $route:ident, $h:path) => {
+        cmd!($name, $arity, [$($f),*], $fk, $lk, $st, [$($acl),*], $group, $since, $summary, $route, $h, [])
+    };
+    ($name:literal, $arity:expr, [$($f:literal),*], $fk:expr, $lk:expr, $st:expr, [$($acl:literal),*],
+     $group:literal, $since:literal, $summary:literal, $route:ident, $h:path, [$($sub:literal),*]) => {
+        CommandSpec {
+            name: $name, arity: $arity, flags: &[$($f),*], first_key: $fk, last_key: $lk, step: $st,
+            acl: &[$($acl),*], group: $group, since: $since, summary: $summary,
+            subcommands: &[$($sub),*], route: Route::$route, handler: $h,
+        }
+    };
+}
+
+/// Every command Locus implements.
+pub static COMMANDS: &[CommandSpec] = &[
+    // strings
+    cmd!(
+        "get",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@read", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Returns the string value of a key.",
+        Keys,
+        strings::get
+    ),
+    cmd!(
+        "set",
+        -3,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@slow"],
+        "string",
+        "1.0.0",
+        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+        Keys,
+        strings::set
+    ),
+    cmd!(
+        "setnx",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Set the string value of a key only when the key doesn't exist.",
+        Keys,
+        strings::setnx
+    ),
+    cmd!(
+        "setex",
+        4,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@slow"],
+        "string",
+        "2.0.0",
+        "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
+        Keys,
+        strings::setex
+    ),
+    cmd!(
+        "psetex",
+        4,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@slow"],
+        "string",
+        "2.6.0",
+        "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
+        Keys,
+        strings::psetex
+    ),
+    cmd!(
+        "getset",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Returns the previous string value of a key after setting it to a new value.",
+        Keys,
+        strings::getset
+    ),
+    cmd!(
+        "getdel",
+        2,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "6.2.0",
+        "Returns the string value of a key after deleting the key.",
+        Keys,
+        strings::getdel
+    ),
+    cmd!(
+        "getex",
+        -2,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "6.2.0",
+        "Returns the string value of a key after setting its expiration time.",
+        Keys,
+        strings::getex
+    ),
+    cmd!(
+        "mget",
+        -2,
+        ["readonly", "fast"],
+        1,
+        -1,
+        1,
+        ["@read", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Atomically returns the string values of one or more keys.",
+        Keys,
+        strings::mget
+    ),
+    cmd!(
+        "mset",
+        -3,
+        ["write", "denyoom"],
+        1,
+        -1,
+        2,
+        ["@write", "@string", "@slow"],
+        "string",
+        "1.0.1",
+        "Atomically creates or modifies the string values of one or more keys.",
+        Keys,
+        strings::mset
+    ),
+    cmd!(
+        "msetnx",
+        -3,
+        ["write", "denyoom"],
+        1,
+        -1,
+        2,
+        ["@write", "@string", "@slow"],
+        "string",
+        "1.0.1",
+        "Atomically modifies the string values of one or more keys only when all keys don't exist.",
+        Keys,
+        strings::msetnx
+    ),
+    cmd!(
+        "append",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "2.0.0",
+        "Appends a string to the value of a key. Creates the key if it doesn't exist.",
+        Keys,
+        strings::append
+    ),
+    cmd!(
+        "strlen",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@read", "@string", "@fast"],
+        "string",
+        "2.2.0",
+        "Returns the length of a string value.",
+        Keys,
+        strings::strlen
+    ),
+    cmd!(
+        "getrange",
+        4,
+        ["readonly"],
+        1,
+        1,
+        1,
+        ["@read", "@string", "@slow"],
+        "string",
+        "2.4.0",
+        "Returns a substring of the string stored at a key.",
+        Keys,
+        strings::getrange
+    ),
+    cmd!(
+        "substr",
+        4,
+        ["readonly"],
+        1,
+        1,
+        1,
+        ["@read", "@string", "@slow"],
+        "string",
+        "1.0.0",
+        "Returns a substring from a string value.",
+        Keys,
+        strings::getrange
+    ),
+    cmd!(
+        "setrange",
+        4,
+        ["write", "denyoom"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@slow"],
+        "string",
+        "2.2.0",
+        "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
+        Keys,
+        strings::setrange
+    ),
+    cmd!(
+        "incr",
+        2,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+        Keys,
+        strings::incr
+    ),
+    cmd!(
+        "decr",
+        2,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
+        Keys,
+        strings::decr
+    ),
+    cmd!(
+        "incrby",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+        Keys,
+        strings::incrby
+    ),
+    cmd!(
+        "decrby",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "1.0.0",
+        "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
+        Keys,
+        strings::decrby
+    ),
+    cmd!(
+        "incrbyfloat",
+        3,
+        ["write", "denyoom", "fast"],
+        1,
+        1,
+        1,
+        ["@write", "@string", "@fast"],
+        "string",
+        "2.6.0",
+        "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+        Keys,
+        strings::incrbyfloat
+    ),
+    // keyspace
+    cmd!(
+        "del",
+        -2,
+        ["write"],
+        1,
+        -1,
+        1,
+        ["@keyspace", "@write", "@slow"],
+        "generic",
+        "1.0.0",
+        "Deletes one or more keys.",
+        Keys,
+        keyspace::del
+    ),
+    cmd!(
+        "unlink",
+        -2,
+        ["write", "fast"],
+        1,
+        -1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "4.0.0",
+        "Asynchronously deletes one or more keys.",
+        Keys,
+        keyspace::del
+    ),
+    cmd!(
+        "exists",
+        -2,
+        ["readonly", "fast"],
+        1,
+        -1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "1.0.0",
+        "Determines whether one or more keys exist.",
+        Keys,
+        keyspace::exists
+    ),
+    cmd!(
+        "type",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "1.0.0",
+        "Determines the type of value stored at a key.",
+        Keys,
+        keyspace::type_
+    ),
+    cmd!(
+        "keys",
+        2,
+        ["readonly"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@read", "@slow", "@dangerous"],
+        "generic",
+        "1.0.0",
+        "Returns all key names that match a pattern.",
+        Pattern,
+        keyspace::keys
+    ),
+    cmd!(
+        "scan",
+        -2,
+        ["readonly"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@read", "@slow"],
+        "generic",
+        "2.8.0",
+        "Iterates over the key names in the database.",
+        Pattern,
+        keyspace::scan
+    ),
+    cmd!(
+        "randomkey",
+        1,
+        ["readonly"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@read", "@slow"],
+        "generic",
+        "1.0.0",
+        "Returns a random key name from the database.",
+        Conn,
+        keyspace::randomkey
+    ),
+    cmd!(
+        "rename",
+        3,
+        ["write"],
+        1,
+        2,
+        1,
+        ["@keyspace", "@write", "@slow"],
+        "generic",
+        "1.0.0",
+        "Renames a key and overwrites the destination.",
+        Keys,
+        keyspace::rename
+    ),
+    cmd!(
+        "renamenx",
+        3,
+        ["write", "fast"],
+        1,
+        2,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "1.0.0",
+        "Renames a key only when the target key name doesn't exist.",
+        Keys,
+        keyspace::renamenx
+    ),
+    cmd!(
+        "dbsize",
+        1,
+        ["readonly", "fast"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@read", "@fast"],
+        "server",
+        "1.0.0",
+        "Returns the number of keys in the database.",
+        Conn,
+        keyspace::dbsize
+    ),
+    cmd!(
+        "flushdb",
+        -1,
+        ["write"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@write", "@slow", "@dangerous"],
+        "server",
+        "1.0.0",
+        "Remove all keys from the current database.",
+        Conn,
+        keyspace::flush
+    ),
+    cmd!(
+        "flushall",
+        -1,
+        ["write"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@write", "@slow", "@dangerous"],
+        "server",
+        "1.0.0",
+        "Removes all keys from all databases.",
+        Conn,
+        keyspace::flush
+    ),
+    // expiry
+    cmd!(
+        "expire",
+        -3,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "1.0.0",
+        "Sets the expiration time of a key in seconds.",
+        Keys,
+        expire::expire
+    ),
+    cmd!(
+        "pexpire",
+        -3,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "2.6.0",
+        "Sets the expiration time of a key in milliseconds.",
+        Keys,
+        expire::pexpire
+    ),
+    cmd!(
+        "expireat",
+        -3,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "1.2.0",
+        "Sets the expiration time of a key to a Unix timestamp.",
+        Keys,
+        expire::expireat
+    ),
+    cmd!(
+        "pexpireat",
+        -3,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "2.6.0",
+        "Sets the expiration time of a key to a Unix milliseconds timestamp.",
+        Keys,
+        expire::pexpireat
+    ),
+    cmd!(
+        "expiretime",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "7.0.0",
+        "Returns the expiration time of a key as a Unix timestamp.",
+        Keys,
+        expire::expiretime
+    ),
+    cmd!(
+        "pexpiretime",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "7.0.0",
+        "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+        Keys,
+        expire::pexpiretime
+    ),
+    cmd!(
+        "ttl",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "1.0.0",
+        "Returns the expiration time in seconds of a key.",
+        Keys,
+        expire::ttl
+    ),
+    cmd!(
+        "pttl",
+        2,
+        ["readonly", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "2.6.0",
+        "Returns the expiration time in milliseconds of a key.",
+        Keys,
+        expire::pttl
+    ),
+    cmd!(
+        "persist",
+        2,
+        ["write", "fast"],
+        1,
+        1,
+        1,
+        ["@keyspace", "@write", "@fast"],
+        "generic",
+        "2.2.0",
+        "Removes the expiration time of a key.",
+        Keys,
+        expire::persist
+    ),
+    // connection
+    cmd!(
+        "ping",
+        -1,
+        ["fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "1.0.0",
+        "Returns the server's liveliness response.",
+        None,
+        connection::ping
+    ),
+    cmd!(
+        "echo",
+        2,
+        ["fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "1.0.0",
+        "Returns the given string.",
+        None,
+        connection::echo
+    ),
+    cmd!(
+        "time",
+        1,
+        ["random", "loading", "stale", "fast"],
+        0,
+        0,
+        0,
+        ["@fast"],
+        "server",
+        "2.6.0",
+        "Returns the server time.",
+        None,
+        connection::time
+    ),
+    cmd!(
+        "quit",
+        -1,
+        ["allow_busy", "no_auth", "fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "1.0.0",
+        "Closes the connection.",
+        None,
+        connection::quit
+    ),
+    cmd!(
+        "reset",
+        1,
+        ["no_auth", "fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "6.2.0",
+        "Resets the connection.",
+        None,
+        connection::reset
+    ),
+    cmd!(
+        "auth",
+        -2,
+        ["no_auth", "fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "1.0.0",
+        "Authenticates the connection.",
+        None,
+        connection::auth
+    ),
+    cmd!(
+        "hello",
+        -1,
+        ["no_auth", "fast"],
+        0,
+        0,
+        0,
+        ["@fast", "@connection"],
+        "connection",
+        "6.0.0",
+        "Handshakes with the Redis server.",
+        None,
+        connection::hello
+    ),
+    cmd!(
+        "select",
+        2,
+        ["loading", "stale", "fast"],
+        0,
+        0,
+        0,
+        ["@keyspace", "@fast"],
+        "connection",
+        "1.0.0",
+        "Changes the selected database.",
+        None,
+        connection::select
+    ),
+    cmd!(
+        "client",
+        -2,
+        [],
+        0,
+        0,
+        0,
+        ["@slow"],
+        "connection",
+        "2.4.0",
+        "A container for client connection commands.",
+        None,
+        connection::client,
+        [
+            "client|id",
+            "client|setname",
+            "client|getname",
+            "client|list",
+            "client|info",
+            "client|kill",
+            "client|setinfo",
+            "client|no-evict",
+            "client|no-touch",
+            "client|help"
+        ]
+    ),
+    // server / admin
+    cmd!(
+        "command",
+        -1,
+        ["loading", "stale"],
+        0,
+        0,
+        0,
+        ["@slow", "@connection"],
+        "server",
+        "2.8.13",
+        "Returns detailed information about all commands.",
+        None,
+        admin::command,
+        [
+            "command|count",
+            "command|info",
+            "command|docs",
+            "command|list",
+            "command|getkeys",
+            "command|help"
+        ]
+    ),
+    cmd!(
+        "config",
+        -2,
+        [],
+        0,
+        0,
+        0,
+        ["@slow"],
+        "server",
+        "2.0.0",
+        "A container for server configuration commands.",
+        None,
+        admin::config,
+        [
+            "config|get",
+            "config|set",
+            "config|resetstat",
+            "config|rewrite",
+            "config|help"
+        ]
+    ),
+    cmd!(
+        "info",
+        -1,
+        ["loading", "stale"],
+        0,
+        0,
+        0,
+        ["@slow", "@dangerous"],
+        "server",
+        "1.0.0",
+        "Returns information and statistics about the server.",
+        None,
+        admin::info
+    ),
+    cmd!(
+        "memory",
+        -2,
+        [],
+        2,
+        2,
+        1,
+        ["@slow"],
+        "server",
+        "4.0.0",
+        "A container for memory diagnostics commands.",
+        Keys,
+        admin::memory,
+        ["memory|usage", "memory|help"]
+    ),
+    cmd!(
+        "object",
+        -2,
+        [],
+        2,
+        2,
+        1,
+        ["@slow"],
+        "generic",
+        "2.2.3",
+        "A container for object introspection commands.",
+        Keys,
+        admin::object,
+        [
+            "object|encoding",
+            "object|idletime",
+            "object|freq",
+            "object|refcount",
+            "object|help"
+        ]
+    ),
+    cmd!(
+        "shutdown",
+        -1,
+        [
+            "admin",
+            "noscript",
+            "loading",
+            "stale",
+            "no_multi",
+            "allow_busy"
+        ],
+        0,
+        0,
+        0,
+        ["@admin", "@slow", "@dangerous"],
+        "server",
+        "1.0.0",
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        None,
+        admin::shutdown
+    ),
+    cmd!(
+        "locus.tenant",
+        -2,
+        ["admin"],
+        0,
+        0,
+        0,
+        ["@admin", "@slow"],
+        "server",
+        "0.1.0",
+        "Lists tenants and reads or changes a tenant's memory settings (Locus).",
+        None,
+        admin::tenant
+    ),
+];
+
+static INDEX: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
+    COMMANDS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name, i))
+        .collect()
+});
+
+/// Finds a command by name, case-insensitively.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    for (d, s) in buf.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    let s = std::str::from_utf8(&buf[..name.len()]).ok()?;
+    INDEX.get(s).map(|&i| &COMMANDS[i])
+}
