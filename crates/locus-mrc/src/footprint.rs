@@ -109,7 +109,7 @@ impl Footprint {
 
 impl Profiler for Footprint {
     fn name(&self) -> String {
-        format!("footprint(R={})", self.filter.rate())
+        format!("footprint(R={:.4})", self.filter.rate())
     }
     fn unit(&self) -> Unit {
         Unit::Objects

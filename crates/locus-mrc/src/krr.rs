@@ -341,7 +341,7 @@ impl Krr {
 impl Profiler for Krr {
     fn name(&self) -> String {
         format!(
-            "krr(K={},exp={},R={})",
+            "krr(K={},exp={},R={:.4})",
             self.cfg.k,
             self.cfg.exponent,
             self.filter.rate()
