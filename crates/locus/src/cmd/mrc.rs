@@ -1,10 +1,565 @@
-//! `locus mrc`.
+//! `locus mrc`: miss ratio curves from a trace, several models and K values in one pass.
+//!
+//! ```text
+//!  locus_trace::open(FILE) ──► Request ──► (key, size, op) ──► every profiler of the request's
+//!                                                              tenant (one per model × K)
+//!  end of trace: capacities = N points on (0, max working set] per tenant
+//!             ──► CSV rows `model,k,tenant,capacity,unit,miss_ratio`, JSON, SVG plot
+//! ```
+//! The models live in `locus-mrc`; this file only parses options, reads the trace, shows progress
+//! and writes the outputs.
+
+use anyhow::{Context, Result, bail};
+use locus_mrc::{
+    Metric, ModelKind, ModelSettings, Mrc, MrcError, Op, Profiler, Unit, build, even_capacities,
+};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Arguments of `locus mrc`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Trace file ("-" for stdin). Format and compression are detected unless given.
+    pub file: PathBuf,
+    /// Models, comma-separated: exact, shards, aet, eaet, footprint, krr, mini.
+    #[arg(long, value_delimiter = ',', default_value = "exact")]
+    pub model: Vec<String>,
+    /// K values for KRR (one curve per K; with several, also the merged minimum curve "krr-min").
+    #[arg(long, value_delimiter = ',', default_value = "5")]
+    pub k: Vec<u32>,
+    /// KRR exponent: k_eff = K^exponent (1.4 textbook K-LRU, about 1.9 for Redis's eviction pool).
+    #[arg(long, default_value_t = locus_mrc::EXPONENT_TEXTBOOK)]
+    pub exponent: f64,
+    /// Sampling rate R in (0, 1]: spatial for shards/krr/footprint, reference sampling for aet/eaet.
+    #[arg(long)]
+    pub sample: Option<f64>,
+    /// Fixed-size SHARDS: at most this many sampled keys (shards only; excludes --sample).
+    #[arg(long, conflicts_with = "sample")]
+    pub fixed_size: Option<usize>,
+    /// Capacity in bytes (object sizes from the trace) instead of objects.
+    #[arg(long)]
+    pub bytes: bool,
+    /// Byte miss ratio (missed GET bytes / GET bytes) instead of the request miss ratio.
+    #[arg(long)]
+    pub byte_miss_ratio: bool,
+    /// One curve per tenant (the trace's tenant field) instead of one for the whole trace.
+    #[arg(long)]
+    pub per_tenant: bool,
+    /// Number of capacities per curve, evenly spaced up to the largest working set.
+    #[arg(long, default_value_t = 100)]
+    pub points: usize,
+    /// Largest capacity (objects, or bytes with --bytes) instead of the measured working set.
+    #[arg(long)]
+    pub max_capacity: Option<f64>,
+    /// Seed for sampling hashes and random draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Trace format (see `locus trace`); detected from the name or content when absent.
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Generic CSV columns, libCacheSim style: "obj-id-col=5,obj-size-col=4,has-header=true".
+    #[arg(long)]
+    pub csv_options: Option<String>,
+    /// Stop after this many requests.
+    #[arg(long)]
+    pub limit: Option<u64>,
+    /// Write the curves as CSV (`model,k,tenant,capacity,unit,miss_ratio`); "-" for stdout.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write the curves as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write a plot (SVG).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// Print each curve's mean absolute error against the exact curve (needs `exact` among the
+    /// models).
+    #[arg(long)]
+    pub mae: bool,
+}
+
+/// One profiler and what it stands for.
+struct Slot {
+    model: ModelKind,
+    k: Option<u32>,
+    profiler: Box<dyn Profiler>,
+}
+
+/// One finished curve.
+#[derive(serde::Serialize)]
+struct Curve {
+    model: String,
+    k: Option<u32>,
+    tenant: String,
+    name: String,
+    unit: Unit,
+    metric: Metric,
+    /// For merged curves: the K achieving the minimum at each point.
+    argmin_k: Option<Vec<u32>>,
+    points: Vec<(f64, f64)>,
+}
+
+fn parse_models(names: &[String]) -> Result<Vec<ModelKind>> {
+    let mut out = Vec::new();
+    for n in names {
+        let m: ModelKind = n.parse()?;
+        if !out.contains(&m) {
+            out.push(m);
+        }
+    }
+    if out.is_empty() {
+        bail!("no model given (--model exact,shards,…)");
+    }
+    Ok(out)
+}
+
+fn settings(args: &Args) -> ModelSettings {
+    ModelSettings {
+        unit: if args.bytes {
+            Unit::Bytes
+        } else {
+            Unit::Objects
+        },
+        metric: if args.byte_miss_ratio {
+            Metric::Bytes
+        } else {
+            Metric::Requests
+        },
+        rate: args.sample,
+        fixed_size: args.fixed_size,
+        k: 5,
+        exponent: args.exponent,
+        seed: args.seed,
+    }
+}
+
+/// Builds the profilers of one tenant (one per model, and per K for K-dependent models).
+fn build_slots(models: &[ModelKind], ks: &[u32], base: &ModelSettings) -> Result<Vec<Slot>> {
+    let mut slots = Vec::new();
+    for &m in models {
+        // Options that only apply to some models are ignored by the others when several models
+        // run together; alone, a model rejects what it cannot use.
+        let mut s = *base;
+        let alone = models.len() == 1;
+        if !alone {
+            if m != ModelKind::Shards {
+                s.fixed_size = None;
+            }
+            if m == ModelKind::Exact {
+                s.rate = None;
+            }
+        }
+        if m.uses_k() {
+            for &k in ks {
+                s.k = k;
+                slots.push(Slot {
+                    model: m,
+                    k: Some(k),
+                    profiler: build(m, &s).map_err(explain)?,
+                });
+            }
+        } else {
+            slots.push(Slot {
+                model: m,
+                k: None,
+                profiler: build(m, &s).map_err(explain)?,
+            });
+        }
+    }
+    Ok(slots)
+}
+
+fn explain(e: MrcError) -> anyhow::Error {
+    match e {
+        MrcError::NotAvailable { .. } => anyhow::anyhow!(
+            "{e}. Use --model krr for K-LRU curves until the engine provides miniature simulation."
+        ),
+        other => other.into(),
+    }
+}
+
+/// Progress on stderr when it is a terminal: requests so far and throughput.
+struct Progress {
+    on: bool,
+    start: Instant,
+    next: u64,
+}
+
+impl Progress {
+    const STEP: u64 = 1 << 20;
+
+    fn new() -> Self {
+        Self {
+            on: std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            next: Self::STEP,
+        }
+    }
+
+    #[inline]
+    fn tick(&mut self, n: u64) {
+        if self.on && n >= self.next {
+            self.next += Self::STEP;
+            let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+            let bar_pos = ((n / Self::STEP) % 20) as usize;
+            let mut bar = [b' '; 20];
+            bar[bar_pos] = b'#';
+            eprint!(
+                "\r[{}] {:>8.1} M requests  {:>6.1} M req/s",
+                String::from_utf8_lossy(&bar),
+                n as f64 / 1e6,
+                n as f64 / secs / 1e6
+            );
+        }
+    }
+
+    fn done(&self) {
+        if self.on {
+            eprint!("\r{:70}\r", "");
+        }
+    }
+}
 
 /// Runs `locus mrc`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("locus mrc is being built")
+pub fn run(args: Args) -> Result<()> {
+    let models = parse_models(&args.model)?;
+    if args.points == 0 {
+        bail!("--points must be at least 1");
+    }
+    if args.k.is_empty() {
+        bail!("--k needs at least one value");
+    }
+    if let Some(m) = args.max_capacity.filter(|m| !(m.is_finite() && *m > 0.0)) {
+        bail!("--max-capacity must be a positive number, got {m}");
+    }
+    if let Some(p) = &args.plot {
+        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !ext.eq_ignore_ascii_case("svg") {
+            bail!(
+                "--plot {}: only SVG output is supported (PNG is not implemented); use a .svg name",
+                p.display()
+            );
+        }
+    }
+    if args.mae && !models.contains(&ModelKind::Exact) {
+        bail!("--mae compares against the exact curve: add exact to --model");
+    }
+    let base = settings(&args);
+    // Validate every model/option combination before reading the trace.
+    build_slots(&models, &args.k, &base)?;
+
+    let mut opts = locus_trace::ReadOptions::default();
+    if let Some(f) = &args.format {
+        opts.format = Some(
+            f.parse()
+                .map_err(|e| anyhow::anyhow!("--format {f}: {e}"))?,
+        );
+    }
+    if let Some(c) = &args.csv_options {
+        opts.csv = c
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--csv-options {c}: {e}"))?;
+    }
+    let mut reader = locus_trace::open(&args.file, &opts)
+        .with_context(|| format!("opening {}", args.file.display()))?;
+
+    let mut tenants: BTreeMap<u32, Vec<Slot>> = BTreeMap::new();
+    let mut req = locus_trace::Request::default();
+    let mut n: u64 = 0;
+    let mut progress = Progress::new();
+    let start = Instant::now();
+    let limit = args.limit.unwrap_or(u64::MAX);
+    // The common case (one tenant) keeps its profilers out of the map.
+    let mut all = if args.per_tenant {
+        Vec::new()
+    } else {
+        build_slots(&models, &args.k, &base)?
+    };
+    while n < limit
+        && reader
+            .read_into(&mut req)
+            .with_context(|| format!("reading {}", args.file.display()))?
+    {
+        n += 1;
+        let op = match req.op {
+            locus_trace::Op::Get => Op::Get,
+            locus_trace::Op::Set => Op::Set,
+            locus_trace::Op::Delete => Op::Del,
+        };
+        let size = u32::try_from(req.size()).unwrap_or(u32::MAX);
+        let slots = if args.per_tenant {
+            match tenants.get_mut(&req.tenant) {
+                Some(s) => s,
+                None => tenants
+                    .entry(req.tenant)
+                    .or_insert(build_slots(&models, &args.k, &base)?),
+            }
+        } else {
+            &mut all
+        };
+        for s in slots.iter_mut() {
+            s.profiler.access(req.key, size, op);
+        }
+        progress.tick(n);
+    }
+    progress.done();
+    let elapsed = start.elapsed().as_secs_f64();
+    for w in reader.warnings() {
+        eprintln!("locus mrc: warning: {} ({} times)", w.what, w.count);
+    }
+    if n == 0 {
+        bail!("{}: the trace has no requests", args.file.display());
+    }
+    if !args.per_tenant {
+        tenants.insert(u32::MAX, all);
+    }
+
+    let mut curves = Vec::new();
+    for (tenant, slots) in &tenants {
+        let tenant_name = if *tenant == u32::MAX {
+            "all".to_string()
+        } else {
+            tenant.to_string()
+        };
+        let max = args.max_capacity.unwrap_or_else(|| {
+            slots
+                .iter()
+                .map(|s| s.profiler.working_set())
+                .fold(0.0, f64::max)
+        });
+        let caps = even_capacities(max.max(1.0), args.points);
+        for s in slots {
+            let m = s.profiler.mrc(&caps)?;
+            curves.push(Curve {
+                model: s.model.name().to_string(),
+                k: s.k,
+                tenant: tenant_name.clone(),
+                name: s.profiler.name(),
+                unit: m.unit(),
+                metric: m.metric(),
+                argmin_k: None,
+                points: m.points().to_vec(),
+            });
+        }
+        // kRedis's merged curve over the K values of each K-dependent model.
+        for &model in &models {
+            let per_k: Vec<(u32, Mrc)> = slots
+                .iter()
+                .filter(|s| s.model == model && s.k.is_some())
+                .map(|s| Ok((s.k.unwrap_or(0), s.profiler.mrc(&caps)?)))
+                .collect::<Result<_, MrcError>>()?;
+            if per_k.len() > 1 {
+                let refs: Vec<(u32, &Mrc)> = per_k.iter().map(|(k, m)| (*k, m)).collect();
+                let merged = Mrc::merge_min(&refs)?;
+                curves.push(Curve {
+                    model: format!("{}-min", model.name()),
+                    k: None,
+                    tenant: tenant_name.clone(),
+                    name: format!("{}-min", model.name()),
+                    unit: merged.mrc.unit(),
+                    metric: merged.mrc.metric(),
+                    argmin_k: Some(merged.argmin.clone()),
+                    points: merged.mrc.points().to_vec(),
+                });
+            }
+        }
+    }
+
+    eprintln!(
+        "locus mrc: {n} requests in {elapsed:.2} s ({:.1} M req/s), {} curve(s)",
+        n as f64 / elapsed.max(1e-9) / 1e6,
+        curves.len()
+    );
+    if args.mae {
+        print_mae(&curves)?;
+    }
+    let wrote_any = args.csv.is_some() || args.json.is_some() || args.plot.is_some();
+    match &args.csv {
+        Some(p) => write_out(p, &csv_text(&curves))?,
+        None if !wrote_any => write_out(Path::new("-"), &csv_text(&curves))?,
+        None => {}
+    }
+    if let Some(p) = &args.json {
+        let text = serde_json::to_string_pretty(&curves)?;
+        write_out(p, &text)?;
+    }
+    if let Some(p) = &args.plot {
+        write_out(p, &svg_plot(&curves, &args.file.display().to_string()))?;
+    }
+    Ok(())
+}
+
+fn write_out(path: &Path, text: &str) -> Result<()> {
+    if path == Path::new("-") {
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(());
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn csv_text(curves: &[Curve]) -> String {
+    let mut s = String::from("model,k,tenant,capacity,unit,miss_ratio\n");
+    for c in curves {
+        for (i, (cap, mr)) in c.points.iter().enumerate() {
+            let k = match (&c.argmin_k, c.k) {
+                (Some(a), _) => a[i].to_string(),
+                (None, Some(k)) => k.to_string(),
+                (None, None) => String::new(),
+            };
+            let _ = writeln!(s, "{},{k},{},{cap},{},{mr:.6}", c.model, c.tenant, c.unit);
+        }
+    }
+    s
+}
+
+fn print_mae(curves: &[Curve]) -> Result<()> {
+    for c in curves {
+        if c.model == "exact" {
+            continue;
+        }
+        let Some(truth) = curves
+            .iter()
+            .find(|t| t.model == "exact" && t.tenant == c.tenant)
+        else {
+            continue;
+        };
+        let t = Mrc::new(truth.unit, truth.metric, truth.points.clone())?;
+        let m = Mrc::new(c.unit, c.metric, c.points.clone())?;
+        let e = m.error_vs(&t, &[])?;
+        eprintln!(
+            "locus mrc: MAE {:<28} tenant {:<4} vs exact LRU: {:.4} (worst {:.4} at {})",
+            c.name, c.tenant, e.mae, e.max, e.max_at
+        );
+    }
+    Ok(())
+}
+
+/// A self-contained SVG line plot: axes with ticks, one polyline per curve, a legend.
+fn svg_plot(curves: &[Curve], title: &str) -> String {
+    const W: f64 = 900.0;
+    const H: f64 = 560.0;
+    const L: f64 = 80.0; // left margin
+    const R: f64 = 220.0; // right margin (legend)
+    const T: f64 = 50.0;
+    const B: f64 = 60.0;
+    const COLORS: [&str; 10] = [
+        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+        "#bcbd22", "#17becf",
+    ];
+    let xmax = curves
+        .iter()
+        .flat_map(|c| c.points.iter().map(|p| p.0))
+        .fold(0.0, f64::max)
+        .max(1.0);
+    let pw = W - L - R;
+    let ph = H - T - B;
+    let x = |c: f64| L + c / xmax * pw;
+    let y = |m: f64| T + (1.0 - m) * ph;
+    let unit = curves.first().map_or(Unit::Objects, |c| c.unit);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">Miss ratio curve: {}</text>"#,
+        L + pw / 2.0,
+        xml_escape(title)
+    );
+    // Grid and ticks.
+    for i in 0..=5 {
+        let f = i as f64 / 5.0;
+        let (gx, gy) = (x(f * xmax), y(f));
+        let _ = writeln!(
+            s,
+            "<line x1=\"{gx:.1}\" y1=\"{T}\" x2=\"{gx:.1}\" y2=\"{:.1}\" stroke=\"#e5e5e5\"/>",
+            T + ph
+        );
+        let _ = writeln!(
+            s,
+            "<line x1=\"{L}\" y1=\"{gy:.1}\" x2=\"{:.1}\" y2=\"{gy:.1}\" stroke=\"#e5e5e5\"/>",
+            L + pw
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{gx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            T + ph + 18.0,
+            human(f * xmax)
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{f:.1}</text>"#,
+            L - 8.0,
+            gy + 4.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">cache capacity ({unit})</text>"#,
+        L + pw / 2.0,
+        H - 15.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="20" y="{:.1}" text-anchor="middle" transform="rotate(-90 20 {:.1})">miss ratio</text>"#,
+        T + ph / 2.0,
+        T + ph / 2.0
+    );
+    for (i, c) in curves.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        let mut pts = format!("{:.1},{:.1}", x(0.0), y(1.0));
+        for &(cap, mr) in &c.points {
+            let _ = write!(pts, " {:.1},{:.1}", x(cap), y(mr));
+        }
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{pts}"/>"#
+        );
+        let ly = T + 10.0 + i as f64 * 18.0;
+        let lx = L + pw + 15.0;
+        let label = match (c.k, c.tenant.as_str()) {
+            (Some(k), "all") => format!("{} K={k}", c.model),
+            (Some(k), t) => format!("{} K={k} t{t}", c.model),
+            (None, "all") => c.name.clone(),
+            (None, t) => format!("{} t{t}", c.name),
+        };
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            lx + 20.0,
+            lx + 26.0,
+            ly + 4.0,
+            xml_escape(&label)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn human(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.1}G", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
