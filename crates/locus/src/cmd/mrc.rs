@@ -563,3 +563,88 @@ fn xml_escape(s: &str) -> String {
         .replace('>', "&gt;")
         .replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn args(line: &[&str]) -> Args {
+        let mut v = vec!["mrc"];
+        v.extend_from_slice(line);
+        Cli::try_parse_from(v).unwrap().args
+    }
+
+    #[test]
+    fn one_pass_writes_csv_json_and_svg() {
+        let dir = std::env::temp_dir().join(format!("locus-mrc-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.txt");
+        // a b c b a d a, repeated: exact distances known (MODELS.md 1).
+        std::fs::write(&trace, "1\n2\n3\n2\n1\n4\n1\n".repeat(3)).unwrap();
+        let csv = dir.join("out.csv");
+        let json = dir.join("out.json");
+        let svg = dir.join("out.svg");
+        let a = args(&[
+            trace.to_str().unwrap(),
+            "--model",
+            "exact,shards,krr",
+            "--k",
+            "1,16",
+            "--points",
+            "4",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ]);
+        run(a).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("model,k,tenant,capacity,unit,miss_ratio")
+        );
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        // exact, shards, krr K=1, krr K=16, krr-min: 4 points each.
+        assert_eq!(rows.len(), 5 * 4);
+        let exact: Vec<_> = rows.iter().filter(|r| r[0] == "exact").collect();
+        let shards: Vec<_> = rows.iter().filter(|r| r[0] == "shards").collect();
+        for (e, s) in exact.iter().zip(&shards) {
+            assert_eq!(e[3..], s[3..], "SHARDS without --sample is exact");
+        }
+        // 21 GETs, 4 cold; at capacity 4 only the cold ones miss.
+        assert_eq!(exact[3][3], "4");
+        assert_eq!(exact[3][5], format!("{:.6}", 4.0 / 21.0));
+        assert!(
+            rows.iter()
+                .any(|r| r[0] == "krr-min" && (r[1] == "1" || r[1] == "16"))
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(j.as_array().unwrap().len(), 5);
+        let s = std::fs::read_to_string(&svg).unwrap();
+        assert!(s.starts_with("<svg") && s.matches("<polyline").count() == 5);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn bad_options_are_clear_errors() {
+        let e = run(args(&["x.txt", "--model", "lru"])).unwrap_err();
+        assert!(e.to_string().contains("unknown model"), "{e}");
+        let e = run(args(&["x.txt", "--model", "mini"])).unwrap_err();
+        assert!(e.to_string().contains("not available yet"), "{e}");
+        let e = run(args(&["x.txt", "--plot", "a.png"])).unwrap_err();
+        assert!(e.to_string().contains("SVG"), "{e}");
+        let e = run(args(&["x.txt", "--model", "shards", "--sample", "0"])).unwrap_err();
+        assert!(e.to_string().contains("sampling rate"), "{e}");
+    }
+}
