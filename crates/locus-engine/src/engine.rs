@@ -289,6 +289,17 @@ impl Engine {
         Ok(id)
     }
 
+    /// The tenant with this name, as a typed error for the server.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownTenant`].
+    pub fn tenant(&self, name: &str) -> Result<TenantId, EngineError> {
+        self.tenant_by_name(name)
+            .ok_or_else(|| EngineError::UnknownTenant {
+                name: name.to_string(),
+            })
+    }
+
     /// The tenant with this name.
     pub fn tenant_by_name(&self, name: &str) -> Option<TenantId> {
         self.tenants
@@ -701,11 +712,20 @@ impl Engine {
     fn pick_reclaim_page(&mut self, t: usize, c: u16) -> Option<u32> {
         let ps = self.cfg.page_size;
         let p = PoolId(t as u32);
-        let order = std::iter::once(t).chain((0..self.tenants.len()).filter(|&r| r != t));
-        let order: Vec<usize> = order.collect();
-        for r in order {
+        let n = self.tenants.len();
+        for i in 0..n {
+            // The requester first, then the others in id order.
+            let r = match i {
+                0 => t,
+                i if i <= t => i - 1,
+                i => i,
+            };
             let tn = &self.tenants[r];
-            if tn.pages.is_empty() || tn.chunk_bytes - tn.charged_bytes < ps {
+            // Pools whose policy restricts what may be evicted (noeviction, volatile-*) only give
+            // pages that hold nothing.
+            let restricted = tn.cfg.policy == Policy::NoEviction || tn.cfg.policy.is_volatile();
+            let free = tn.chunk_bytes - tn.charged_bytes;
+            if tn.pages.is_empty() || free == 0 || (!restricted && free < ps) {
                 continue;
             }
             let view = ArbiterView {
@@ -719,6 +739,9 @@ impl Engine {
             }
             let exclude = (r == t).then_some(c);
             if let Some(pg) = self.sparsest_page(r, None, exclude) {
+                if restricted && self.store.pages[pg as usize].live > 0 {
+                    continue;
+                }
                 return Some(pg);
             }
         }
