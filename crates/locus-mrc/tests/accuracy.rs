@@ -251,3 +251,72 @@ fn slow_krr_sampled_vs_simulation() {
         assert!(m <= 0.01, "K={k}: {m}");
     }
 }
+
+#[test]
+fn fixed_size_shards_on_zipf() {
+    let trace = zipf(0.8, 20_000, 200_000, 13, |_| 1);
+    let caps = test_caps(distinct(&trace) as f64);
+    let truth = exact_curve(&trace, Unit::Objects, &caps);
+    let m = mae3(
+        |seed| {
+            Box::new(
+                Shards::new(ShardsConfig {
+                    mode: ShardsMode::FixedSize(2_000),
+                    unit: Unit::Objects,
+                    metric: Metric::Requests,
+                    seed,
+                    adjust: true,
+                })
+                .unwrap(),
+            )
+        },
+        &trace,
+        &truth,
+    );
+    eprintln!("fixed-size SHARDS s_max=2000: mean MAE {m:.4}");
+    assert!(m <= 0.015, "{m}");
+}
+
+/// Zipf with bounded per-key sizes, a share of SETs that change the size and a share of DELs.
+fn mixed_ops(seed: u64) -> Vec<Acc> {
+    let mut rng = locus_common::Rng::new(seed);
+    let mut size: std::collections::HashMap<u64, u32> = Default::default();
+    zipf(0.8, 10_000, 150_000, seed, |_| 1)
+        .into_iter()
+        .map(|mut a| {
+            let s = size.entry(a.key).or_insert(100 + (a.key % 900) as u32);
+            match rng.below(100) {
+                0..=9 => {
+                    *s = 100 + rng.below(900) as u32;
+                    a.op = locus_mrc::Op::Set;
+                }
+                10..=12 => a.op = locus_mrc::Op::Del,
+                _ => {}
+            }
+            a.size = *s;
+            a
+        })
+        .collect()
+}
+
+#[test]
+fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
+    let trace = mixed_ops(14);
+    let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
+    feed(&mut ex, &trace);
+    let caps = test_caps(ex.working_set());
+    let sim: Vec<(f64, f64)> = caps
+        .iter()
+        .map(|&c| (c, byte_lru_sim(&trace, c as u64)))
+        .collect();
+    let truth = Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap();
+    let e = mae(
+        &mut Eaet::new(1.0, Unit::Bytes, Metric::Requests, 1).unwrap(),
+        &trace,
+        &truth,
+    );
+    let x = ex.mrc(&caps).unwrap().error_vs(&truth, &[]).unwrap().mae;
+    eprintln!("SET/DEL mix: EAET MAE {e:.4}, exact byte stack (holes) MAE {x:.4}");
+    assert!(e <= 0.01, "{e}");
+    assert!(x <= 0.001, "{x}");
+}
