@@ -1,0 +1,221 @@
+//! The page budget is never exceeded, whatever the operations: random sizes, many tenants,
+//! shared and static partitioning, `maxmemory` changes at runtime, controller page moves.
+
+mod common;
+
+use common::*;
+use locus_common::Rng;
+use locus_engine::{
+    ClassId, EngineConfig, EngineError, Expire, PartitionMode, Policy, SetOptions, TenantConfig,
+};
+
+fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
+    let pages = 40;
+    let cfg = EngineConfig {
+        partition,
+        seed,
+        ..small(pages)
+    };
+    let (mut e, clock) = engine_with(cfg);
+    let policies = [
+        Policy::AllkeysLru,
+        Policy::AllkeysLfu,
+        Policy::AllkeysRandom,
+        Policy::VolatileLru,
+        Policy::AllkeysExactLru,
+        Policy::NoEviction,
+    ];
+    let mut rng = Rng::new(seed);
+    let tenants: Vec<_> = policies
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let max = if partition == PartitionMode::Static {
+                Some((2 + i as u64 * 2) * 4096)
+            } else {
+                None
+            };
+            e.add_tenant(TenantConfig {
+                policy: p,
+                min_bytes: if i == 0 { 2 * 4096 } else { 0 },
+                max_bytes: max,
+                samples: 1 + (i as u32 % 7),
+                evpool_size: if i == 2 { 0 } else { 16 },
+                ..TenantConfig::new(format!("t{i}"))
+            })
+            .unwrap()
+        })
+        .collect();
+    let classes = e.size_classes();
+    let mut total_pages = pages;
+    for step in 0..8_000u64 {
+        let t = tenants[rng.below(tenants.len() as u64) as usize];
+        let r = rng.below(1000);
+        if r < 700 {
+            // Sizes from tiny to nearly a page.
+            let len = match rng.below(10) {
+                0 => rng.below(4000) as usize,
+                1..=3 => rng.below(600) as usize,
+                _ => rng.below(120) as usize,
+            };
+            let exp = if rng.below(2) == 0 {
+                Expire::AtMs(e.now_ms() + 1 + rng.below(100_000))
+            } else {
+                Expire::Persist
+            };
+            match e.set(
+                t,
+                &key(rng.below(2000)),
+                &val(step, len),
+                SetOptions {
+                    expire: exp,
+                    ..SetOptions::default()
+                },
+            ) {
+                Ok(_) | Err(EngineError::OutOfMemory) => {}
+                Err(x) => panic!("{x}"),
+            }
+        } else if r < 850 {
+            let _ = e.get(t, &key(rng.below(2000)));
+        } else if r < 900 {
+            e.delete(t, &key(rng.below(2000)));
+        } else if r < 910 {
+            total_pages = 8 + rng.below(60);
+            e.set_maxmemory(total_pages * 4096).unwrap();
+        } else if r < 930 && with_moves {
+            let from = tenants[rng.below(tenants.len() as u64) as usize];
+            let to = tenants[rng.below(tenants.len() as u64) as usize];
+            let fc = classes[rng.below(classes.len() as u64 / 3) as usize].0;
+            let tc = classes[rng.below(classes.len() as u64 / 3) as usize].0;
+            match e.move_page((e.pool_of(from), fc), (e.pool_of(to), tc)) {
+                Ok(_) | Err(EngineError::NoPageToMove { .. }) => {}
+                Err(x) => panic!("{x}"),
+            }
+        } else if r < 940 {
+            clock.advance_ms(rng.below(20_000));
+            e.run_active_expire(50);
+        } else if r < 945 && partition == PartitionMode::Static {
+            let i = rng.below(tenants.len() as u64);
+            let max = (1 + rng.below(10)) * 4096;
+            e.set_budget(tenants[i as usize], 0, Some(max)).unwrap();
+        } else if r < 950 {
+            e.tick();
+        }
+        let s = e.stats();
+        assert!(
+            s.pages_used <= s.pages_total && s.pages_total == total_pages,
+            "step {step}: {} pages used of {}",
+            s.pages_used,
+            s.pages_total
+        );
+        assert!(s.pages_allocated <= s.pages_total, "buffers beyond maxmemory");
+        if partition == PartitionMode::Static && !with_moves {
+            for &t in &tenants {
+                let ts = e.tenant_stats(t);
+                if let Some(max) = ts.max_bytes {
+                    assert!(ts.pages * 4096 <= max, "step {step}: {} over its cap", ts.name);
+                }
+            }
+        }
+        if step % 997 == 0 {
+            e.check_invariants();
+        }
+    }
+    e.check_invariants();
+    let s = e.stats();
+    assert!(s.evictions > 0);
+    assert!(s.charged_bytes <= s.used_bytes);
+    assert!(s.item_bytes <= s.charged_bytes);
+}
+
+#[test]
+fn shared_never_exceeds_maxmemory() {
+    for seed in 0..3 {
+        churn(PartitionMode::Shared, seed, false);
+    }
+}
+
+#[test]
+fn static_never_exceeds_maxmemory_or_caps() {
+    for seed in 10..13 {
+        churn(PartitionMode::Static, seed, false);
+    }
+}
+
+#[test]
+fn page_moves_keep_the_bound() {
+    churn(PartitionMode::Shared, 20, true);
+    churn(PartitionMode::Static, 21, true);
+}
+
+#[test]
+fn classes_take_pages_back_from_other_classes() {
+    // 8 pages, all filled with small items; then only large items: the large class must get
+    // pages back (no slab calcification) and the store keeps working.
+    let (mut e, _c) = engine_with(small(8));
+    let t = tenant(&mut e, "a", Policy::AllkeysLru);
+    for i in 0..2000 {
+        e.set(t, &key(i), &val(i, 20), SetOptions::default()).unwrap();
+    }
+    assert_eq!(e.stats().pages_used, 8);
+    for i in 0..200 {
+        e.set(t, &key(10_000 + i), &val(i, 1500), SetOptions::default())
+            .unwrap();
+    }
+    let big = e.class_for(12, 1500).unwrap();
+    let pages_big = e.pages_of(e.pool_of(t), big);
+    assert!(pages_big >= 6, "large class has {pages_big} pages");
+    // The most recent large items are present.
+    for i in 190..200 {
+        assert!(e.exists(t, &key(10_000 + i)));
+    }
+    e.check_invariants();
+}
+
+#[test]
+fn static_floor_takes_pages_from_richer_pools() {
+    let (mut e, _c) = engine_with(static_cfg(10));
+    let a = tenant(&mut e, "a", Policy::AllkeysLru);
+    let b = e
+        .add_tenant(TenantConfig {
+            min_bytes: 4 * 4096,
+            ..TenantConfig::new("b")
+        })
+        .unwrap();
+    // a may take only the 6 pages not reserved for b's floor.
+    for i in 0..3000 {
+        e.set(a, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+    }
+    assert_eq!(e.tenant_stats(a).pages, 6);
+    for i in 0..3000 {
+        e.set(b, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+    }
+    assert_eq!(e.tenant_stats(b).pages, 4);
+    assert_eq!(e.stats().pages_used, 10);
+    // Lowering a's cap gives pages back at once.
+    e.set_budget(a, 0, Some(2 * 4096)).unwrap();
+    assert_eq!(e.tenant_stats(a).pages, 2);
+    assert!(e.tenant_stats(a).evictions_by_reason.get(locus_engine::EvictionReason::Shrink) > 0);
+    e.check_invariants();
+}
+
+#[test]
+fn move_page_evicts_and_transfers() {
+    let (mut e, _c) = engine_with(small(4));
+    let a = tenant(&mut e, "a", Policy::AllkeysLru);
+    let b = tenant(&mut e, "b", Policy::AllkeysLru);
+    for i in 0..10 {
+        e.set(a, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+    }
+    let c = e.class_for(12, 100).unwrap();
+    assert_eq!(e.pages_of(e.pool_of(a), c), 1);
+    let evicted = e.move_page((e.pool_of(a), c), (e.pool_of(b), ClassId(0))).unwrap();
+    assert_eq!(evicted, 10);
+    assert_eq!(e.len(a), 0);
+    assert_eq!(e.pages_of(e.pool_of(b), ClassId(0)), 1);
+    assert_eq!(
+        e.move_page((e.pool_of(a), c), (e.pool_of(b), c)),
+        Err(EngineError::NoPageToMove { pool: 0, class: c.0 })
+    );
+    e.check_invariants();
+}
