@@ -28,7 +28,7 @@ impl fmt::Display for Location {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// The file could not be opened or created.
-    #[error("{}: cannot open: {source}", path.display())]
+    #[error("{}: cannot open", path.display())]
     Open {
         /// The file.
         path: PathBuf,
@@ -36,7 +36,7 @@ pub enum TraceError {
         source: io::Error,
     },
     /// Reading or decompressing failed (this includes a truncated or corrupt `.zst/.xz/.gz/.bz2`).
-    #[error("{}: read error after {offset} decompressed bytes: {source}", path.display())]
+    #[error("{}: read error after {offset} decompressed bytes", path.display())]
     Read {
         /// The file.
         path: PathBuf,
@@ -85,7 +85,7 @@ pub enum TraceError {
     #[error("invalid option: {0}")]
     Options(String),
     /// Writing failed.
-    #[error("{}: write error: {source}", path.display())]
+    #[error("{}: write error", path.display())]
     Write {
         /// The file.
         path: PathBuf,

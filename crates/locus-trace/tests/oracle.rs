@@ -71,6 +71,16 @@ fn check(dir: &std::path::Path, entry: &Value) -> Vec<String> {
             bad.push(format!("{file}: {what} {got} != {want}"));
         }
     }
+    for (what, got) in [
+        ("one_hit_wonder_ratio", s.one_hit_wonder_ratio),
+        ("top1pct_key_request_share", s.top1pct_key_request_share),
+        ("compulsory_miss_ratio", s.compulsory_miss_ratio),
+    ] {
+        let want = entry[what].as_f64().unwrap();
+        if !close(got, want) {
+            bad.push(format!("{file}: {what} {got:.4} != {want}"));
+        }
+    }
     let repaired = !s.warnings.is_empty();
     let compare = |bad: &mut Vec<String>, unit: &str, want: &Value, got: &[stats::MissPoint]| {
         let want: Vec<(String, f64)> = want
