@@ -108,12 +108,19 @@ fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
             s.pages_used,
             s.pages_total
         );
-        assert!(s.pages_allocated <= s.pages_total, "buffers beyond maxmemory");
+        assert!(
+            s.pages_allocated <= s.pages_total,
+            "buffers beyond maxmemory"
+        );
         if partition == PartitionMode::Static && !with_moves {
             for &t in &tenants {
                 let ts = e.tenant_stats(t);
                 if let Some(max) = ts.max_bytes {
-                    assert!(ts.pages * 4096 <= max, "step {step}: {} over its cap", ts.name);
+                    assert!(
+                        ts.pages * 4096 <= max,
+                        "step {step}: {} over its cap",
+                        ts.name
+                    );
                 }
             }
         }
@@ -155,7 +162,8 @@ fn classes_take_pages_back_from_other_classes() {
     let (mut e, _c) = engine_with(small(8));
     let t = tenant(&mut e, "a", Policy::AllkeysLru);
     for i in 0..2000 {
-        e.set(t, &key(i), &val(i, 20), SetOptions::default()).unwrap();
+        e.set(t, &key(i), &val(i, 20), SetOptions::default())
+            .unwrap();
     }
     assert_eq!(e.stats().pages_used, 8);
     for i in 0..200 {
@@ -184,18 +192,25 @@ fn static_floor_takes_pages_from_richer_pools() {
         .unwrap();
     // a may take only the 6 pages not reserved for b's floor.
     for i in 0..3000 {
-        e.set(a, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+        e.set(a, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
     }
     assert_eq!(e.tenant_stats(a).pages, 6);
     for i in 0..3000 {
-        e.set(b, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+        e.set(b, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
     }
     assert_eq!(e.tenant_stats(b).pages, 4);
     assert_eq!(e.stats().pages_used, 10);
     // Lowering a's cap gives pages back at once.
     e.set_budget(a, 0, Some(2 * 4096)).unwrap();
     assert_eq!(e.tenant_stats(a).pages, 2);
-    assert!(e.tenant_stats(a).evictions_by_reason.get(locus_engine::EvictionReason::Shrink) > 0);
+    assert!(
+        e.tenant_stats(a)
+            .evictions_by_reason
+            .get(locus_engine::EvictionReason::Shrink)
+            > 0
+    );
     e.check_invariants();
 }
 
@@ -205,17 +220,23 @@ fn move_page_evicts_and_transfers() {
     let a = tenant(&mut e, "a", Policy::AllkeysLru);
     let b = tenant(&mut e, "b", Policy::AllkeysLru);
     for i in 0..10 {
-        e.set(a, &key(i), &val(i, 100), SetOptions::default()).unwrap();
+        e.set(a, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
     }
     let c = e.class_for(12, 100).unwrap();
     assert_eq!(e.pages_of(e.pool_of(a), c), 1);
-    let evicted = e.move_page((e.pool_of(a), c), (e.pool_of(b), ClassId(0))).unwrap();
+    let evicted = e
+        .move_page((e.pool_of(a), c), (e.pool_of(b), ClassId(0)))
+        .unwrap();
     assert_eq!(evicted, 10);
     assert_eq!(e.len(a), 0);
     assert_eq!(e.pages_of(e.pool_of(b), ClassId(0)), 1);
     assert_eq!(
         e.move_page((e.pool_of(a), c), (e.pool_of(b), c)),
-        Err(EngineError::NoPageToMove { pool: 0, class: c.0 })
+        Err(EngineError::NoPageToMove {
+            pool: 0,
+            class: c.0
+        })
     );
     e.check_invariants();
 }

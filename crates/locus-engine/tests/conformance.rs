@@ -45,12 +45,17 @@ fn data_path(policy: Policy) {
     assert!(!e.exists(t, b"new"));
     // TTL: set, keep, persist, lazy expiry.
     let now = e.now_ms();
-    e.set(t, b"ttl", b"x", opts(Expire::AtMs(now + 1000))).unwrap();
+    e.set(t, b"ttl", b"x", opts(Expire::AtMs(now + 1000)))
+        .unwrap();
     assert_eq!(e.expire_at(t, b"ttl"), Some(Some(now + 1000)));
     e.set(t, b"ttl", b"y", opts(Expire::Keep)).unwrap();
     assert_eq!(e.expire_at(t, b"ttl"), Some(Some(now + 1000)));
     e.set(t, b"ttl", b"z", SetOptions::default()).unwrap();
-    assert_eq!(e.expire_at(t, b"ttl"), Some(None), "plain SET clears the TTL");
+    assert_eq!(
+        e.expire_at(t, b"ttl"),
+        Some(None),
+        "plain SET clears the TTL"
+    );
     assert!(e.set_expire(t, b"ttl", Some(now + 500)));
     assert!(!e.set_expire(t, b"missing", Some(now + 500)));
     clock.advance_ms(499);
@@ -60,7 +65,8 @@ fn data_path(policy: Policy) {
     assert_eq!(e.expire_at(t, b"ttl"), None);
     assert_eq!(e.tenant_stats(t).expired, 1);
     // Persist.
-    e.set(t, b"p", b"1", opts(Expire::AtMs(e.now_ms() + 10))).unwrap();
+    e.set(t, b"p", b"1", opts(Expire::AtMs(e.now_ms() + 10)))
+        .unwrap();
     assert!(e.set_expire(t, b"p", None));
     clock.advance_ms(100);
     assert!(e.exists(t, b"p"));
@@ -70,7 +76,8 @@ fn data_path(policy: Policy) {
     // Active expiry.
     let now = e.now_ms();
     for i in 0..50 {
-        e.set(t, &key(i), b"v", opts(Expire::AtMs(now + 10))).unwrap();
+        e.set(t, &key(i), b"v", opts(Expire::AtMs(now + 10)))
+            .unwrap();
     }
     clock.advance_ms(20);
     let mut n = 0;
@@ -80,8 +87,13 @@ fn data_path(policy: Policy) {
     assert_eq!(n, 50, "every expired key is eventually swept");
     // Scan returns every key exactly once here (no concurrent changes).
     for i in 0..300 {
-        e.set(t, &key(i), &val(i, (i % 200) as usize + 1), SetOptions::default())
-            .unwrap();
+        e.set(
+            t,
+            &key(i),
+            &val(i, (i % 200) as usize + 1),
+            SetOptions::default(),
+        )
+        .unwrap();
     }
     let mut out = Vec::new();
     let mut cursor = 0;
@@ -96,13 +108,17 @@ fn data_path(policy: Policy) {
     assert_eq!(out.len() as u64, e.len(t));
     // Rename keeps TTL; RENAMENX.
     let now = e.now_ms();
-    e.set(t, b"src", b"val", opts(Expire::AtMs(now + 9999))).unwrap();
+    e.set(t, b"src", b"val", opts(Expire::AtMs(now + 9999)))
+        .unwrap();
     assert!(e.rename(t, b"src", b"dst", false).unwrap());
     assert_eq!(e.get(t, b"dst"), Some(&b"val"[..]));
     assert_eq!(e.expire_at(t, b"dst"), Some(Some(now + 9999)));
     assert!(!e.exists(t, b"src"));
     assert!(!e.rename(t, b"dst", &key(1), true).unwrap());
-    assert_eq!(e.rename(t, b"nope", b"x", false), Err(EngineError::NoSuchKey));
+    assert_eq!(
+        e.rename(t, b"nope", b"x", false),
+        Err(EngineError::NoSuchKey)
+    );
     // Random key, object info, flush.
     assert!(e.random_key(t).is_some());
     let info = e.object_info(t, b"dst").unwrap();
@@ -120,7 +136,8 @@ fn memory_full(policy: Policy) {
     let (mut e, _clock) = engine_with(small(16));
     let t = tenant(&mut e, "a", policy);
     let keep = tenant(&mut e, "other", Policy::NoEviction);
-    e.set(keep, b"mine", b"safe", SetOptions::default()).unwrap();
+    e.set(keep, b"mine", b"safe", SetOptions::default())
+        .unwrap();
     let far = e.now_ms() + 1_000_000;
     let mut stored_plain = Vec::new();
     let mut oom = 0;
@@ -146,7 +163,11 @@ fn memory_full(policy: Policy) {
     }
     e.check_invariants();
     let st = e.tenant_stats(t);
-    assert_eq!(e.get(keep, b"mine"), Some(&b"safe"[..]), "other tenant untouched");
+    assert_eq!(
+        e.get(keep, b"mine"),
+        Some(&b"safe"[..]),
+        "other tenant untouched"
+    );
     match policy {
         Policy::NoEviction => {
             assert!(oom > 0);

@@ -41,7 +41,11 @@ fn run(seed: u64, ops: usize, roomy: bool, policy: Policy) {
                 if roomy {
                     assert_eq!(got, want, "step {step}: GET {t:?}");
                 } else if let Some(g) = &got {
-                    assert_eq!(Some(g), want.as_ref(), "step {step}: stale or foreign value");
+                    assert_eq!(
+                        Some(g),
+                        want.as_ref(),
+                        "step {step}: stale or foreign value"
+                    );
                 }
                 if got.is_some() {
                     hits[ti] += 1;
@@ -131,7 +135,10 @@ fn run(seed: u64, ops: usize, roomy: bool, policy: Policy) {
                 if roomy {
                     assert_eq!(ex, live(&m, now, t, &k).is_some(), "step {step}: EXISTS");
                 } else if ex {
-                    assert!(live(&m, now, t, &k).is_some(), "step {step}: EXISTS of a dead key");
+                    assert!(
+                        live(&m, now, t, &k).is_some(),
+                        "step {step}: EXISTS of a dead key"
+                    );
                 }
             }
         }
@@ -195,7 +202,8 @@ fn tenants_never_see_each_others_keys() {
     let (mut e, _c) = engine_with(small(64));
     let a = tenant(&mut e, "a", Policy::AllkeysLru);
     let b = tenant(&mut e, "b", Policy::AllkeysLru);
-    e.set(a, b"shared-name", b"from-a", SetOptions::default()).unwrap();
+    e.set(a, b"shared-name", b"from-a", SetOptions::default())
+        .unwrap();
     assert_eq!(e.get(b, b"shared-name"), None);
     assert!(!e.exists(b, b"shared-name"));
     assert!(!e.delete(b, b"shared-name"));
@@ -204,7 +212,8 @@ fn tenants_never_see_each_others_keys() {
     assert_eq!(e.scan(b, 0, 100, &mut out), 0);
     assert!(out.is_empty());
     assert_eq!(e.random_key(b), None);
-    e.set(b, b"shared-name", b"from-b", SetOptions::default()).unwrap();
+    e.set(b, b"shared-name", b"from-b", SetOptions::default())
+        .unwrap();
     assert_eq!(e.get(a, b"shared-name"), Some(&b"from-a"[..]));
     assert_eq!(e.get(b, b"shared-name"), Some(&b"from-b"[..]));
     e.flush(a);

@@ -1,10 +1,12 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code, reason = "each test binary uses a different subset")]
+#![expect(dead_code, reason = "each test binary uses a different subset")]
 
 use std::sync::Arc;
 
 use locus_common::VirtualClock;
-use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, TenantConfig, TenantId};
+use locus_engine::{
+    Engine, EngineConfig, LruClockMode, PartitionMode, Policy, TenantConfig, TenantId,
+};
 
 /// An engine with small pages, a virtual clock at t = 1_000_000 ms.
 pub fn engine_with(cfg: EngineConfig) -> (Engine, VirtualClock) {
