@@ -94,6 +94,20 @@ pub enum TraceError {
     },
 }
 
+impl TraceError {
+    /// Where in the input the error is, for the errors that come from input content
+    /// (`Read` gives the decompressed offset reached before the failure).
+    pub fn location(&self) -> Option<Location> {
+        match self {
+            TraceError::Read { offset, .. } | TraceError::Truncated { offset, .. } => {
+                Some(Location::Byte(*offset))
+            }
+            TraceError::Invalid { at, .. } => Some(*at),
+            _ => None,
+        }
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = TraceError> = std::result::Result<T, E>;
 
