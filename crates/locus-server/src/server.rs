@@ -439,7 +439,10 @@ fn process(
         return pos;
     }
     let now = shared.clock.now_ms();
-    let mut last_name: Option<&[u8]> = None;
+    // CLIENT LIST shows the latest command, including the one running now.
+    if let Some(Ok(cmd)) = batch.iter().rev().find(|c| c.is_ok()) {
+        *st.info.last_cmd.lock() = String::from_utf8_lossy(&cmd.args[0]).to_ascii_lowercase();
+    }
     {
         let mut eng = shared.engine.lock();
         let proto = st.proto;
@@ -455,7 +458,6 @@ fn process(
             match item {
                 Ok(cmd) => {
                     executed += 1;
-                    last_name = Some(&cmd.args[0]);
                     ctx.tenant = None;
                     exec::dispatch(&mut ctx, &cmd.args);
                 }
@@ -476,9 +478,6 @@ fn process(
             .fetch_add(executed, Ordering::Relaxed);
     }
     st.info.last_active_ms.store(now, Ordering::Relaxed);
-    if let Some(n) = last_name {
-        *st.info.last_cmd.lock() = String::from_utf8_lossy(n).to_ascii_lowercase();
-    }
     pos
 }
 

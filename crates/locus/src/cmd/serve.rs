@@ -1,10 +1,115 @@
-//! `locus serve`.
+//! `locus serve`: parses flags, layers them over the configuration file, hands over to
+//! `locus_server`. Order: defaults < `--config` file < flags; then `validate()` reports every
+//! problem at once.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use locus_common::{ByteSize, SystemClock, parse_duration};
+use locus_server::config::HumanDuration;
+use locus_server::{Server, ServerConfig, TenancyMode};
 
 /// Arguments of `locus serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// TOML configuration file (see config/locus.toml; every key optional).
+    #[arg(long, short = 'c', value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Listen port (server.port).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Listen address (server.bind).
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+    /// Memory budget for all tenants, e.g. 64mb, 1GiB (memory.maxmemory).
+    #[arg(long, value_name = "SIZE")]
+    maxmemory: Option<ByteSize>,
+    /// Default eviction policy, e.g. allkeys-lru (eviction.policy).
+    #[arg(long, value_name = "POLICY")]
+    maxmemory_policy: Option<String>,
+    /// Default maxmemory-samples K (eviction.samples).
+    #[arg(long, value_name = "K")]
+    maxmemory_samples: Option<u32>,
+    /// Page size (memory.page_size).
+    #[arg(long, value_name = "SIZE")]
+    page_size: Option<ByteSize>,
+    /// Worker threads (server.threads).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Most simultaneous clients (server.maxclients).
+    #[arg(long)]
+    maxclients: Option<u64>,
+    /// Idle client timeout, e.g. 300s; 0 = never (server.timeout).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    timeout: Option<std::time::Duration>,
+    /// Tenancy mode: single, port, user, db, prefix (tenancy.mode).
+    #[arg(long, value_name = "MODE")]
+    tenancy: Option<TenancyMode>,
+    /// Password of the default user (server.requirepass).
+    #[arg(long, value_name = "PASS")]
+    requirepass: Option<String>,
+    /// Print the effective configuration as TOML and exit.
+    #[arg(long)]
+    print_config: bool,
+}
 
 /// Runs `locus serve`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("locus serve is being built")
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut cfg = match &args.config {
+        Some(p) => ServerConfig::from_file(p)?,
+        None => ServerConfig::default(),
+    };
+    if let Some(v) = args.port {
+        cfg.server.port = v;
+    }
+    if let Some(v) = args.bind {
+        cfg.server.bind = v;
+    }
+    if let Some(v) = args.maxmemory {
+        cfg.memory.maxmemory = v;
+    }
+    if let Some(v) = args.maxmemory_policy {
+        cfg.eviction.policy = v;
+    }
+    if let Some(v) = args.maxmemory_samples {
+        cfg.eviction.samples = v;
+    }
+    if let Some(v) = args.page_size {
+        cfg.memory.page_size = v;
+    }
+    if let Some(v) = args.threads {
+        cfg.server.threads = v;
+    }
+    if let Some(v) = args.maxclients {
+        cfg.server.maxclients = v;
+    }
+    if let Some(v) = args.timeout {
+        cfg.server.timeout = HumanDuration(v);
+    }
+    if let Some(v) = args.tenancy {
+        cfg.tenancy.mode = v;
+    }
+    if let Some(v) = args.requirepass {
+        cfg.server.requirepass = v;
+    }
+    cfg.validate()?;
+    if args.print_config {
+        print!("{}", cfg.to_toml());
+        return Ok(());
+    }
+    let file = args.config.as_ref().map(|p| p.display().to_string());
+    let server = Server::bind(cfg, Arc::new(SystemClock), file)
+        .context("cannot start the server")?
+        .with_signals(true);
+    let n = server.tenant_count();
+    for l in server.local_addrs() {
+        match &l.tenant {
+            Some(t) => eprintln!("locus: serving on {} (tenant {t})", l.addr),
+            None => eprintln!("locus: serving on {} ({n} tenants)", l.addr),
+        }
+    }
+    server.run()?;
+    eprintln!("locus: shut down");
+    Ok(())
 }

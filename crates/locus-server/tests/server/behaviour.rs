@@ -1,0 +1,245 @@
+//! TTL on the virtual clock, pipelining, inline commands, limits and connection commands.
+
+use std::time::Duration;
+
+use crate::common::{Client, config, enc, start};
+
+#[test]
+fn ttl_follows_the_engine_clock() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["SET", "k", "v", "EX", "100"], "+OK\r\n");
+    c.cmd(&["TTL", "k"], ":100\r\n");
+    srv.clock.advance_ms(40_400);
+    c.cmd(&["TTL", "k"], ":60\r\n");
+    c.cmd(&["PTTL", "k"], ":59600\r\n");
+    srv.clock.advance_ms(59_600);
+    c.cmd(&["GET", "k"], "$-1\r\n");
+    c.cmd(&["TTL", "k"], ":-2\r\n");
+    c.cmd(&["SET", "p", "v", "PX", "10"], "+OK\r\n");
+    c.cmd(&["EXPIREAT", "p", "1"], ":1\r\n");
+    c.cmd(&["EXISTS", "p"], ":0\r\n");
+    // TIME reads the same clock.
+    c.send(&enc(&["TIME"]));
+    let got = c.read_n(4 + 4 + 10 + 2);
+    assert_eq!(&got[..8], b"*2\r\n$10\r");
+    assert_eq!(
+        &got[9..19],
+        (crate::common::T0_MS / 1000 + 100).to_string().as_bytes()
+    );
+}
+
+#[test]
+fn pipelined_commands_get_replies_in_order() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    let mut req = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..500 {
+        req.extend(enc(&["SET", &format!("k{i}"), &format!("v{i}")]));
+        expected.extend(b"+OK\r\n");
+        req.extend(enc(&["INCR", "n"]));
+        expected.extend(format!(":{}\r\n", i + 1).as_bytes());
+    }
+    for i in 0..500 {
+        let v = format!("v{i}");
+        req.extend(enc(&["GET", &format!("k{i}")]));
+        expected.extend(format!("${}\r\n{v}\r\n", v.len()).as_bytes());
+    }
+    // Send in awkward chunks so commands straddle reads.
+    for chunk in req.chunks(777) {
+        c.send(chunk);
+    }
+    let got = c.read_n(expected.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&expected)
+    );
+}
+
+#[test]
+fn inline_commands_work() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.check(b"PING\r\n", b"+PONG\r\n");
+    c.check(b"set k \"hello world\"\n", b"+OK\r\n");
+    c.check(b"get k\r\n", b"$11\r\nhello world\r\n");
+    c.check(b"\r\n\r\nGET k\r\n", b"$11\r\nhello world\r\n");
+    c.check(
+        b"set 'a b' \"\\x41\\n\"\r\nget 'a b'\r\n",
+        b"+OK\r\n$2\r\nA\n\r\n",
+    );
+    // Unbalanced quotes: error, connection stays open (the line end is known).
+    c.check(
+        b"get \"k\r\n",
+        b"-ERR Protocol error: unbalanced quotes in request\r\n",
+    );
+    c.check(b"PING\r\n", b"+PONG\r\n");
+}
+
+#[test]
+fn quit_reset_and_client_commands() {
+    let srv = start(config(""));
+    let addr = srv.handle.addrs()[0].addr;
+    let mut c = Client::connect(addr);
+    c.cmd(&["HELLO", "3"], "%7\r\n");
+    let _ = c.read_n(1); // the rest is checked in the RESP3 table test; resync below
+    c.send(&enc(&["ECHO", "sync"]));
+    let mut acc = Vec::new();
+    while !acc.ends_with(b"$4\r\nsync\r\n") {
+        let b = c.read_n(1);
+        assert!(!b.is_empty());
+        acc.extend(b);
+    }
+    c.cmd(&["GET", "nope"], "_\r\n");
+    c.cmd(&["RESET"], "+RESET\r\n");
+    c.cmd(&["GET", "nope"], "$-1\r\n");
+    c.cmd(&["HELLO", "4"], "-NOPROTO unsupported protocol version\r\n");
+    c.cmd(
+        &["HELLO", "x"],
+        "-ERR Protocol version is not an integer or out of range\r\n",
+    );
+    c.cmd(&["AUTH", "pw"], "-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n");
+    c.cmd(&["AUTH", "default", "anything"], "+OK\r\n");
+    c.cmd(&["CLIENT", "ID"], ":");
+    let _ = c.read_n(3);
+    // CLIENT KILL by address closes the other connection.
+    let mut victim = Client::connect(addr);
+    victim.cmd(&["PING"], "+PONG\r\n");
+    let vaddr = victim.s.local_addr().unwrap().to_string();
+    c.cmd(&["CLIENT", "KILL", &vaddr], "+OK\r\n");
+    assert!(victim.is_closed());
+    c.cmd(&["CLIENT", "KILL", "1.2.3.4:5"], "-ERR No such client\r\n");
+    c.cmd(&["QUIT"], "+OK\r\n");
+    assert!(c.is_closed());
+}
+
+#[test]
+fn requirepass_gates_commands() {
+    let srv = start(config("[server]\nrequirepass = \"sekret\"\n"));
+    // The readiness probe PING got NOAUTH, which is fine.
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["GET", "k"], "-NOAUTH Authentication required.\r\n");
+    c.cmd(
+        &["AUTH", "nope"],
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+    );
+    c.cmd(&["AUTH", "sekret"], "+OK\r\n");
+    c.cmd(&["GET", "k"], "$-1\r\n");
+}
+
+#[test]
+fn maxclients_is_enforced_with_redis_error() {
+    let srv = start(config("[server]\nmaxclients = 2\n"));
+    let addr = srv.handle.addrs()[0].addr;
+    let mut a = Client::connect(addr);
+    a.cmd(&["PING"], "+PONG\r\n");
+    let mut b = Client::connect(addr);
+    b.cmd(&["PING"], "+PONG\r\n");
+    let mut c = Client::connect(addr);
+    let got = c.read_n(36);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    drop(a);
+    // A slot frees up once the server notices the close.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut d = Client::connect(addr);
+        d.send(&enc(&["PING"]));
+        if d.read_n(7) == b"+PONG\r\n" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn idle_timeout_closes_clients() {
+    let srv = start(config("[server]\ntimeout = \"200ms\"\n"));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["PING"], "+PONG\r\n");
+    let t = std::time::Instant::now();
+    assert!(c.is_closed());
+    assert!(t.elapsed() >= Duration::from_millis(150));
+}
+
+#[test]
+fn large_values_and_bulk_limit() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    let v = "x".repeat(200_000);
+    c.cmd(&["SET", "big", &v], "+OK\r\n");
+    c.send(&enc(&["STRLEN", "big"]));
+    assert_eq!(c.read_n(9), b":200000\r\n");
+    c.cmd(&["CONFIG", "SET", "proto-max-bulk-len", "1mb"], "+OK\r\n");
+    c.check(
+        b"*2\r\n$3\r\nGET\r\n$1048577\r\n",
+        b"-ERR Protocol error: invalid bulk length\r\n",
+    );
+    assert!(c.is_closed());
+}
+
+#[test]
+fn item_larger_than_a_page_is_refused() {
+    let srv = start(config(
+        "[memory]\npage_size = \"64KiB\"\nmaxmemory = \"4MiB\"\n",
+    ));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    let v = "x".repeat(100_000);
+    c.send(&enc(&["SET", "big", &v]));
+    let got = c.read_n(5);
+    assert_eq!(&got, b"-ERR ");
+    c.send(&enc(&["PING"]));
+    let mut acc = Vec::new();
+    while !acc.ends_with(b"+PONG\r\n") {
+        let b = c.read_n(1);
+        assert!(!b.is_empty());
+        acc.extend(b);
+    }
+    assert!(
+        String::from_utf8_lossy(&acc).contains("larger than a page"),
+        "{}",
+        String::from_utf8_lossy(&acc)
+    );
+}
+
+#[test]
+fn noeviction_gives_redis_oom_error() {
+    let srv = start(config(
+        "[memory]\npage_size = \"64KiB\"\nmaxmemory = \"256KiB\"\n[eviction]\npolicy = \"noeviction\"\n",
+    ));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    let v = "x".repeat(1000);
+    let mut saw_oom = false;
+    for i in 0..2000 {
+        c.send(&enc(&["SET", &format!("k{i}"), &v]));
+        let got = c.read_n(5);
+        if got == b"+OK\r\n" {
+            continue;
+        }
+        let rest = c.read_n(b"OOM command not allowed when used memory > 'maxmemory'.\r\n".len());
+        assert_eq!(
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&rest)
+            ),
+            "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+        );
+        saw_oom = true;
+        break;
+    }
+    assert!(saw_oom, "256KiB must fill up with 2000 x 1KB values");
+    c.cmd(&["GET", "k0"], "$1000\r\n");
+}
+
+#[test]
+fn shutdown_command_stops_the_server() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.send(&enc(&["SHUTDOWN", "NOSAVE"]));
+    assert!(c.is_closed());
+    assert!(srv.handle.is_shutting_down());
+    let mut h = srv.handle;
+    h.join().unwrap();
+}
