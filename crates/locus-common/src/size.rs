@@ -104,7 +104,7 @@ impl fmt::Display for ByteSize {
             ("KiB", 1 << 10),
         ];
         for (name, n) in UNITS {
-            if self.0 >= n && self.0 % n == 0 {
+            if self.0 >= n && self.0.is_multiple_of(n) {
                 return write!(f, "{}{}", self.0 / n, name);
             }
         }
@@ -160,7 +160,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, ParseSizeError> {
         "d" => v * 86400.0,
         _ => return Err(err("unknown unit (use us, ms, s, m, h, d)")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 1e12 {
+    if !(0.0..=1e12).contains(&secs) {
         return Err(err("out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
