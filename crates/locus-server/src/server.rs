@@ -102,6 +102,8 @@ pub struct ConnState {
     pub listener_tenant: Option<TenantId>,
     /// Selected db number.
     pub db: u32,
+    /// The ACL user this connection authenticated as (`default` until AUTH).
+    pub user: String,
     /// AUTH passed (or not required).
     pub authenticated: bool,
     /// Close after writing the replies.
@@ -114,6 +116,7 @@ impl ConnState {
         self.proto = ProtocolVersion::Resp2;
         self.tenant = tenancy.initial(self.listener_tenant);
         self.db = 0;
+        self.user = "default".to_string();
         self.authenticated = !auth_required;
         self.info.name.lock().clear();
         self.publish(tenancy);
@@ -333,6 +336,7 @@ async fn connection(
         tenant: None,
         listener_tenant,
         db: 0,
+        user: "default".to_string(),
         authenticated: true,
         close: false,
     };

@@ -171,6 +171,9 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 // ---------------------------------------------------------------- CONFIG
 
+/// Redis's wording for a bad `maxmemory-policy` (its order), plus Locus's extra policy.
+const POLICY_CHOICES: &str = "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, allkeys-exact-lru";
+
 /// The parameters CONFIG GET knows, with their current value.
 fn config_params(cfg: &ServerConfig, eng: &locus_engine::Engine) -> Vec<(&'static str, String)> {
     let first = eng.tenant_ids().first().copied();
@@ -239,7 +242,7 @@ fn config_set_one(ctx: &mut Ctx<'_>, name: &str, v: &[u8]) -> CmdResult {
             ctx.shared.config.write().memory.maxmemory = ByteSize(bytes);
         }
         "maxmemory-policy" => {
-            let p = parse_policy(&text).map_err(|e| fail(&e))?;
+            let p = parse_policy(&text).map_err(|_| fail(POLICY_CHOICES))?;
             for t in ctx.eng.tenant_ids() {
                 ctx.eng.set_policy(t, p);
             }
@@ -747,7 +750,8 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 .map_err(|e| fail(e.to_string()))?;
         }
         "maxmemory-policy" => {
-            let p = parse_policy(&String::from_utf8_lossy(v)).map_err(fail)?;
+            let p = parse_policy(&String::from_utf8_lossy(v))
+                .map_err(|_| fail(POLICY_CHOICES.to_string()))?;
             ctx.eng.set_policy(t, p);
         }
         "maxmemory-samples" => {

@@ -88,8 +88,12 @@ fn check_auth(
     }
 }
 
-fn apply_auth(ctx: &mut Ctx<'_>, tenant: Option<locus_engine::TenantId>) {
+fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, tenant: Option<locus_engine::TenantId>) {
     ctx.conn.authenticated = true;
+    ctx.conn.user = user.map_or_else(
+        || "default".to_string(),
+        |u| String::from_utf8_lossy(u).into_owned(),
+    );
     if let Some(t) = tenant {
         ctx.conn.tenant = Some(t);
         ctx.conn.publish(&ctx.shared.tenancy);
@@ -104,7 +108,7 @@ pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     let t = check_auth(ctx, user, pass)?;
-    apply_auth(ctx, t);
+    apply_auth(ctx, user, t);
     ctx.w.ok();
     Ok(())
 }
@@ -152,8 +156,8 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if let Some(n) = name {
         validate_name(n)?;
     }
-    if let Some(t) = tenant {
-        apply_auth(ctx, t);
+    if let (Some(t), Some((u, _))) = (tenant, auth) {
+        apply_auth(ctx, Some(u), t);
     }
     if let Some(n) = name {
         *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
@@ -382,5 +386,33 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
     }
     ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// ACL WHOAMI | HELP (Locus has no ACL rules beyond tenant users; see AUTH).
+pub fn acl(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    match lower(&a[1]).as_str() {
+        "whoami" if a.len() == 2 => ctx.w.bulk(ctx.conn.user.as_bytes()),
+        "whoami" => return Err(CmdError::WrongArity("acl|whoami".into())),
+        "help" => {
+            let lines = [
+                "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "WHOAMI",
+                "    Return the current connection username.",
+                "HELP",
+                "    Print this help.",
+            ];
+            ctx.w.array(lines.len());
+            for l in lines {
+                ctx.w.simple(l);
+            }
+        }
+        _ => {
+            return Err(CmdError::msg(format!(
+                "ERR unknown subcommand '{}'. Try ACL HELP.",
+                String::from_utf8_lossy(&a[1])
+            )));
+        }
+    }
     Ok(())
 }

@@ -283,10 +283,7 @@ fn route(
             for k in key_positions(spec, args.len()) {
                 let key = &args[k];
                 let Some(t) = tenancy.for_key(key) else {
-                    return Err(CmdError::msg(format!(
-                        "ERR key '{}' matches no tenant prefix",
-                        String::from_utf8_lossy(key)
-                    )));
+                    return Err(CmdError::msg("ERR key matches no tenant prefix"));
                 };
                 match found {
                     None => found = Some(t),

@@ -799,6 +799,21 @@ pub static COMMANDS: &[CommandSpec] = &[
             "client|help"
         ]
     ),
+    cmd!(
+        "acl",
+        -2,
+        [],
+        0,
+        0,
+        0,
+        ["@slow"],
+        "server",
+        "6.0.0",
+        "A container for Access List Control commands.",
+        None,
+        connection::acl,
+        ["acl|whoami", "acl|help"]
+    ),
     // server / admin
     cmd!(
         "command",
