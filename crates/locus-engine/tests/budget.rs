@@ -240,3 +240,54 @@ fn move_page_evicts_and_transfers() {
     );
     e.check_invariants();
 }
+
+#[test]
+fn shared_mode_is_free_competition_and_static_mode_isolates() {
+    // Shared: an idle tenant's old keys are evicted by an active tenant's inserts.
+    let (mut e, clock) = engine_with(small(16));
+    let idle = tenant(&mut e, "idle", Policy::AllkeysLru);
+    let busy = tenant(&mut e, "busy", Policy::AllkeysLru);
+    for i in 0..200 {
+        e.set(idle, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
+    }
+    clock.advance_ms(60_000);
+    for i in 0..3000 {
+        e.set(busy, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
+        clock.advance_ms(10);
+    }
+    assert!(
+        e.len(idle) < 20,
+        "idle tenant kept {} old keys",
+        e.len(idle)
+    );
+    assert!(e.tenant_stats(idle).evictions > 180);
+    // Static: with budgets, the busy tenant only evicts its own keys.
+    let (mut e, clock) = engine_with(static_cfg(16));
+    let idle = e
+        .add_tenant(TenantConfig {
+            max_bytes: Some(8 * 4096),
+            ..TenantConfig::new("idle")
+        })
+        .unwrap();
+    let busy = e
+        .add_tenant(TenantConfig {
+            max_bytes: Some(8 * 4096),
+            ..TenantConfig::new("busy")
+        })
+        .unwrap();
+    for i in 0..200 {
+        e.set(idle, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
+    }
+    clock.advance_ms(60_000);
+    for i in 0..3000 {
+        e.set(busy, &key(i), &val(i, 100), SetOptions::default())
+            .unwrap();
+    }
+    assert_eq!(e.len(idle), 200);
+    assert_eq!(e.tenant_stats(idle).evictions, 0);
+    assert!(e.tenant_stats(busy).pages <= 8);
+    e.check_invariants();
+}
