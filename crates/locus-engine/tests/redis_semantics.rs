@@ -385,3 +385,48 @@ fn every_error_path() {
         Err(EngineError::NoSuchKey)
     );
 }
+
+/// Miss ratio of a cyclic loop over `n` keys with room for `cap` items (GET, then SET on miss).
+fn loop_miss_ratio(policy: Policy, samples: u32, evpool: u32, n: u64, cap: u64) -> f64 {
+    let (mut e, _c) = engine_with(small_logical(1024, 11));
+    let t = capped(&mut e, policy, samples, evpool, cap);
+    let (mut miss, mut total) = (0u64, 0u64);
+    for round in 0..20 {
+        for i in 0..n {
+            let hit = e.get(t, &key(i)).is_some();
+            if !hit {
+                e.set(t, &key(i), b"v", SetOptions::default()).unwrap();
+            }
+            if round >= 5 {
+                total += 1;
+                miss += u64::from(!hit);
+            }
+        }
+    }
+    miss as f64 / total as f64
+}
+
+#[test]
+fn the_pool_is_more_lru_like_than_textbook_k_lru_on_loops() {
+    // MODELS.md section 8 "Measured effect": at the same K the pool is more LRU-like than
+    // textbook K-LRU. On a cyclic loop larger than the cache, LRU misses every access and
+    // random replacement hits h = exp(-(1 - h) N / C) of them (about 60% at C/N = 0.8), so "more
+    // LRU-like" means a higher miss ratio here.
+    let (n, cap) = (1000, 800);
+    let lru = loop_miss_ratio(Policy::AllkeysExactLru, 2, 16, n, cap);
+    let random = loop_miss_ratio(Policy::AllkeysRandom, 2, 16, n, cap);
+    let k1_pool = loop_miss_ratio(Policy::AllkeysLru, 1, 16, n, cap);
+    let pool = loop_miss_ratio(Policy::AllkeysLru, 2, 16, n, cap);
+    let textbook = loop_miss_ratio(Policy::AllkeysLru, 2, 0, n, cap);
+    println!(
+        "loop miss ratios: exact {lru:.3}, K=2 pool {pool:.3}, K=2 textbook {textbook:.3}, K=1 pool {k1_pool:.3}, random {random:.3}"
+    );
+    assert!(lru > 0.999, "{lru}");
+    assert!((0.3..0.5).contains(&random), "{random}");
+    assert!(
+        (k1_pool - random).abs() < 0.02,
+        "K=1 is random: {k1_pool} vs {random}"
+    );
+    assert!(pool > textbook + 0.04, "pool {pool} textbook {textbook}");
+    assert!(textbook > random, "textbook {textbook} random {random}");
+}
