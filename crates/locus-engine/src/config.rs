@@ -321,3 +321,80 @@ mod tests {
         assert!(t.validate().unwrap_err()[0].starts_with("samples"));
     }
 }
+
+impl PartitionMode {
+    /// The configuration name (`shared`, `static`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PartitionMode::Shared => "shared",
+            PartitionMode::Static => "static",
+        }
+    }
+}
+
+impl std::fmt::Display for PartitionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PartitionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "shared" => Ok(PartitionMode::Shared),
+            "static" => Ok(PartitionMode::Static),
+            _ => Err(format!(
+                "unknown partition mode {s:?} (expected shared or static)"
+            )),
+        }
+    }
+}
+
+impl LruClockMode {
+    /// The configuration name (`redis`, `logical`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LruClockMode::Redis => "redis",
+            LruClockMode::Logical => "logical",
+        }
+    }
+}
+
+impl std::fmt::Display for LruClockMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for LruClockMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "redis" => Ok(LruClockMode::Redis),
+            "logical" => Ok(LruClockMode::Logical),
+            _ => Err(format!(
+                "unknown lru clock mode {s:?} (expected redis or logical)"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod mode_tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print() {
+        for m in [PartitionMode::Shared, PartitionMode::Static] {
+            assert_eq!(m.to_string().to_uppercase().parse::<PartitionMode>(), Ok(m));
+        }
+        for m in [LruClockMode::Redis, LruClockMode::Logical] {
+            assert_eq!(m.to_string().parse::<LruClockMode>(), Ok(m));
+        }
+        assert!("dynamic".parse::<PartitionMode>().is_err());
+        assert!("wall".parse::<LruClockMode>().is_err());
+    }
+}
