@@ -98,6 +98,8 @@ def test_auth_requirepass(start_server, client_for):
         m = c.call("HELLO", "3", "AUTH", "default", "s3cret")
         assert m[b"proto"] == 3
         assert c.call("GET", "k") == b"v"
+        assert c.call("RESET") == "RESET"  # back to the default user, who needs a password
+        assert c.call("GET", "k") == "NOAUTH Authentication required."
     ok = client_for(srv, password="s3cret", protocol=3)
     assert ok.get("k") == "v"
     bad = client_for(srv, password="nope")
@@ -118,6 +120,8 @@ def test_auth_acl_user(start_server, client_for):
         m = c.call("HELLO", "3", "AUTH", "alice", "alicepw")
         assert m[b"proto"] == 3
         assert c.call("GET", "k") == b"v"
+        assert c.call("RESET") == "RESET"
+        assert c.call("GET", "k") == "NOAUTH Authentication required."
     for proto in (2, 3):
         cl = client_for(srv, protocol=proto, username="alice", password="alicepw")
         assert cl.get("k") == "v"

@@ -137,3 +137,18 @@ def test_config_set_maxmemory_shrinks(start_server, client_for, slack):
     wait_until(lambda: memory(c)[0] <= MAXMEMORY + slack, timeout=10, what="used_memory <= new maxmemory")
     assert memory(c)[1] == MAXMEMORY
     assert c.dbsize() < before
+
+
+def test_flush_and_delete_give_memory_back(start_server, client_for):
+    srv = start_server(maxmemory=MAXMEMORY, policy="allkeys-lru")
+    c = client_for(srv)
+    fill(c, "k", TOTAL_KEYS)
+    full, _ = memory(c)
+    assert c.flushall()
+    emptied, _ = memory(c)
+    assert emptied < full / 2, f"used_memory {full} -> {emptied} after FLUSHALL"
+    # and the space is usable again without evictions
+    before = c.info("stats")["evicted_keys"]
+    fill(c, "again", 2000)
+    assert c.info("stats")["evicted_keys"] == before
+    assert c.dbsize() == 2000

@@ -136,9 +136,8 @@ def test_info_tenants_section(port_mode):
     assert int(info["a"]["items"]) == 7 and int(info["b"]["items"]) == 0
     assert int(info["a"]["hits"]) >= 1 and int(info["a"]["misses"]) >= 1
     assert int(info["b"]["hits"]) == 0
-    everything = ca.execute_command("INFO", "everything")
-    text = everything if isinstance(everything, str) else "\n".join(everything)
-    assert "tenant_a:" in str(text)
+    everything = ca.execute_command("INFO", "everything")  # redis-py parses INFO into a dict
+    assert "tenant_a" in everything and "tenant_b" in everything
 
 
 def test_locus_tenant_get_set(port_mode):
