@@ -23,6 +23,7 @@ Usage:
   bench/fidelity.py [--servers locus,redis] [--trace PATH] [--capacities 0.10,0.01] [--ks 1,5,10]
                     [--repeats 2] [--rate 5000] [--value-size 4000] [--tolerance 3] [--limit N]
                     [--json FILE]
+Locus runs with `--locus-args` (default `--page-size 16KiB`).
 `--servers redis,redis` measures Redis against itself (the noise floor of this comparison).
 """
 
@@ -32,6 +33,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -40,6 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import BenchError, RespError, Server, mmm  # noqa: E402
 
 DEFAULT_TRACE = "/work/shared/traces/cloudPhysicsIO.txt"
+LOCUS_EXTRA: list[str] = []
 
 
 def load_trace(path, limit):
@@ -63,9 +66,20 @@ def set_cmd(key: bytes, value: bytes) -> bytes:
     return b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(value), value)
 
 
+def extra_args(kind):
+    return LOCUS_EXTRA if kind == "locus" else []
+
+
 def fill_dbsize(kind, maxmemory, target, width, value):
-    """Fresh server with `maxmemory`; writes 3*target distinct fill keys one by one; returns DBSIZE."""
-    with Server(kind, maxmemory=maxmemory) as srv:
+    """Fresh server with `maxmemory`; writes 3*target distinct fill keys one by one; returns DBSIZE
+    (0 when the server refuses a maxmemory that small, e.g. below one Locus page)."""
+    try:
+        srv = Server(kind, maxmemory=maxmemory, extra=extra_args(kind))
+    except BenchError as e:
+        if "smaller than" in str(e):
+            return 0
+        raise
+    with srv:
         c = srv.conn()
         for i in range(3 * target + 100):
             key = b"f%0*d" % (width, i)
@@ -116,7 +130,7 @@ def calibrate(kind, target, width, value, tol, log):
 
 
 def replay(kind, maxmemory, samples, ids, width, value, rate):
-    with Server(kind, maxmemory=maxmemory, samples=samples) as srv:
+    with Server(kind, maxmemory=maxmemory, samples=samples, extra=extra_args(kind)) as srv:
         c = srv.conn()
         get_prefix = b"*2\r\n$3\r\nGET\r\n$%d\r\n" % (width + 1)
         misses = 0
@@ -155,8 +169,12 @@ def main():
     ap.add_argument("--value-size", type=int, default=4000)
     ap.add_argument("--tolerance", type=int, default=3, help="calibration: |DBSIZE - target| allowed")
     ap.add_argument("--limit", type=int, default=0, help="replay only the first N requests (development)")
+    ap.add_argument("--locus-args", default="--page-size 16KiB",
+                    help="extra `locus serve` arguments (default: pages small enough that the "
+                         "capacity can be set to a few keys; with 1 MiB pages it moves in steps of ~250 4 KB keys)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
+    LOCUS_EXTRA[:] = shlex.split(a.locus_args)
     kinds = a.servers.split(",")
     if len(kinds) != 2:
         ap.error("--servers needs two kinds, e.g. locus,redis")
