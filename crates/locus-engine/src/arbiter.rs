@@ -66,8 +66,10 @@ impl ArbiterView<'_> {
 pub enum Victim {
     /// This pool evicts one item chosen by its own policy.
     Pool(PoolId),
-    /// Free competition: every evicting pool proposes its policy's candidate (sampled into its
-    /// eviction pool) and the candidate with the largest idle score is evicted.
+    /// Free competition, as Redis with one database per pool: when the evicting pools share one
+    /// sampled policy, K keys of every pool go into one shared eviction pool and its best live
+    /// entry is evicted; random policies take turns between pools; with mixed policies each pool
+    /// proposes its own candidate and the largest score is evicted.
     Coldest,
     /// Nothing may be evicted for this requester: the write fails with OOM.
     Nothing,

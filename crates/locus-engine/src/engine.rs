@@ -202,6 +202,10 @@ pub struct Engine {
     total_items: u64,
     sample_scratch: Vec<u32>,
     key_scratch: Vec<u8>,
+    /// Free competition's one eviction pool over all pools (Redis's pool across databases).
+    shared_evpool: EvPool,
+    /// Round-robin cursor of the random policies under free competition (Redis `next_db`).
+    next_db: usize,
 }
 
 impl std::fmt::Debug for Engine {
@@ -264,6 +268,8 @@ impl Engine {
             total_items: 0,
             sample_scratch: Vec::new(),
             key_scratch: Vec::new(),
+            shared_evpool: EvPool::new(crate::config::DEFAULT_EVPOOL_SIZE as usize),
+            next_db: 0,
             cfg,
             clock,
         })
@@ -850,7 +856,7 @@ impl Engine {
 
     /// `evictionPoolPopulate` for one pool: K samples from the pool's keys (volatile: keys with a
     /// TTL) inserted into its eviction pool.
-    fn populate(&mut self, t: usize) {
+    fn populate(&mut self, t: usize, global: bool) {
         let volatile = self.tenants[t].cfg.policy.is_volatile();
         let n = if volatile {
             self.tenants[t].vol.len()
@@ -867,7 +873,11 @@ impl Engine {
             let h = if volatile { tn.vol[pos] } else { tn.all[pos] };
             let score = self.score(t, h, lruclock, now_min);
             let key = self.store.key(h);
-            self.tenants[t].evpool.insert(score, key);
+            if global {
+                self.shared_evpool.insert_for(score, key, t as u32);
+            } else {
+                self.tenants[t].evpool.insert_for(score, key, t as u32);
+            }
         }
     }
 
@@ -932,7 +942,7 @@ impl Engine {
                 best
             }
             _ => loop {
-                self.populate(t);
+                self.populate(t, false);
                 // Scan from the right: ghosts (gone, or without TTL for volatile-*) are dropped.
                 while let Some(e) = self.tenants[t].evpool.best() {
                     self.key_scratch.clear();
@@ -985,9 +995,87 @@ impl Engine {
         }
     }
 
-    /// Free competition: each evicting pool proposes its candidate; the largest score goes
-    /// (ties: the lowest pool id).
+    /// Free competition. When every evicting pool has the same sampled policy with an eviction
+    /// pool, this is Redis with one database per pool: each round samples K keys from every
+    /// pool into one shared eviction pool and evicts its best live entry; when they all share a
+    /// random policy, pools take turns (Redis's `next_db`). Mixed policies: each pool proposes
+    /// its own candidate and the largest score goes (ties: the lowest pool id).
     fn evict_coldest(&mut self, reason: EvictionReason) -> bool {
+        let mut common: Option<Policy> = None;
+        let mut mixed = false;
+        for tn in &self.tenants {
+            let p = tn.cfg.policy;
+            if p == Policy::NoEviction {
+                continue;
+            }
+            let has_pool = tn.cfg.evpool_size > 0 && !p.is_random() && p != Policy::AllkeysExactLru;
+            match common {
+                None if has_pool || p.is_random() => common = Some(p),
+                Some(c) if c == p && (has_pool || p.is_random()) => {}
+                _ => mixed = true,
+            }
+        }
+        match common {
+            Some(p) if !mixed && p.is_random() => self.evict_round_robin(reason),
+            Some(p) if !mixed => self.evict_shared_pool(p.is_volatile(), reason),
+            _ => self.evict_best_candidate(reason),
+        }
+    }
+
+    fn evict_round_robin(&mut self, reason: EvictionReason) -> bool {
+        let n = self.tenants.len();
+        for _ in 0..n {
+            self.next_db = (self.next_db + 1) % n;
+            let t = self.next_db;
+            if self.tenants[t].cfg.policy == Policy::NoEviction {
+                continue;
+            }
+            if self.evict_from(t, reason) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn evict_shared_pool(&mut self, volatile: bool, reason: EvictionReason) -> bool {
+        loop {
+            let mut total = 0;
+            for t in 0..self.tenants.len() {
+                let tn = &self.tenants[t];
+                if tn.cfg.policy == Policy::NoEviction {
+                    continue;
+                }
+                let n = if volatile { tn.vol.len() } else { tn.all.len() };
+                if n > 0 {
+                    self.populate(t, true);
+                    total += n;
+                }
+            }
+            if total == 0 {
+                return false;
+            }
+            while let Some(e) = self.shared_evpool.best() {
+                let t = e.pool as usize;
+                self.key_scratch.clear();
+                self.key_scratch.extend_from_slice(&e.key);
+                self.shared_evpool.pop_best();
+                let hash = hash_key(&self.key_scratch);
+                let store = &self.store;
+                let key = &self.key_scratch;
+                let found = self.tenants.get(t).and_then(|tn| {
+                    tn.index
+                        .find(hash, |&h| store.key(h) == key.as_slice())
+                        .copied()
+                });
+                if let Some(h) = found.filter(|&h| !volatile || self.store.has_ttl(h)) {
+                    self.evict_handle(t, h, reason, true);
+                    return true;
+                }
+            }
+        }
+    }
+
+    fn evict_best_candidate(&mut self, reason: EvictionReason) -> bool {
         let mut best: Option<(usize, Candidate)> = None;
         for t in 0..self.tenants.len() {
             if let Some(c) = self.candidate(t)
@@ -1530,6 +1618,7 @@ impl Engine {
         let ti = t.0 as usize;
         self.tenants[ti].cfg.policy = p;
         self.tenants[ti].evpool.clear();
+        self.shared_evpool.clear();
         if p == Policy::AllkeysExactLru {
             if self.tenants[ti].lru.is_none() {
                 let lruclock = self.lru_clock();
@@ -1838,6 +1927,15 @@ impl Engine {
             .entries()
             .iter()
             .map(|e| (e.idle, e.key.clone()))
+            .collect()
+    }
+
+    /// Free competition's shared eviction pool, idle ascending: (score, key, tenant).
+    pub fn shared_eviction_pool(&self) -> Vec<(u64, Vec<u8>, TenantId)> {
+        self.shared_evpool
+            .entries()
+            .iter()
+            .map(|e| (e.idle, e.key.clone(), TenantId(e.pool)))
             .collect()
     }
 

@@ -104,6 +104,8 @@ pub(crate) fn lfu_new(now_min: u32) -> u32 {
 pub(crate) struct EvEntry {
     pub idle: u64,
     pub key: Vec<u8>,
+    /// The pool (Redis: `dbid`) the key belongs to; used by the shared pool of free competition.
+    pub pool: u32,
 }
 
 /// Redis's eviction pool (`EVPOOL_SIZE` entries sorted by idle ascending, a filled prefix).
@@ -137,12 +139,18 @@ impl EvPool {
         self.len = 0;
     }
 
-    /// The insertion step of `evictionPoolPopulate` for one sampled key.
+    /// The insertion step of `evictionPoolPopulate` for one sampled key (tests; pool 0).
     ///
     /// Finds the first slot whose entry is empty or has `idle >=` the new one; skips the key when
     /// that is slot 0 of a full pool; otherwise inserts there (shifting right) or, when full, drops
     /// slot 0 and inserts at `k - 1`. Equal idles: the new key goes left of the existing ones.
+    #[cfg(test)]
     pub(crate) fn insert(&mut self, idle: u64, key: &[u8]) {
+        self.insert_for(idle, key, 0);
+    }
+
+    /// [`EvPool::insert`] for a key of pool `pool`.
+    pub(crate) fn insert_for(&mut self, idle: u64, key: &[u8], pool: u32) {
         let n = self.entries.len();
         if n == 0 {
             return;
@@ -166,6 +174,7 @@ impl EvPool {
         }
         let e = &mut self.entries[k];
         e.idle = idle;
+        e.pool = pool;
         e.key.clear();
         e.key.extend_from_slice(key);
     }

@@ -52,7 +52,8 @@
 //! gets pages from other classes (no slab calcification). Eviction is pool-wide: the sampled
 //! policies draw K distinct keys uniformly from the pool (volatile-*: from its keys with a TTL)
 //! exactly as Redis 7 does with one database, and keep Redis's 16-entry eviction pool.
-//! Item caps (`max_items`) are enforced right after an insert, so the new key can be sampled
+//! Under free competition (`shared`) pools with the same policy share one eviction pool, as
+//! Redis's databases do. Item caps (`max_items`) are enforced right after an insert, so the new key can be sampled
 //! (Redis evicts at the next command, with the new key in the dictionary).
 
 pub mod arbiter;

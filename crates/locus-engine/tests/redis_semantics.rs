@@ -430,3 +430,42 @@ fn the_pool_is_more_lru_like_than_textbook_k_lru_on_loops() {
     assert!(pool > textbook + 0.04, "pool {pool} textbook {textbook}");
     assert!(textbook > random, "textbook {textbook} random {random}");
 }
+
+#[test]
+fn free_competition_is_redis_with_one_database_per_tenant() {
+    // Global item cap, K >= keys per tenant: the shared pool evicts the globally oldest key,
+    // whichever tenant holds it (Redis samples every database into one pool).
+    let (mut e, _c) = engine_with(EngineConfig {
+        max_items: Some(20),
+        ..small_logical(256, 4)
+    });
+    let a = e
+        .add_tenant(TenantConfig {
+            samples: 64,
+            ..TenantConfig::new("a")
+        })
+        .unwrap();
+    let b = e
+        .add_tenant(TenantConfig {
+            samples: 64,
+            ..TenantConfig::new("b")
+        })
+        .unwrap();
+    for i in 0..10 {
+        e.set(b, &key(i), b"v", SetOptions::default()).unwrap();
+        e.set(a, &key(i), b"v", SetOptions::default()).unwrap();
+    }
+    // Oldest overall: b's key 0, then a's key 0, then b's key 1 ...
+    e.set(a, &key(100), b"v", SetOptions::default()).unwrap();
+    assert!(!e.exists(b, &key(0)));
+    assert!(e.exists(a, &key(0)));
+    e.set(b, &key(100), b"v", SetOptions::default()).unwrap();
+    assert!(!e.exists(a, &key(0)));
+    e.set(b, &key(101), b"v", SetOptions::default()).unwrap();
+    assert!(!e.exists(b, &key(1)));
+    let pool = e.shared_eviction_pool();
+    assert!(pool.windows(2).all(|w| w[0].0 <= w[1].0));
+    assert!(pool.iter().any(|p| p.2 == a) && pool.iter().any(|p| p.2 == b));
+    assert_eq!(e.stats().items, 20);
+    e.check_invariants();
+}
