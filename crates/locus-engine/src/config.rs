@@ -50,7 +50,8 @@ pub enum LruClockMode {
     /// Redis-compatible: 24-bit clock in seconds (`LRU_CLOCK_RESOLUTION` 1000 ms).
     #[default]
     Redis,
-    /// Exact logical time: a counter advanced by every data command (what the papers simulate).
+    /// Exact logical time: a counter advanced by every GET and SET (what the papers simulate).
+    /// Idle times are then in accesses. TTLs and the LFU decay still use the clock's ms.
     Logical,
 }
 
