@@ -1,6 +1,6 @@
 //! The [`Engine`]: tenants, their pools, the allocation path, eviction, TTL, stats, page API.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use hashbrown::HashTable;
@@ -27,6 +27,8 @@ const RECLAIM_SAMPLE: usize = 64;
 /// takes a page back instead. The chunks they freed are not wasted: later inserts of those
 /// classes reuse them, so in a stationary size mix one eviction per insert is the average.
 const FRUITLESS_EVICTIONS: u32 = 64;
+/// Page events kept for inspection.
+pub const PAGE_EVENT_LOG: usize = 256;
 /// Redis's `ACTIVE_EXPIRE_CYCLE_ACCEPTABLE_STALE` (percent).
 const ACCEPTABLE_STALE_PCT: usize = 10;
 
@@ -61,6 +63,25 @@ pub struct SetOptions {
     pub expire: Expire,
     /// NX / XX.
     pub cond: SetCond,
+}
+
+/// A page that changed hands: taken back for another class or pool (`PageReclaim`), moved by a
+/// controller (`PageMove`), or released because `maxmemory` or a budget shrank (`Shrink`, `to`
+/// is None). Plain grants of free pages and releases of emptied pages are not logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageEvent {
+    /// Clock time in ms.
+    pub at_ms: u64,
+    /// The page id.
+    pub page: u32,
+    /// Previous owner.
+    pub from: (PoolId, ClassId),
+    /// New owner (None: released to the free list).
+    pub to: Option<(PoolId, ClassId)>,
+    /// Why.
+    pub reason: EvictionReason,
+    /// Items evicted from it.
+    pub evicted: u64,
 }
 
 /// What `OBJECT` reports about a key.
@@ -206,6 +227,9 @@ pub struct Engine {
     shared_evpool: EvPool,
     /// Round-robin cursor of the random policies under free competition (Redis `next_db`).
     next_db: usize,
+    /// The last page reassignments and releases (what, why, from, to).
+    page_events: VecDeque<PageEvent>,
+    page_event_count: u64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -270,6 +294,8 @@ impl Engine {
             key_scratch: Vec::new(),
             shared_evpool: EvPool::new(crate::config::DEFAULT_EVPOOL_SIZE as usize),
             next_db: 0,
+            page_events: VecDeque::new(),
+            page_event_count: 0,
             cfg,
             clock,
         })
@@ -636,10 +662,53 @@ impl Engine {
     /// Evicts everything on `pg` (counted with `reason`) and hands it to (t, c). Returns the
     /// number of items evicted.
     fn reassign_page(&mut self, pg: u32, t: usize, c: u16, reason: EvictionReason) -> u64 {
+        let from = self.page_owner(pg);
         let evicted = self.empty_page(pg, reason);
         self.detach_page(pg);
         self.attach_page(pg, t, c);
+        self.record_page_event(
+            pg,
+            from,
+            Some((PoolId(t as u32), ClassId(c))),
+            reason,
+            evicted,
+        );
         evicted
+    }
+
+    fn page_owner(&self, pg: u32) -> (PoolId, ClassId) {
+        let p = &self.store.pages[pg as usize];
+        (PoolId(p.owner), ClassId(p.class))
+    }
+
+    /// Takes a page away (its items evicted with reason `Shrink`) and frees it.
+    fn shrink_page(&mut self, pg: u32) {
+        let from = self.page_owner(pg);
+        let evicted = self.empty_page(pg, EvictionReason::Shrink);
+        self.release_page(pg);
+        self.record_page_event(pg, from, None, EvictionReason::Shrink, evicted);
+    }
+
+    fn record_page_event(
+        &mut self,
+        page: u32,
+        from: (PoolId, ClassId),
+        to: Option<(PoolId, ClassId)>,
+        reason: EvictionReason,
+        evicted: u64,
+    ) {
+        self.page_event_count += 1;
+        if self.page_events.len() == PAGE_EVENT_LOG {
+            self.page_events.pop_front();
+        }
+        self.page_events.push_back(PageEvent {
+            at_ms: self.clock.now_ms(),
+            page,
+            from,
+            to,
+            reason,
+            evicted,
+        });
     }
 
     /// Evicts every live item of `pg`; the page stays attached (empty).
@@ -1580,8 +1649,7 @@ impl Engine {
             let Some(pg) = self.global_sparsest_page() else {
                 break;
             };
-            self.empty_page(pg, EvictionReason::Shrink);
-            self.release_page(pg);
+            self.shrink_page(pg);
         }
         self.trim_buffers();
         Ok(())
@@ -1928,6 +1996,16 @@ impl Engine {
             .iter()
             .map(|e| (e.idle, e.key.clone()))
             .collect()
+    }
+
+    /// The last [`PAGE_EVENT_LOG`] page events, oldest first.
+    pub fn page_events(&self) -> Vec<PageEvent> {
+        self.page_events.iter().copied().collect()
+    }
+
+    /// Page events since the engine started (including those dropped from the log).
+    pub fn page_event_count(&self) -> u64 {
+        self.page_event_count
     }
 
     /// Free competition's shared eviction pool, idle ascending: (score, key, tenant).

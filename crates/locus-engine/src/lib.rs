@@ -68,7 +68,7 @@ pub mod stats;
 mod store;
 
 pub use config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
-pub use engine::{Engine, Expire, ObjectInfo, SetCond, SetOptions};
+pub use engine::{Engine, Expire, ObjectInfo, PAGE_EVENT_LOG, PageEvent, SetCond, SetOptions};
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
 pub use ids::{ClassId, PoolId, TenantId};

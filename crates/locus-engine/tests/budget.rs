@@ -231,6 +231,12 @@ fn move_page_evicts_and_transfers() {
     assert_eq!(evicted, 10);
     assert_eq!(e.len(a), 0);
     assert_eq!(e.pages_of(e.pool_of(b), ClassId(0)), 1);
+    let ev = e.page_events();
+    assert_eq!(ev.len(), 1);
+    assert_eq!(ev[0].from, (e.pool_of(a), c));
+    assert_eq!(ev[0].to, Some((e.pool_of(b), ClassId(0))));
+    assert_eq!(ev[0].reason, locus_engine::EvictionReason::PageMove);
+    assert_eq!(ev[0].evicted, 10);
     assert_eq!(
         e.move_page((e.pool_of(a), c), (e.pool_of(b), c)),
         Err(EngineError::NoPageToMove {
