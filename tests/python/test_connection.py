@@ -208,3 +208,60 @@ def test_redis_py_resp3_types(server):
         assert isinstance(c.execute_command("CONFIG", "GET", "maxmemory"), dict)
     finally:
         c.close()
+
+
+@pytest.fixture
+def restore_client_limits(server):
+    with Raw(server.port) as c:
+        before = c.call("CONFIG", "GET", "maxclients")[1], c.call("CONFIG", "GET", "timeout")[1]
+    yield
+    with Raw(server.port) as c:
+        assert c.call("CONFIG", "SET", "maxclients", before[0]) == "OK"
+        assert c.call("CONFIG", "SET", "timeout", before[1]) == "OK"
+
+
+def test_maxclients(server, restore_client_limits):
+    admin = Raw(server.port)
+    extra = []
+    try:
+        assert admin.call("CONFIG", "SET", "maxclients", "5") == "OK"
+        assert admin.call("CONFIG", "GET", "maxclients") == [b"maxclients", b"5"]
+        while True:
+            c = Raw(server.port)
+            extra.append(c)
+            c.send(b"PING\r\n")
+            line = c.read_line()
+            if line != b"+PONG":
+                break
+            assert len(extra) <= 5
+        assert line == b"-ERR max number of clients reached"
+        extra.pop().expect_closed()
+        extra.pop().close()  # one slot free again
+        def accepted():
+            try:
+                with Raw(server.port) as c:
+                    return c.call("PING") == "PONG"
+            except (Closed, OSError):
+                return False
+        from harness import wait_until
+        wait_until(accepted, timeout=5, what="a freed slot to accept a new client")
+    finally:
+        admin.call("CONFIG", "SET", "maxclients", "10000")
+        admin.close()
+        for c in extra:
+            c.close()
+
+
+def test_idle_timeout_closes_idle_clients(server, restore_client_limits):
+    with Raw(server.port) as admin:
+        assert admin.call("CONFIG", "SET", "timeout", "1") == "OK"
+    with Raw(server.port) as idle:
+        assert idle.call("PING") == "PONG"
+        t0 = time.monotonic()
+        idle.expect_closed(timeout=8)
+        assert time.monotonic() - t0 >= 0.9
+    with Raw(server.port) as busy:  # a client that keeps talking is not idle
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.5:
+            assert busy.call("PING") == "PONG"
+            time.sleep(0.2)  # the client's own pace, shorter than the timeout

@@ -119,3 +119,25 @@ def test_renamenx(r):
     assert r.get("c") == "1" and r.exists("a") == 0
     with raises("no such key"):
         r.renamenx("missing", "x")
+
+
+def test_scan_returns_every_stable_key_while_the_keyspace_grows(r):
+    """SCAN's guarantee: a key present from start to end of the iteration is returned, even if the
+    table grows (rehashes) in between."""
+    stable = {f"stable:{i}" for i in range(1000)}
+    r.mset({k: "v" for k in stable})
+    seen, cursor, rounds, added = set(), 0, 0, 0
+    while True:
+        cursor, keys = r.scan(cursor=cursor, count=20)
+        seen.update(keys)
+        rounds += 1
+        if added < 20_000:
+            r.mset({f"new:{added + i}": "v" for i in range(500)})
+            added += 500
+        if added >= 1000 and rounds % 3 == 0:
+            r.delete(*[f"new:{i}" for i in range(added - 1000, added - 500)])
+        assert rounds < 100_000
+        if int(cursor) == 0:
+            break
+    missing = stable - seen
+    assert not missing, f"{len(missing)} stable keys never returned, e.g. {sorted(missing)[:5]}"

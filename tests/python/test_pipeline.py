@@ -106,3 +106,16 @@ def test_pipeline_split_across_writes(server):
         assert c.read() == "OK"
         assert c.read() == b"0123456789"
         c.call("DEL", "split")
+
+
+def test_pipeline_of_large_distinct_values(rb):
+    values = {f"big:{i}".encode(): bytes([i % 251]) * (100_000 + i) for i in range(100)}
+    with rb.pipeline(transaction=False) as p:
+        for k, v in values.items():
+            p.set(k, v)
+        for k in values:
+            p.get(k)
+        res = p.execute()
+    assert res[:100] == [True] * 100
+    for got, want in zip(res[100:], values.values()):
+        assert got == want

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from conftest import no_retry
-from harness import HOST, Raw, free_ports
+from harness import HOST, Raw, free_ports, wait_until
 
 pytestmark = pytest.mark.locus_only
 
@@ -383,3 +383,60 @@ def test_single_mode_info_tenants(server, peer):
     info = tenants_info(c)
     assert list(info) == ["default"]
     assert int(info["default"]["items"]) == 2
+
+
+def test_tenant_oom_does_not_spill_over(start_locus_toml):
+    """Tenant a (noeviction, capped) runs out of memory; tenant b keeps writing."""
+    main, pa, pb = free_ports(3)
+    toml = f"""
+[server]
+bind = "127.0.0.1"
+port = {main}
+
+[memory]
+maxmemory = "32MiB"
+page_size = "64KiB"
+partition = "static"
+
+[tenancy]
+mode = "port"
+
+[[tenant]]
+name = "a"
+port = {pa}
+max = "2MiB"
+policy = "noeviction"
+
+[[tenant]]
+name = "b"
+port = {pb}
+"""
+    start_locus_toml(toml, pa)
+    with Raw(pa) as a:
+        reply = None
+        for i in range(10_000):
+            reply = a.call("SET", f"k{i}", VALUE)
+            if reply != "OK":
+                break
+        assert isinstance(reply, str) and reply.startswith("OOM "), reply
+        stored_a = a.call("DBSIZE")
+        assert 0 < stored_a < 10_000
+    cb = client(pb)
+    fill(cb, "b:", 5000)
+    assert cb.dbsize() == 5000
+    info = tenants_info(cb)
+    assert int(info["a"]["evictions"]) == 0 and int(info["a"]["items"]) == stored_a
+
+
+def test_active_expiry_in_every_tenant(db_mode):
+    ca = client(db_mode.port, db=0)
+    cb = client(db_mode.port, db=3)
+    for c in (ca, cb):
+        with c.pipeline(transaction=False) as p:
+            for i in range(100):
+                p.set(f"t{i}", "v", px=50)
+            p.set("stay", "v")
+            p.execute()
+    wait_until(lambda: ca.dbsize() == 1 and cb.dbsize() == 1, timeout=10,
+               what="both tenants' expired keys to be reclaimed without access")
+    assert ca.get("stay") == "v" and cb.get("stay") == "v"
