@@ -36,8 +36,9 @@ pub struct Args {
     /// Sampling rate R in (0, 1]: spatial for shards/krr/footprint, reference sampling for aet/eaet.
     #[arg(long)]
     pub sample: Option<f64>,
-    /// Fixed-size SHARDS: at most this many sampled keys (shards only; excludes --sample).
-    #[arg(long, conflicts_with = "sample")]
+    /// Fixed-size SHARDS: at most this many sampled keys (shards only; with other models,
+    /// --sample still applies to them).
+    #[arg(long)]
     pub fixed_size: Option<usize>,
     /// Capacity in bytes (object sizes from the trace) instead of objects.
     #[arg(long)]
@@ -63,6 +64,9 @@ pub struct Args {
     /// Generic CSV columns, libCacheSim style: "obj-id-col=5,obj-size-col=4,has-header=true".
     #[arg(long)]
     pub csv_options: Option<String>,
+    /// Use the volume / LUN / disk id of block traces (tencent, systor, msr) as the tenant.
+    #[arg(long)]
+    pub volume_as_tenant: bool,
     /// Stop after this many requests.
     #[arg(long)]
     pub limit: Option<u64>,
@@ -147,6 +151,8 @@ fn build_slots(models: &[ModelKind], ks: &[u32], base: &ModelSettings) -> Result
         if !alone {
             if m != ModelKind::Shards {
                 s.fixed_size = None;
+            } else if s.fixed_size.is_some() {
+                s.rate = None;
             }
             if m == ModelKind::Exact {
                 s.rate = None;
@@ -263,6 +269,7 @@ pub fn run(args: Args) -> Result<()> {
             .parse()
             .map_err(|e| anyhow::anyhow!("--csv-options {c}: {e}"))?;
     }
+    opts.volume_as_tenant = args.volume_as_tenant;
     let mut reader = locus_trace::open(&args.file, &opts)
         .with_context(|| format!("opening {}", args.file.display()))?;
 
