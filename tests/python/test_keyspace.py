@@ -141,3 +141,9 @@ def test_scan_returns_every_stable_key_while_the_keyspace_grows(r):
             break
     missing = stable - seen
     assert not missing, f"{len(missing)} stable keys never returned, e.g. {sorted(missing)[:5]}"
+
+
+def test_touch(r):
+    r.mset({"a": "1", "b": "2"})
+    assert r.touch("a", "b", "missing", "a") == 3
+    assert r.touch("missing") == 0
