@@ -1927,9 +1927,10 @@ impl Engine {
 
     /// The class an item with these lengths would use (None: larger than a page).
     pub fn class_for(&self, key_len: usize, value_len: usize) -> Option<ClassId> {
-        self.classes
-            .class_for((HDR + key_len) as u64 + value_len as u64)
-            .map(ClassId)
+        let size = (HDR as u64)
+            .saturating_add(key_len as u64)
+            .saturating_add(value_len as u64);
+        self.classes.class_for(size).map(ClassId)
     }
 
     /// The pool of a tenant (one per tenant for now).

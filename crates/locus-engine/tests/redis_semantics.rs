@@ -379,6 +379,7 @@ fn every_error_path() {
         Err(EngineError::NoPageToMove { pool: 0, class: 0 })
     );
     assert_eq!(e.class_for(10, 10_000), None);
+    assert_eq!(e.class_for(usize::MAX, usize::MAX), None);
     // Rename errors.
     assert_eq!(
         e.rename(t, b"none", b"x", false),
