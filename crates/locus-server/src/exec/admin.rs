@@ -222,13 +222,19 @@ fn memory_value(name: &str, v: &[u8]) -> Result<u64, CmdError> {
         })
 }
 
-fn config_set_one(ctx: &mut Ctx<'_>, name: &str, v: &[u8]) -> CmdResult {
+/// Parses one `CONFIG SET` pair into the candidate configuration (no side effects yet).
+fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> CmdResult {
     let fail = |why: &str| {
         CmdError::msg(format!(
             "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
         ))
     };
     let text = String::from_utf8_lossy(v).into_owned();
+    let int_in = |lo: i64, hi: i64| {
+        super::parse_i64(v)
+            .filter(|n| (lo..=hi).contains(n))
+            .ok_or_else(|| fail(&format!("argument must be between {lo} and {hi} inclusive")))
+    };
     match name {
         "maxmemory" => {
             let bytes = memory_value(name, v)?;
@@ -236,63 +242,33 @@ fn config_set_one(ctx: &mut Ctx<'_>, name: &str, v: &[u8]) -> CmdResult {
             if bytes == 0 {
                 return Err(fail("Locus needs a finite maxmemory (no 0 = unlimited)"));
             }
-            ctx.eng
-                .set_maxmemory(bytes)
-                .map_err(|e| fail(&e.to_string()))?;
-            ctx.shared.config.write().memory.maxmemory = ByteSize(bytes);
+            cand.memory.maxmemory = ByteSize(bytes);
         }
         "maxmemory-policy" => {
             let p = parse_policy(&text).map_err(|_| fail(POLICY_CHOICES))?;
-            for t in ctx.eng.tenant_ids() {
-                ctx.eng.set_policy(t, p);
+            cand.eviction.policy = p.name().to_string();
+            // The global setting applies to every tenant.
+            for t in &mut cand.tenants {
+                t.policy = None;
             }
-            ctx.shared.config.write().eviction.policy = p.name().to_string();
         }
         "maxmemory-samples" => {
-            let k = super::parse_i64(v)
-                .filter(|k| (1..=64).contains(k))
-                .ok_or_else(|| fail("argument must be between 1 and 64 inclusive"))?
-                as u32;
-            for t in ctx.eng.tenant_ids() {
-                ctx.eng
-                    .set_samples(t, k)
-                    .map_err(|e| fail(&e.to_string()))?;
+            cand.eviction.samples = int_in(1, 64)? as u32;
+            for t in &mut cand.tenants {
+                t.samples = None;
             }
-            ctx.shared.config.write().eviction.samples = k;
         }
-        "maxclients" => {
-            let n = super::parse_i64(v)
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| fail("argument must be between 1 and 4294967295 inclusive"))?;
-            ctx.shared.config.write().server.maxclients = n as u64;
-        }
+        "maxclients" => cand.server.maxclients = int_in(1, u32::MAX as i64)? as u64,
         "timeout" => {
-            let n = super::parse_i64(v)
-                .filter(|n| *n >= 0)
-                .ok_or_else(|| fail("argument must be between 0 and 2147483647 inclusive"))?;
-            ctx.shared.config.write().server.timeout.0 = std::time::Duration::from_secs(n as u64);
+            cand.server.timeout.0 =
+                std::time::Duration::from_secs(int_in(0, i64::from(i32::MAX))? as u64)
         }
-        "hz" => {
-            let n = super::parse_i64(v)
-                .filter(|n| (1..=500).contains(n))
-                .ok_or_else(|| fail("argument must be between 1 and 500 inclusive"))?;
-            ctx.shared.config.write().server.hz = n as u32;
-        }
-        "proto-max-bulk-len" => {
-            let n = memory_value(name, v)?;
-            if n < 1 << 20 {
-                return Err(fail("argument must be a memory value of at least 1mb"));
-            }
-            ctx.shared.config.write().limits.proto_max_bulk_len = ByteSize(n);
-        }
+        "hz" => cand.server.hz = int_in(1, 500)? as u32,
+        "proto-max-bulk-len" => cand.limits.proto_max_bulk_len = ByteSize(memory_value(name, v)?),
         "client-query-buffer-limit" => {
-            let n = memory_value(name, v)?;
-            if n < 1 << 20 {
-                return Err(fail("argument must be a memory value of at least 1mb"));
-            }
-            ctx.shared.config.write().limits.client_query_buffer_limit = ByteSize(n);
+            cand.limits.client_query_buffer_limit = ByteSize(memory_value(name, v)?)
         }
-        "requirepass" => ctx.shared.config.write().server.requirepass = text,
+        "requirepass" => cand.server.requirepass = text,
         "save"
         | "appendonly"
         | "lfu-log-factor"
@@ -307,6 +283,56 @@ fn config_set_one(ctx: &mut Ctx<'_>, name: &str, v: &[u8]) -> CmdResult {
             )));
         }
     }
+    Ok(())
+}
+
+/// CONFIG SET name value [name value ...]: all pairs are parsed into a candidate configuration,
+/// the candidate goes through the same `validate()` as the file, and only then is anything applied
+/// (atomically, like Redis).
+fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
+    let old = ctx.shared.config.read().clone();
+    let mut cand = old.clone();
+    let mut first = String::new();
+    for kv in pairs.chunks(2) {
+        let name = lower(&kv[0]);
+        config_set_one(&mut cand, &name, &kv[1])?;
+        if first.is_empty() {
+            first = name;
+        }
+    }
+    if let Err(crate::config::ConfigError::Invalid { problems }) = cand.validate() {
+        return Err(CmdError::msg(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{first}') - {}",
+            problems.join("; ")
+        )));
+    }
+    if cand.memory.maxmemory != old.memory.maxmemory {
+        ctx.eng
+            .set_maxmemory(cand.memory.maxmemory.0)
+            .map_err(|e| {
+                CmdError::msg(format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - {e}"
+                ))
+            })?;
+    }
+    let named = |n: &str| pairs.chunks(2).any(|kv| is(&kv[0], n));
+    if named("maxmemory-policy")
+        && let Ok(p) = parse_policy(&cand.eviction.policy)
+    {
+        for t in ctx.eng.tenant_ids() {
+            ctx.eng.set_policy(t, p);
+        }
+    }
+    if named("maxmemory-samples") {
+        for t in ctx.eng.tenant_ids() {
+            ctx.eng.set_samples(t, cand.eviction.samples).map_err(|e| {
+                CmdError::msg(format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - {e}"
+                ))
+            })?;
+        }
+    }
+    *ctx.shared.config.write() = cand;
     Ok(())
 }
 
@@ -333,9 +359,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             if a.len() < 4 || !a.len().is_multiple_of(2) {
                 return Err(CmdError::WrongArity("config|set".into()));
             }
-            for kv in a[2..].chunks(2) {
-                config_set_one(ctx, &lower(&kv[0]), &kv[1])?;
-            }
+            config_set(ctx, &a[2..])?;
             ctx.w.ok();
         }
         "resetstat" if a.len() == 2 => {

@@ -209,3 +209,40 @@ fn tenant_admin_commands() {
     );
     assert!(text.contains("policy=allkeys-random"), "{text}");
 }
+
+#[test]
+fn config_set_goes_through_validate() {
+    let srv = start(config(
+        "[memory]\nmaxmemory = \"64MiB\"\n[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\nmin = \"8MiB\"\n[[tenant]]\nname = \"b\"\ndb = 1\nmin = \"8MiB\"\n",
+    ));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(
+        &["CONFIG", "SET", "maxmemory", "10mb"],
+        "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - tenant[*].min: the floors add up to 16MiB which exceeds memory.maxmemory 10MiB\r\n",
+    );
+    // Atomic: a bad pair rejects the whole command, the good pair is not applied either.
+    c.cmd(&["CONFIG", "SET", "maxclients", "5", "hz", "0"], "-ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 1 and 500 inclusive\r\n");
+    c.cmd(
+        &["CONFIG", "GET", "maxclients"],
+        "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n",
+    );
+    c.cmd(
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "32mb",
+            "maxmemory-samples",
+            "7",
+        ],
+        "+OK\r\n",
+    );
+    c.cmd(
+        &["CONFIG", "GET", "maxmemory"],
+        "*2\r\n$9\r\nmaxmemory\r\n$8\r\n33554432\r\n",
+    );
+    c.cmd(
+        &["LOCUS.TENANT", "b", "GET", "maxmemory-samples"],
+        "*2\r\n$17\r\nmaxmemory-samples\r\n$1\r\n7\r\n",
+    );
+}
