@@ -495,6 +495,11 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             st.pages_total,
         );
     }
+    if want("persistence") {
+        sep(&mut out);
+        // Locus has no persistence; these are the fields clients poll before using a server.
+        out.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n");
+    }
     if want("stats") {
         sep(&mut out);
         let hits: u64 = tstats.iter().map(|(_, s)| s.hits).sum();
@@ -512,6 +517,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             hits,
             misses,
         );
+    }
+    if want("replication") {
+        sep(&mut out);
+        out.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
     }
     if want("keyspace") {
         sep(&mut out);

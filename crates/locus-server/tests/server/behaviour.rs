@@ -243,3 +243,55 @@ fn shutdown_command_stops_the_server() {
     let mut h = srv.handle;
     h.join().unwrap();
 }
+
+/// Reads one bulk string reply (RESP2 `$`), returning its payload.
+fn read_bulk(c: &mut Client) -> String {
+    let mut header = Vec::new();
+    while !header.ends_with(b"\r\n") {
+        let b = c.read_n(1);
+        assert!(!b.is_empty(), "reply ended in the header");
+        header.extend(b);
+    }
+    assert_eq!(header[0], b'$', "{}", String::from_utf8_lossy(&header));
+    let n: usize = std::str::from_utf8(&header[1..header.len() - 2])
+        .unwrap()
+        .parse()
+        .unwrap();
+    let body = c.read_n(n + 2);
+    String::from_utf8(body[..n].to_vec()).unwrap()
+}
+
+#[test]
+fn info_has_redis_sections_and_counts() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["SET", "a", "1"], "+OK\r\n");
+    c.cmd(&["SET", "b", "2", "EX", "100"], "+OK\r\n");
+    c.cmd(&["GET", "a"], "$1\r\n1\r\n");
+    c.cmd(&["GET", "zz"], "$-1\r\n");
+    c.send(&enc(&["INFO"]));
+    let text = read_bulk(&mut c);
+    for needle in [
+        "# Server\r\nredis_version:7.2.0\r\n",
+        "\r\n# Clients\r\nconnected_clients:",
+        "\r\n# Memory\r\nused_memory:",
+        "maxmemory:1073741824\r\n",
+        "maxmemory_policy:allkeys-lru\r\n",
+        "\r\n# Stats\r\n",
+        "keyspace_hits:1\r\nkeyspace_misses:1\r\n",
+        "\r\n# Replication\r\nrole:master\r\n",
+        "\r\n# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n",
+        "\r\n# Tenants\r\ntenant_default:min=0,max=none,used_bytes=",
+        ",items=2,hits=1,misses=1,evictions=0,expired=0,samples=5,policy=allkeys-lru\r\n",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    c.send(&enc(&["INFO", "keyspace"]));
+    assert_eq!(
+        read_bulk(&mut c),
+        "# Keyspace\r\ndb0:keys=2,expires=1,avg_ttl=0\r\n"
+    );
+    c.cmd(&["CONFIG", "RESETSTAT"], "+OK\r\n");
+    c.send(&enc(&["INFO", "stats"]));
+    assert!(read_bulk(&mut c).contains("keyspace_hits:0\r\nkeyspace_misses:0\r\n"));
+}
