@@ -1086,7 +1086,20 @@ impl Engine {
         }
         match common {
             Some(p) if !mixed && p.is_random() => self.evict_round_robin(reason),
-            Some(p) if !mixed => self.evict_shared_pool(p.is_volatile(), reason),
+            Some(p) if !mixed => {
+                // The shared pool is as large as the largest pool size asked for.
+                let size = self
+                    .tenants
+                    .iter()
+                    .filter(|tn| tn.cfg.policy != Policy::NoEviction)
+                    .map(|tn| tn.cfg.evpool_size as usize)
+                    .max()
+                    .unwrap_or(0);
+                if self.shared_evpool.size() != size {
+                    self.shared_evpool = EvPool::new(size);
+                }
+                self.evict_shared_pool(p.is_volatile(), reason)
+            }
             _ => self.evict_best_candidate(reason),
         }
     }
