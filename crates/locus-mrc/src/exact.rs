@@ -8,7 +8,10 @@ use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 /// The exact LRU profiler: one pass gives the whole curve.
 ///
 /// GET records its distance then moves the key to the top; SET moves it to the top with its new
-/// size without recording; DEL removes it (exact: the remaining order is the cache order).
+/// size without recording; DEL leaves a hole where the key was (see the stack module): the
+/// curve then equals an LRU cache simulation with deletes at every size, which removing the key
+/// outright (MODELS.md 1's wording) does not, because it would bring back keys the cache had
+/// already evicted. Property-tested against LRU and byte-LRU simulators.
 #[derive(Debug, Clone)]
 pub struct ExactLru {
     unit: Unit,

@@ -18,7 +18,7 @@
 //!   [`Metric`] (requests or bytes) in the type; interpolation, merge-by-minimum, MAE.
 //! * [`Profiler`] ([`profiler`]): the one trait; [`Op`] is GET / SET / DEL.
 //! * Models, one file each:
-//!   [`ExactLru`] (Mattson with a Fenwick tree, objects and bytes, exact DEL),
+//!   [`ExactLru`] (Mattson with a Fenwick tree, objects and bytes, DEL as a hole: exact),
 //!   [`Shards`] (fixed rate and fixed size, with `_adj`),
 //!   [`Aet`] (reference sampling), [`Eaet`] (byte clock, SET/DEL, Eq. 5),
 //!   [`Footprint`] (LAMA's conversion with `≤`), [`Krr`] (K-LRU for any K, exponent setting,

@@ -220,15 +220,17 @@ fn slow_sampled_models_at_one_percent_on_a_large_zipf() {
 }
 
 #[test]
-#[ignore = "slow: KRR vs simulation at R = 0.01 on 2 M requests"]
+#[ignore = "slow: KRR at R = 0.01 vs K-LRU simulation, 1 M keys, 10 M requests"]
 fn slow_krr_sampled_vs_simulation() {
-    let trace = zipf(0.9, 200_000, 2_000_000, 22, |_| 1);
+    // With 1 M keys, R = 0.01 keeps ~10 k sampled keys (at 200 k keys one seed measured 0.024:
+    // too few keys, the same sampling error SHARDS has).
+    let trace = zipf(0.9, 1_000_000, 10_000_000, 22, |_| 1);
     let ws = distinct(&trace) as f64;
     let caps: Vec<f64> = [0.05, 0.1, 0.2, 0.5]
         .iter()
         .map(|f| (ws * f).round())
         .collect();
-    for k in [1u32, 5, 16] {
+    for k in [1u32, 5] {
         let sim: Vec<(f64, f64)> = caps
             .iter()
             .map(|&c| (c, klru_sim(&trace, c as usize, k, 1)))
@@ -248,6 +250,7 @@ fn slow_krr_sampled_vs_simulation() {
             &trace,
             &truth,
         );
+        eprintln!("KRR K={k} R=0.01: mean MAE {m:.4}");
         assert!(m <= 0.01, "K={k}: {m}");
     }
 }
@@ -319,4 +322,34 @@ fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
     eprintln!("SET/DEL mix: EAET MAE {e:.4}, exact byte stack (holes) MAE {x:.4}");
     assert!(e <= 0.01, "{e}");
     assert!(x <= 0.001, "{x}");
+}
+
+#[test]
+fn var_krr_matches_a_byte_klru_simulator() {
+    let trace = zipf(0.9, 8_000, 100_000, 15, |k| 50 + (k % 950) as u32);
+    let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
+    feed(&mut ex, &trace);
+    let ws = ex.working_set();
+    let caps: Vec<f64> = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7]
+        .iter()
+        .map(|f| (ws * f).round())
+        .collect();
+    for k in [1u32, 5] {
+        let sim: Vec<(f64, f64)> = caps
+            .iter()
+            .map(|&c| (c, klru_bytes_sim(&trace, c as u64, k, 1)))
+            .collect();
+        let truth = Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap();
+        let m = mae(
+            &mut Krr::new(KrrConfig {
+                unit: Unit::Bytes,
+                ..KrrConfig::new(k)
+            })
+            .unwrap(),
+            &trace,
+            &truth,
+        );
+        eprintln!("varKRR K={k}: MAE {m:.4}");
+        assert!(m <= 0.005, "K={k}: {m}");
+    }
 }

@@ -228,3 +228,50 @@ pub fn distinct(trace: &[Acc]) -> usize {
         .collect::<std::collections::HashSet<_>>()
         .len()
 }
+
+/// Textbook K-LRU with a byte capacity: while the newcomer does not fit, sample K residents
+/// uniformly with replacement and evict the least recently used of them. GET miss ratio.
+pub fn klru_bytes_sim(trace: &[Acc], cap: u64, k: u32, seed: u64) -> f64 {
+    let mut rng = Rng::new(seed);
+    let mut keys: Vec<u64> = Vec::new();
+    let mut idx: HashMap<u64, (usize, u64, u64)> = HashMap::new(); // key -> (index, last, size)
+    let mut used = 0u64;
+    let (mut gets, mut misses) = (0u64, 0u64);
+    for (t, a) in trace.iter().enumerate() {
+        let t = t as u64;
+        let size = a.size.max(1) as u64;
+        if a.op == Op::Get {
+            gets += 1;
+        }
+        if let Some(e) = idx.get_mut(&a.key) {
+            e.1 = t;
+            continue;
+        }
+        if a.op == Op::Get {
+            misses += 1;
+        }
+        if size > cap {
+            continue;
+        }
+        while used + size > cap && !keys.is_empty() {
+            let mut victim = None::<(u64, usize)>;
+            for _ in 0..k {
+                let i = rng.below(keys.len() as u64) as usize;
+                let last = idx[&keys[i]].1;
+                if victim.is_none_or(|(l, _)| last < l) {
+                    victim = Some((last, i));
+                }
+            }
+            let (_, i) = victim.unwrap();
+            let old = keys.swap_remove(i);
+            used -= idx.remove(&old).unwrap().2;
+            if i < keys.len() {
+                idx.get_mut(&keys[i]).unwrap().0 = i;
+            }
+        }
+        idx.insert(a.key, (keys.len(), t, size));
+        keys.push(a.key);
+        used += size;
+    }
+    misses as f64 / gets as f64
+}
