@@ -153,6 +153,8 @@ def test_getex(r):
         r.execute_command("GETEX", "k", "PERSIST", "EX", "1")
     with raises("invalid expire time in 'getex' command"):
         r.execute_command("GETEX", "k", "EX", "0")
+    # Redis looks the key up before validating the expire time: a missing key is just nil
+    assert r.execute_command("GETEX", "missing", "PX", "0") is None
 
 
 def test_mget_mset_msetnx(r):
@@ -266,6 +268,20 @@ def test_incrbyfloat(r):
     r.set("i", "3")
     r.incrbyfloat("i", -1.5)
     assert r.get("i") == "1.5"
+
+
+def test_incrbyfloat_formatting_as_redis(r):
+    """Redis computes in long double and prints with 17 decimals, trailing zeros trimmed, never with
+    an exponent: 0.2 + 0.1 is "0.3", 1e20 is written out, and a result that is integral stays usable
+    by INCR."""
+    r.set("f", "0.2")
+    assert r.incrbyfloat("f", "0.1") == 0.3
+    assert r.get("f") == "0.3"
+    for key, incr, want in [("big", "1e20", "100000000000000000000"), ("e17", "1e17", "100000000000000000"),
+                            ("tiny", "1e-20", "0"), ("third", "0.333333333333333333", "0.33333333333333333")]:
+        r.incrbyfloat(key, incr)
+        assert r.get(key) == want, (key, incr)
+    assert r.incr("e17") == 100000000000000001
 
 
 def test_incrbyfloat_errors(r):
