@@ -297,10 +297,9 @@ fn route(
                     _ => {}
                 }
             }
-            match found {
-                Some(t) => Ok(Some(t)),
-                None => conn_tenant(),
-            }
+            // No key (container commands: MEMORY HELP, OBJECT HELP): the connection's tenant,
+            // if any; a handler that needs one reports it.
+            Ok(found.or(ctx.conn.tenant))
         }
     }
 }
