@@ -81,3 +81,35 @@ def test_same_replies_as_redis(server, seed, protocol):
             assert not mismatches, f"seed {seed}: {len(mismatches)} mismatches\n" + "\n".join(mismatches[:8])
     finally:
         redis_srv.stop()
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_same_replies_pipelined(server, protocol):
+    """The same check with 2000 commands sent in one write: pipelining must not change any reply."""
+    import threading
+
+    from harness import encode
+
+    rng = random.Random(100 + protocol)
+    cmds = []
+    while len(cmds) < 2000:
+        args = random_command(rng)
+        if args[0] not in ("TTL", "PTTL", "EXPIRETIME", "KEYS"):
+            cmds.append(args)
+    payload = b"".join(encode(*a) for a in cmds)
+    redis_srv = start_redis()
+    try:
+        replies = {}
+        for name, port in (("locus", server.port), ("redis", redis_srv.port)):
+            with Raw(port) as c:
+                c.call("HELLO", str(protocol))
+                c.call("FLUSHALL")
+                sender = threading.Thread(target=c.send, args=(payload,))
+                sender.start()
+                replies[name] = [c.read() for _ in cmds]
+                sender.join(timeout=30)
+        diffs = [f"#{i} {cmds[i]!r}: Locus {a!r}, Redis {b!r}"
+                 for i, (a, b) in enumerate(zip(replies["locus"], replies["redis"])) if a != b]
+        assert not diffs, f"{len(diffs)} replies differ, first ones:\n" + "\n".join(diffs[:5])
+    finally:
+        redis_srv.stop()
