@@ -295,3 +295,31 @@ fn info_has_redis_sections_and_counts() {
     c.send(&enc(&["INFO", "stats"]));
     assert!(read_bulk(&mut c).contains("keyspace_hits:0\r\nkeyspace_misses:0\r\n"));
 }
+
+#[test]
+fn background_tick_expires_keys_nobody_reads() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    for i in 0..50 {
+        c.cmd(&["SET", &format!("t{i}"), "v", "PX", "100"], "+OK\r\n");
+    }
+    c.cmd(&["SET", "keep", "v"], "+OK\r\n");
+    srv.clock.advance_ms(1_000);
+    // No command touches the expired keys: only the hz task's active expiry can remove them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = srv.handle.with_engine(|e| {
+            let t = e.tenant_ids()[0];
+            e.len(t)
+        });
+        if left == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{left} keys left after 10 s of ticks"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    c.cmd(&["DBSIZE"], ":1\r\n");
+}
