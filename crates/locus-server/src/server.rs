@@ -324,6 +324,9 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
 
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Most commands executed under one engine lock acquisition.
+pub const MAX_BATCH: usize = 1024;
+
 async fn connection(
     shared: Arc<Shared>,
     mut sock: TcpStream,
@@ -376,7 +379,16 @@ async fn connection(
             .stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
-        let consumed = process(&shared, &mut st, &inbuf, &limits, &mut out);
+        // Execute in batches of at most MAX_BATCH commands, so one client's deep pipeline cannot
+        // hold the engine lock for long; stop when no complete command is left.
+        let mut consumed = 0;
+        loop {
+            let n = process(&shared, &mut st, &inbuf[consumed..], &limits, &mut out);
+            consumed += n;
+            if n == 0 || st.close || consumed == inbuf.len() {
+                break;
+            }
+        }
         inbuf.drain(..consumed);
         if !st.close && inbuf.len() as u64 > qbuf_limit {
             ReplyWriter::new(&mut out, st.proto)
@@ -423,6 +435,9 @@ fn process(
                 pos += n;
                 if !cmd.is_empty() {
                     batch.push(Ok(cmd));
+                    if batch.len() >= MAX_BATCH {
+                        break;
+                    }
                 }
             }
             Ok(None) => break,

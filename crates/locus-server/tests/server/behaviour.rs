@@ -323,3 +323,26 @@ fn background_tick_expires_keys_nobody_reads() {
     }
     c.cmd(&["DBSIZE"], ":1\r\n");
 }
+
+#[test]
+fn deep_pipeline_in_one_write_is_split_into_batches() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    let n = 3 * locus_server::server::MAX_BATCH + 7;
+    let mut req = Vec::new();
+    for _ in 0..n {
+        req.extend(enc(&["INCR", "x"]));
+    }
+    req.extend(b"PING\r\n");
+    c.send(&req);
+    let mut expected = Vec::new();
+    for i in 1..=n {
+        expected.extend(format!(":{i}\r\n").as_bytes());
+    }
+    expected.extend(b"+PONG\r\n");
+    let got = c.read_n(expected.len());
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(&expected)
+    );
+}
