@@ -173,7 +173,7 @@ impl Aet {
         Ok(Self {
             metric,
             sampler: RefSampler::new(rate, seed)?,
-            filter: CountingFilter::new(18),
+            filter: CountingFilter::new(16),
             pending: U64Map::default(),
             rt: Hist::new(RT_SUB_BITS),
             read: Hist::new(RT_SUB_BITS),

@@ -56,7 +56,7 @@ impl Eaet {
             unit,
             metric,
             sampler: RefSampler::new(rate, seed)?,
-            filter: CountingFilter::new(18),
+            filter: CountingFilter::new(16),
             pending: U64Map::default(),
             access_rth: Hist::new(RT_SUB_BITS),
             delete_rth: Hist::new(RT_SUB_BITS),

@@ -69,6 +69,9 @@ struct SizeArray {
 
 const SIZE_BASE: f64 = 1.2;
 
+/// Grid cells of the `U^(1/k)` inverse-CDF table.
+const RATIO_STEPS: usize = 4096;
+
 impl SizeArray {
     fn new() -> Self {
         Self {
@@ -140,6 +143,9 @@ impl SizeArray {
 pub struct Krr {
     cfg: KrrConfig,
     inv_k: f64,
+    /// `ratio[i] = (i/RATIO_STEPS)^(1/k)`: the inverse CDF of `U^(1/k)` on a grid (see
+    /// [`Krr::draw_ratio`]).
+    ratio: Vec<f64>,
     filter: SpatialFilter,
     rng: Rng,
     ids: U64Map<u32>,
@@ -172,8 +178,12 @@ impl Krr {
             });
         }
         let k_eff = (cfg.k as f64).powf(cfg.exponent);
+        let ratio = (0..=RATIO_STEPS)
+            .map(|i| (i as f64 / RATIO_STEPS as f64).powf(1.0 / k_eff))
+            .collect();
         Ok(Self {
             inv_k: 1.0 / k_eff,
+            ratio,
             filter: SpatialFilter::new(cfg.rate, cfg.seed)?,
             rng: Rng::new(cfg.seed ^ 0x004B_5252_u64),
             ids: U64Map::default(),
@@ -230,6 +240,28 @@ impl Krr {
         None
     }
 
+    /// A draw of `U^(1/k)`, `U` uniform on (0, 1]: exact for K = 1 and in the lowest 16 grid
+    /// cells (where the function is steep; 0.4% of draws), elsewhere linear interpolation on a
+    /// 4096-cell grid, whose absolute error is below 3e-5 (checked numerically for k from 2.6 to
+    /// 338). This replaces a libm `pow` on the chain's hot path by a table lookup.
+    #[inline]
+    fn draw_ratio(&mut self) -> f64 {
+        let u = self.rng.next_f64_nonzero();
+        if self.inv_k == 1.0 {
+            return u;
+        }
+        let x = u * RATIO_STEPS as f64;
+        let i = x as usize;
+        if i < 16 {
+            return u.powf(self.inv_k);
+        }
+        if i >= RATIO_STEPS {
+            return 1.0;
+        }
+        let f = x - i as f64;
+        self.ratio[i] + f * (self.ratio[i + 1] - self.ratio[i])
+    }
+
     /// Moves `x` (at position `d`) to the top with the backward cyclic update.
     fn update(&mut self, x: u32, d: u32) {
         let sx = self.size[x as usize] as i64;
@@ -246,15 +278,14 @@ impl Krr {
             l = h;
         }
         while l > 1 {
-            let u = self.rng.next_f64_nonzero();
-            let scaled = if self.inv_k == 1.0 {
-                u
-            } else {
-                u.powf(self.inv_k)
-            };
-            let lp = (((l - 1) as f64) * scaled)
-                .ceil()
-                .clamp(1.0, (l - 1) as f64) as u32;
+            let scaled = self.draw_ratio();
+            // ⌈(L−1)·U^{1/k}⌉ in 1..=L−1 (by hand: `f64::ceil` is a libm call without SSE4.1).
+            let x = (l - 1) as f64 * scaled;
+            let mut lp = x as u32;
+            if (lp as f64) < x {
+                lp += 1;
+            }
+            let lp = lp.clamp(1, l - 1);
             let y = self.stack[lp as usize];
             if let Some(sa) = self.sizes.as_mut() {
                 sa.add_range(lp, l - 1, sx - self.size[y as usize] as i64);
