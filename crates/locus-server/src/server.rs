@@ -29,6 +29,9 @@ use crate::config::{ServerConfig, TenancyMode};
 use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
+/// WATCH registry: (tenant id, key) -> ids of the clients watching it.
+pub type WatchMap = std::collections::HashMap<(u32, Vec<u8>), Vec<u64>>;
+
 /// Server-wide counters (INFO stats / clients).
 #[derive(Debug, Default)]
 pub struct ServerStats {
@@ -108,6 +111,12 @@ pub struct ConnState {
     pub authenticated: bool,
     /// Close after writing the replies.
     pub close: bool,
+    /// Inside MULTI: the queued commands (owned: they outlive the read buffer).
+    pub multi: Option<Vec<Vec<Vec<u8>>>>,
+    /// A command was rejected while queuing: EXEC will answer EXECABORT.
+    pub multi_error: bool,
+    /// WATCHed keys: (tenant, key, existed when watched).
+    pub watched: Vec<(TenantId, Vec<u8>, bool)>,
 }
 
 impl ConnState {
@@ -118,6 +127,8 @@ impl ConnState {
         self.db = 0;
         self.user = "default".to_string();
         self.authenticated = !auth_required;
+        self.multi = None;
+        self.multi_error = false;
         self.info.name.lock().clear();
         self.publish(tenancy);
     }
@@ -154,6 +165,12 @@ pub struct Shared {
     pub listeners: RwLock<Vec<(SocketAddr, Option<TenantId>)>>,
     /// Path of the configuration file, if any (INFO server).
     pub config_file: Option<String>,
+    /// WATCH registry: (tenant, key) -> client ids watching it.
+    pub watches: Mutex<WatchMap>,
+    /// Number of live watch entries (fast check on every write).
+    pub watch_count: std::sync::atomic::AtomicUsize,
+    /// Clients whose watched keys were modified (their EXEC fails).
+    pub dirty: Mutex<std::collections::HashSet<u64>>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -184,6 +201,9 @@ impl Shared {
             start_ms,
             listeners: RwLock::new(Vec::new()),
             config_file,
+            watches: Mutex::new(std::collections::HashMap::new()),
+            watch_count: std::sync::atomic::AtomicUsize::new(0),
+            dirty: Mutex::new(std::collections::HashSet::new()),
             shutdown: watch::channel(false).0,
         }
     }
@@ -206,6 +226,59 @@ impl Shared {
 
     fn shutdown_rx(&self) -> watch::Receiver<bool> {
         self.shutdown.subscribe()
+    }
+
+    /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey).
+    pub fn touch_watched(&self, tenant: TenantId, key: &[u8]) {
+        if self.watch_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let w = self.watches.lock();
+        if let Some(ids) = w.get(&(tenant.0, key.to_vec())) {
+            self.dirty.lock().extend(ids.iter().copied());
+        }
+    }
+
+    /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL).
+    pub fn touch_all_watched(&self, tenant: TenantId) {
+        if self.watch_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let w = self.watches.lock();
+        let mut d = self.dirty.lock();
+        for ((t, _), ids) in w.iter() {
+            if *t == tenant.0 {
+                d.extend(ids.iter().copied());
+            }
+        }
+    }
+
+    /// Registers a watch.
+    pub fn add_watch(&self, client: u64, tenant: TenantId, key: &[u8]) {
+        let mut w = self.watches.lock();
+        let ids = w.entry((tenant.0, key.to_vec())).or_default();
+        if !ids.contains(&client) {
+            ids.push(client);
+            self.watch_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops every watch of `client` (EXEC, DISCARD, UNWATCH, disconnect).
+    pub fn unwatch_all(&self, client: u64, keys: &[(TenantId, Vec<u8>, bool)]) {
+        let mut w = self.watches.lock();
+        for (t, k, _) in keys {
+            let id = (t.0, k.clone());
+            if let Some(ids) = w.get_mut(&id)
+                && let Some(pos) = ids.iter().position(|c| *c == client)
+            {
+                ids.swap_remove(pos);
+                self.watch_count.fetch_sub(1, Ordering::Relaxed);
+                if ids.is_empty() {
+                    w.remove(&id);
+                }
+            }
+        }
+        self.dirty.lock().remove(&client);
     }
 
     /// Kills every client matching `pred`; returns how many.
@@ -342,6 +415,9 @@ async fn connection(
         user: "default".to_string(),
         authenticated: true,
         close: false,
+        multi: None,
+        multi_error: false,
+        watched: Vec::new(),
     };
     st.reset(&shared.tenancy, shared.auth_required());
     let mut shutdown = shared.shutdown_rx();
@@ -414,6 +490,9 @@ async fn connection(
         if st.close || info.killed() {
             break;
         }
+    }
+    if !st.watched.is_empty() {
+        shared.unwatch_all(info.id, &st.watched);
     }
     let _ = sock.shutdown().await;
 }

@@ -39,6 +39,8 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 
 /// RESET: back to a fresh connection's state.
 pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    let watched = std::mem::take(&mut ctx.conn.watched);
+    ctx.shared.unwatch_all(ctx.conn.info.id, &watched);
     ctx.conn
         .reset(&ctx.shared.tenancy, ctx.shared.auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);

@@ -20,6 +20,17 @@ pub fn exists(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
+/// TOUCH key [key ...]: counts existing keys and refreshes their access time.
+pub fn touch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = a[1..]
+        .iter()
+        .filter(|k| ctx.eng.get(t, k).is_some())
+        .count();
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
 /// TYPE key
 pub fn type_(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;

@@ -19,6 +19,7 @@ pub mod expire;
 pub mod keyspace;
 pub mod strings;
 pub mod table;
+pub mod transaction;
 
 use std::borrow::Cow;
 
@@ -226,6 +227,44 @@ fn unknown_command(args: Args<'_, '_>) -> CmdError {
 }
 
 fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
+    let r = check_and_route(ctx, args);
+    let in_multi = ctx.conn.multi.is_some();
+    let spec = match r {
+        Ok(spec) => spec,
+        Err(e) => {
+            // A command rejected while queuing aborts the transaction at EXEC (Redis).
+            if in_multi {
+                ctx.conn.multi_error = true;
+            }
+            return Err(e);
+        }
+    };
+    if in_multi && !transaction::runs_inside_multi(spec.name) {
+        if let Some(q) = ctx.conn.multi.as_mut() {
+            q.push(args.iter().map(|a| a.to_vec()).collect());
+        }
+        ctx.w.simple("QUEUED");
+        return Ok(());
+    }
+    (spec.handler)(ctx, args)?;
+    if spec.flags.contains(&"write")
+        && let Some(t) = ctx.tenant
+    {
+        if spec.name == "flushdb" || spec.name == "flushall" {
+            ctx.shared.touch_all_watched(t);
+        } else {
+            for k in key_positions(spec, args.len()) {
+                ctx.shared.touch_watched(t, &args[k]);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_and_route(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_, '_>,
+) -> Result<&'static CommandSpec, CmdError> {
     let Some(spec) = lookup(&args[0]) else {
         return Err(unknown_command(args));
     };
@@ -237,7 +276,7 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::WrongArity(spec.name.to_string()));
     }
     ctx.tenant = route(ctx, spec, args)?;
-    (spec.handler)(ctx, args)
+    Ok(spec)
 }
 
 /// Resolves the tenant a command acts on.

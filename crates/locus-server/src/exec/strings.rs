@@ -207,14 +207,15 @@ pub fn getex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         i += 1;
     }
+    // Like Redis, a missing key answers nil before the expire value is checked.
+    let Some(v) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
+        ctx.w.null();
+        return Ok(());
+    };
     let now = ctx.eng.now_ms();
     let at = match exp {
         Some((kind, raw)) => Some(expire_to_abs(kind, raw, now, "getex")?),
         None => None,
-    };
-    let Some(v) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
-        ctx.w.null();
-        return Ok(());
     };
     if let Some(at) = at {
         if at <= now {

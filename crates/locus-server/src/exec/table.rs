@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings};
+use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings, transaction};
 
 /// A command handler.
 pub type Handler = for<'a, 'b, 'c, 'd> fn(&'a mut Ctx<'b>, Args<'c, 'd>) -> CmdResult;
@@ -406,6 +406,90 @@ pub static COMMANDS: &[CommandSpec] = &[
         "Determines whether one or more keys exist.",
         Keys,
         keyspace::exists
+    ),
+    cmd!(
+        "touch",
+        -2,
+        ["readonly", "fast"],
+        1,
+        -1,
+        1,
+        ["@keyspace", "@read", "@fast"],
+        "generic",
+        "3.2.1",
+        "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+        Keys,
+        keyspace::touch
+    ),
+    cmd!(
+        "multi",
+        1,
+        ["noscript", "loading", "stale", "fast", "allow_busy"],
+        0,
+        0,
+        0,
+        ["@fast", "@transaction"],
+        "transactions",
+        "1.2.0",
+        "Starts a transaction.",
+        None,
+        transaction::multi
+    ),
+    cmd!(
+        "exec",
+        1,
+        ["noscript", "loading", "stale", "skip_slowlog"],
+        0,
+        0,
+        0,
+        ["@slow", "@transaction"],
+        "transactions",
+        "1.2.0",
+        "Executes all commands in a transaction.",
+        None,
+        transaction::exec
+    ),
+    cmd!(
+        "discard",
+        1,
+        ["noscript", "loading", "stale", "fast", "allow_busy"],
+        0,
+        0,
+        0,
+        ["@fast", "@transaction"],
+        "transactions",
+        "2.0.0",
+        "Discards a transaction.",
+        None,
+        transaction::discard
+    ),
+    cmd!(
+        "watch",
+        -2,
+        ["noscript", "loading", "stale", "fast", "allow_busy"],
+        1,
+        -1,
+        1,
+        ["@fast", "@transaction"],
+        "transactions",
+        "2.2.0",
+        "Monitors changes to keys to determine the execution of a transaction.",
+        Keys,
+        transaction::watch
+    ),
+    cmd!(
+        "unwatch",
+        1,
+        ["noscript", "loading", "stale", "fast", "allow_busy"],
+        0,
+        0,
+        0,
+        ["@fast", "@transaction"],
+        "transactions",
+        "2.2.0",
+        "Forgets about watched keys of a transaction.",
+        None,
+        transaction::unwatch
     ),
     cmd!(
         "type",

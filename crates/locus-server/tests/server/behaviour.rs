@@ -346,3 +346,44 @@ fn deep_pipeline_in_one_write_is_split_into_batches() {
         String::from_utf8_lossy(&expected)
     );
 }
+
+#[test]
+fn watch_aborts_exec_when_another_client_writes() {
+    let srv = start(config(""));
+    let addr = srv.handle.addrs()[0].addr;
+    let mut a = Client::connect(addr);
+    let mut b = Client::connect(addr);
+    a.cmd(&["SET", "w", "1"], "+OK\r\n");
+    a.cmd(&["WATCH", "w"], "+OK\r\n");
+    b.cmd(&["SET", "w", "2"], "+OK\r\n");
+    a.cmd(&["MULTI"], "+OK\r\n");
+    a.cmd(
+        &["WATCH", "x"],
+        "-ERR WATCH inside MULTI is not allowed\r\n",
+    );
+    a.cmd(&["SET", "w", "3"], "+QUEUED\r\n");
+    a.cmd(&["EXEC"], "*-1\r\n");
+    a.cmd(&["GET", "w"], "$1\r\n2\r\n");
+    // Watches are cleared by EXEC: the next transaction goes through.
+    a.cmd(&["WATCH", "w"], "+OK\r\n");
+    a.cmd(&["MULTI"], "+OK\r\n");
+    a.cmd(&["SET", "w", "4"], "+QUEUED\r\n");
+    a.cmd(&["EXEC"], "*1\r\n+OK\r\n");
+    // A watched key that expires before EXEC fails the transaction.
+    a.cmd(&["SET", "e", "v", "PX", "100"], "+OK\r\n");
+    a.cmd(&["WATCH", "e"], "+OK\r\n");
+    srv.clock.advance_ms(200);
+    a.cmd(&["MULTI"], "+OK\r\n");
+    a.cmd(&["GET", "w"], "+QUEUED\r\n");
+    a.cmd(&["EXEC"], "*-1\r\n");
+    // FLUSHALL by another client touches every watched key of the tenant; UNWATCH forgets them.
+    a.cmd(&["WATCH", "w"], "+OK\r\n");
+    b.cmd(&["FLUSHALL"], "+OK\r\n");
+    a.cmd(&["MULTI"], "+OK\r\n");
+    a.cmd(&["EXEC"], "*-1\r\n");
+    a.cmd(&["WATCH", "w"], "+OK\r\n");
+    a.cmd(&["UNWATCH"], "+OK\r\n");
+    b.cmd(&["SET", "w", "9"], "+OK\r\n");
+    a.cmd(&["MULTI"], "+OK\r\n");
+    a.cmd(&["EXEC"], "*0\r\n");
+}
