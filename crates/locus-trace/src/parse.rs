@@ -11,6 +11,17 @@ pub(crate) fn u64_dec(s: &[u8]) -> Option<u64> {
         return None;
     }
     let mut v: u64 = 0;
+    if s.len() <= 19 {
+        // At most 19 digits cannot overflow: no checks in the loop.
+        for &b in s {
+            let d = b.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + d as u64;
+        }
+        return Some(v);
+    }
     for &b in s {
         let d = b.wrapping_sub(b'0');
         if d > 9 {
@@ -70,9 +81,10 @@ pub(crate) fn scaled_dec(s: &[u8], scale: u32) -> Option<u64> {
 #[inline]
 pub(crate) fn split_fields(line: &[u8], delim: u8, out: &mut Vec<(usize, usize)>) -> bool {
     out.clear();
+    let n = line.len();
     let mut i = 0;
     loop {
-        if line.get(i) == Some(&b'"') {
+        if i < n && line[i] == b'"' {
             let mut j = i + 1;
             loop {
                 match memchr::memchr(b'"', &line[j..]) {
@@ -95,16 +107,16 @@ pub(crate) fn split_fields(line: &[u8], delim: u8, out: &mut Vec<(usize, usize)>
                 Some(_) => return false,
             }
         } else {
-            match memchr::memchr(delim, &line[i..]) {
-                Some(k) => {
-                    out.push((i, i + k));
-                    i += k + 1;
-                }
-                None => {
-                    out.push((i, line.len()));
-                    return true;
-                }
+            // Fields are short: a plain scan beats a vectorised search here.
+            let start = i;
+            while i < n && line[i] != delim {
+                i += 1;
             }
+            out.push((start, i));
+            if i == n {
+                return true;
+            }
+            i += 1;
         }
     }
 }
@@ -131,7 +143,7 @@ pub(crate) fn split_blanks(line: &[u8], out: &mut Vec<(usize, usize)>) {
 }
 
 /// Trims ASCII spaces and tabs.
-#[inline]
+#[inline(always)]
 pub(crate) fn trim(s: &[u8]) -> &[u8] {
     let mut a = 0;
     let mut b = s.len();

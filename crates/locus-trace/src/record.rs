@@ -31,6 +31,13 @@ impl Op {
     /// `get gets get_lease read r` → `Get`; `set set_lease add cas replace append prepend incr decr
     /// write w update` → `Set`; `delete del` → `Delete`. `None` for anything else.
     pub fn parse(word: &[u8]) -> Option<Op> {
+        // The spellings trace writers use, without case folding.
+        match word {
+            b"get" | b"GET" => return Some(Op::Get),
+            b"set" | b"SET" => return Some(Op::Set),
+            b"delete" | b"DELETE" => return Some(Op::Delete),
+            _ => {}
+        }
         let mut lower = [0u8; 16];
         if word.len() > lower.len() {
             return None;

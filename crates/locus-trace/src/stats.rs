@@ -86,12 +86,19 @@ impl Fenwick {
 /// `access(key, weight)` returns the stack distance of this access: `None` for a first access,
 /// else the weight of the distinct keys touched since the previous access plus `weight`.
 /// With weight 1 this is the object stack distance; with weight = size the byte stack distance.
+///
+/// Layout: one hash lookup per access maps the key to a dense id (first-seen order); the id's
+/// slot and weight live in plain vectors, and each slot records its id, so compaction walks
+/// arrays instead of the hash table.
 #[derive(Debug)]
 pub struct LruStack {
-    /// key -> (slot, weight) of its latest access.
-    last: HashMap<u64, (u32, u64), BuildMix>,
-    /// key at each slot (only meaningful where `last[key].0 == slot`).
-    slot_key: Vec<u64>,
+    ids: HashMap<u64, u32, BuildMix>,
+    /// Per id: the slot of its latest access.
+    slot: Vec<u32>,
+    /// Per id: the weight it contributed at that slot.
+    weight: Vec<u64>,
+    /// Per slot: the id accessed there (live only where `slot[id] == s`).
+    slot_id: Vec<u32>,
     tree: Fenwick,
     next: usize,
     total: u64,
@@ -107,8 +114,10 @@ impl LruStack {
     /// An empty stack.
     pub fn new() -> Self {
         Self {
-            last: HashMap::with_hasher(BuildMix),
-            slot_key: vec![0; 1025],
+            ids: HashMap::with_hasher(BuildMix),
+            slot: Vec::new(),
+            weight: Vec::new(),
+            slot_id: vec![0; 1025],
             tree: Fenwick::new(1024),
             next: 1,
             total: 0,
@@ -117,63 +126,72 @@ impl LruStack {
 
     /// Distinct keys seen.
     pub fn keys(&self) -> usize {
-        self.last.len()
+        self.slot.len()
     }
 
     /// Records an access; returns its stack distance (`None` when cold).
     #[inline]
     pub fn access(&mut self, key: u64, weight: u64) -> Option<u64> {
+        self.access_id(key, weight).1
+    }
+
+    /// As [`LruStack::access`], also returning the key's dense id (0, 1, … in first-seen order).
+    ///
+    /// # Panics
+    /// Beyond 2^31 distinct keys (the slot numbers are 32-bit).
+    #[inline]
+    pub fn access_id(&mut self, key: u64, weight: u64) -> (u32, Option<u64>) {
         if self.next > self.tree.len() {
             self.compact();
         }
         let t = self.next;
         self.next += 1;
-        let d = match self.last.get_mut(&key) {
-            Some(e) => {
-                let (s0, w0) = (e.0 as usize, e.1);
-                // Everything after s0 was touched since: the live weight beyond slot s0.
-                let between = self.total - self.tree.prefix(s0);
-                self.tree.sub(s0, w0);
-                self.total -= w0;
-                *e = (t as u32, weight);
-                Some(between + weight)
-            }
-            None => {
-                self.last.insert(key, (t as u32, weight));
-                None
-            }
+        let fresh = self.slot.len() as u32;
+        let id = *self.ids.entry(key).or_insert(fresh);
+        let i = id as usize;
+        let d = if id == fresh {
+            self.slot.push(t as u32);
+            self.weight.push(weight);
+            None
+        } else {
+            let (s0, w0) = (self.slot[i] as usize, self.weight[i]);
+            // Everything after s0 was touched since: the live weight beyond slot s0.
+            let between = self.total - self.tree.prefix(s0);
+            self.tree.sub(s0, w0);
+            self.total -= w0;
+            self.slot[i] = t as u32;
+            self.weight[i] = weight;
+            Some(between + weight)
         };
         self.tree.add(t, weight);
         self.total += weight;
-        self.slot_key[t] = key;
-        d
+        self.slot_id[t] = id;
+        (id, d)
     }
 
     /// Renumbers the live slots `1..=M` in access order and rebuilds the tree with room for
     /// `max(2M, 1024)` slots.
     fn compact(&mut self) {
-        let m = self.last.len();
+        let m = self.slot.len();
         let cap = (2 * m).max(1024);
-        if cap > u32::MAX as usize {
-            // More than 2^31 distinct keys: beyond what this profiler supports.
-            panic!("LruStack: more than 2^31 distinct keys");
-        }
-        let mut keys = vec![0u64; cap + 1];
+        assert!(
+            cap < u32::MAX as usize,
+            "LruStack: more than 2^31 distinct keys"
+        );
+        let mut ids = vec![0u32; cap + 1];
         let mut weights = vec![0u64; cap + 1];
         let mut n = 0;
         for s in 1..self.next {
-            let k = self.slot_key[s];
-            if let Some(e) = self.last.get_mut(&k)
-                && e.0 as usize == s
-            {
+            let id = self.slot_id[s] as usize;
+            if self.slot[id] as usize == s {
                 n += 1;
-                e.0 = n as u32;
-                keys[n] = k;
-                weights[n] = e.1;
+                self.slot[id] = n as u32;
+                ids[n] = id as u32;
+                weights[n] = self.weight[id];
             }
         }
         debug_assert_eq!(n, m);
-        self.slot_key = keys;
+        self.slot_id = ids;
         self.tree = Fenwick::from_weights(weights);
         self.next = n + 1;
     }
@@ -275,7 +293,7 @@ struct KeyInfo {
 pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Result<TraceStats> {
     let mut reader = open()?;
     let info = reader.info().clone();
-    let mut keys: HashMap<u64, KeyInfo, BuildMix> = HashMap::with_hasher(BuildMix);
+    let mut keys: Vec<KeyInfo> = Vec::new();
     let mut tenants: HashMap<u64, (), BuildMix> = HashMap::with_hasher(BuildMix);
     let mut stack = LruStack::new();
     let mut hist: Vec<u64> = Vec::new();
@@ -299,20 +317,22 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
         smax = smax.max(size);
         ssum += size as u128;
         size_hist[(64 - size.leading_zeros()) as usize] += 1;
-        keys.entry(req.key)
-            .and_modify(|k| {
+        let (id, d) = stack.access_id(req.key, 1);
+        match keys.get_mut(id as usize) {
+            Some(k) => {
                 k.count += 1;
                 if k.size != size {
                     k.changed = true;
                     k.size = size;
                 }
-            })
-            .or_insert(KeyInfo {
+            }
+            None => keys.push(KeyInfo {
                 count: 1,
                 size,
                 changed: false,
-            });
-        if let Some(d) = stack.access(req.key, 1) {
+            }),
+        }
+        if let Some(d) = d {
             let d = d as usize;
             if d >= hist.len() {
                 hist.resize((d + 1).max(hist.len() * 2), 0);
@@ -326,7 +346,7 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
 
     let m = keys.len() as u64;
     let frac = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
-    let mut counts: Vec<u64> = keys.values().map(|k| k.count).collect();
+    let mut counts: Vec<u64> = keys.iter().map(|k| k.count).collect();
     let one_hit = counts.iter().filter(|&&c| c == 1).count() as u64;
     let top_k = ((m / 100).max(1) as usize).min(counts.len());
     let top = if top_k == 0 {
@@ -335,8 +355,8 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
         counts.select_nth_unstable_by(top_k - 1, |a, b| b.cmp(a));
         counts[..top_k].iter().sum()
     };
-    let footprint: u64 = keys.values().map(|k| k.size).sum();
-    let changing = keys.values().filter(|k| k.changed).count() as u64;
+    let footprint: u64 = keys.iter().map(|k| k.size).sum();
+    let changing = keys.iter().filter(|k| k.changed).count() as u64;
 
     // Object miss ratios: misses = cold + requests with distance > capacity.
     let mut suffix = vec![0u64; hist.len() + 1];

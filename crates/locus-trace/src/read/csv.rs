@@ -328,7 +328,7 @@ struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    #[inline]
+    #[inline(always)]
     fn get(&self, i: usize) -> &'a [u8] {
         let (s, e) = self.fields[i];
         trim(&self.line[s..e])
