@@ -17,8 +17,11 @@ fn msr_cambridge() {
     let data = b"128166372003061629,hm,1,Read,383496192,32768,1233\n\
                  128166372016382155,hm,1,Write,383496192,4096,41711\n\
                  128166372026382245,prn,1,Read,383496192,4096,10\n";
-    let mut o = ReadOptions::default(); // detected from the first line
-    o.volume_as_tenant = true;
+    // The format is detected from the first line.
+    let o = ReadOptions {
+        volume_as_tenant: true,
+        ..ReadOptions::default()
+    };
     let r = read(data, &o);
     assert_eq!(r.len(), 3);
     assert_eq!(r[0].time_us, 12_816_637_200_306_162);
