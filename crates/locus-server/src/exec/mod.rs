@@ -17,6 +17,7 @@ pub mod admin;
 pub mod connection;
 pub mod expire;
 pub mod keyspace;
+pub mod longdouble;
 pub mod strings;
 pub mod table;
 pub mod transaction;

@@ -1,8 +1,8 @@
 //! String commands: GET SET (and its options) SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
 //! MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
 
+use super::longdouble::LongDouble;
 use locus_engine::{Expire, SetCond, SetOptions};
-use locus_protocol::reply::format_double;
 
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
 
@@ -404,19 +404,26 @@ pub fn decrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     incr_generic(ctx, &a[1], -by)
 }
 
-/// INCRBYFLOAT key f
+/// INCRBYFLOAT key f: computed in emulated x87 `long double` and printed as Redis does
+/// (`%.17Lf`, trailing zeros trimmed), see [`super::longdouble`].
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let by = parse_f64(&a[2]).ok_or(CmdError::NotFloat)?;
-    let cur = match ctx.eng.peek(t, &a[1]) {
+    let by_f = parse_f64(&a[2]).ok_or(CmdError::NotFloat)?;
+    let cur_raw = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    let cur_f = match &cur_raw {
         Some(v) => parse_f64(v).ok_or(CmdError::NotFloat)?,
         None => 0.0,
     };
-    let new = cur + by;
-    if !new.is_finite() {
-        return Err(CmdError::msg("ERR increment would produce NaN or Infinity"));
+    let nan_inf = || CmdError::msg("ERR increment would produce NaN or Infinity");
+    if !(cur_f + by_f).is_finite() && (cur_f.is_infinite() || by_f.is_infinite()) {
+        return Err(nan_inf());
     }
-    let s = format_double(new);
+    let by = LongDouble::parse(&a[2]).ok_or(CmdError::NotFloat)?;
+    let cur = match &cur_raw {
+        Some(v) => LongDouble::parse(v).ok_or(CmdError::NotFloat)?,
+        None => LongDouble::parse(b"0").ok_or(CmdError::NotFloat)?,
+    };
+    let s = cur.checked_add(by).ok_or_else(nan_inf)?.to_redis_string();
     ctx.eng
         .set(t, &a[1], s.as_bytes(), opts(Expire::Keep, SetCond::Always))?;
     ctx.w.bulk(s.as_bytes());
