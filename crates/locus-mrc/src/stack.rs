@@ -2,9 +2,9 @@
 //! map from key to its live slot. Shared by [`crate::ExactLru`] and [`crate::Shards`].
 //!
 //! ```text
-//!  last: key -> (slot, weight)        fenwick over slots 1..=cap: weight of each key's latest access
+//!  last: key -> (slot, weight)   holes: heap of (slot, weight)   fenwick over slots 1..=cap
 //!  slot:   1    2    3    4    5   …   next
-//!  weight: 0   10    0   20   30       (0 = a slot whose key was accessed again later, or deleted)
+//!  weight: 0   10    0   20   30       (0 = a slot whose key was accessed again later)
 //!  distance(key at s0) = weight in (s0, next) + own weight = total − prefix(s0) + w
 //! ```
 //! A DEL leaves a *hole*: the slot keeps its weight (a free slot in every cache deep enough to
@@ -21,11 +21,10 @@ use crate::sampling::U64Map;
 #[derive(Debug, Clone)]
 pub(crate) struct ExactStack {
     last: U64Map<(u32, u32)>,
-    tree: Vec<u64>,      // 1-based Fenwick tree; tree[0] unused
-    weight_at: Vec<u32>, // weight of the live access at each slot (0 if none)
+    tree: Vec<u64>, // 1-based Fenwick tree; tree[0] unused
     next: u32,
     total: u64,
-    holes: std::collections::BinaryHeap<u32>, // slots of holes; the max is the topmost
+    holes: std::collections::BinaryHeap<(u32, u32)>, // (slot, weight) of holes; max = topmost
 }
 
 impl ExactStack {
@@ -34,7 +33,6 @@ impl ExactStack {
         Self {
             last: U64Map::default(),
             tree: vec![0; cap + 1],
-            weight_at: vec![0; cap + 1],
             next: 1,
             total: 0,
             holes: std::collections::BinaryHeap::new(),
@@ -88,37 +86,28 @@ impl ExactStack {
             Some((s0, w0)) => {
                 let above = self.total - self.prefix(s0 as usize);
                 match self.holes.peek() {
-                    Some(&h) if h > s0 => {
+                    Some(&(h, wh)) if h > s0 => {
                         // The topmost hole drops to the accessed key's old slot.
                         self.holes.pop();
-                        let wh = self.weight_at[h as usize];
                         self.add(h as usize, -(wh as i64));
-                        self.weight_at[h as usize] = 0;
                         self.add(s0 as usize, wh as i64 - w0 as i64);
-                        self.weight_at[s0 as usize] = wh;
-                        self.holes.push(s0);
+                        self.holes.push((s0, wh));
                     }
-                    _ => {
-                        self.add(s0 as usize, -(w0 as i64));
-                        self.weight_at[s0 as usize] = 0;
-                    }
+                    _ => self.add(s0 as usize, -(w0 as i64)),
                 }
                 self.total -= w0 as u64;
                 Some(above + w as u64)
             }
             None => {
                 // A newcomer fills the topmost hole: it falls off the bottom.
-                if let Some(h) = self.holes.pop() {
-                    let wh = self.weight_at[h as usize];
+                if let Some((h, wh)) = self.holes.pop() {
                     self.add(h as usize, -(wh as i64));
-                    self.weight_at[h as usize] = 0;
                     self.total -= wh as u64;
                 }
                 None
             }
         };
         self.add(t as usize, w as i64);
-        self.weight_at[t as usize] = w;
         self.total += w as u64;
         dist
     }
@@ -126,8 +115,8 @@ impl ExactStack {
     /// DEL: `key` leaves the cache and leaves a hole. Returns whether it was present.
     pub fn delete(&mut self, key: u64) -> bool {
         match self.last.remove(&key) {
-            Some((s0, _)) => {
-                self.holes.push(s0);
+            Some((s0, w0)) => {
+                self.holes.push((s0, w0));
                 true
             }
             None => false,
@@ -139,7 +128,6 @@ impl ExactStack {
         match self.last.remove(&key) {
             Some((s0, w0)) => {
                 self.add(s0 as usize, -(w0 as i64));
-                self.weight_at[s0 as usize] = 0;
                 self.total -= w0 as u64;
                 true
             }
@@ -147,31 +135,41 @@ impl ExactStack {
         }
     }
 
-    /// Renumbers live slots `1..=M` in order and rebuilds the tree with room to grow.
+    /// Renumbers live slots (keys and holes) `1..=M` in order and rebuilds the tree with room to
+    /// grow. The slot weights are gathered from the map and the hole heap, so the access path
+    /// never keeps a per-slot array.
     #[cold]
     fn compact(&mut self) {
-        let live = self.last.len();
+        let live = self.last.len() + self.holes.len();
         let new_cap = (2 * live).max(1024);
         let old_cap = self.cap() as usize;
-        // Map old slot -> new slot for live slots, in order.
+        // Weight at each old slot, then rewritten in place to old slot -> new slot.
         let mut renum = vec![0u32; old_cap + 1];
-        let mut weights = vec![0u32; new_cap + 1];
+        for &(s, w) in self.last.values() {
+            renum[s as usize] = w;
+        }
+        for &(s, w) in &self.holes {
+            renum[s as usize] = w;
+        }
+        let mut tree = vec![0u64; new_cap + 1];
         let mut n = 0u32;
-        for (s, &w) in self.weight_at.iter().enumerate().skip(1) {
-            if w != 0 {
+        for r in renum.iter_mut().skip(1) {
+            if *r != 0 {
                 n += 1;
-                renum[s] = n;
-                weights[n as usize] = w;
+                tree[n as usize] = *r as u64;
+                *r = n;
             }
         }
-        // Keys with weight 0 cannot exist (weights are >= 1), so every live key was renumbered.
         for v in self.last.values_mut() {
             v.0 = renum[v.0 as usize];
         }
-        let holes: Vec<u32> = self.holes.drain().map(|h| renum[h as usize]).collect();
+        let holes: Vec<(u32, u32)> = self
+            .holes
+            .drain()
+            .map(|(h, w)| (renum[h as usize], w))
+            .collect();
         self.holes.extend(holes);
         // Linear Fenwick build: each cell adds itself into its parent.
-        let mut tree: Vec<u64> = weights.iter().map(|&w| w as u64).collect();
         for i in 1..=new_cap {
             let p = i + (i & i.wrapping_neg());
             if p <= new_cap {
@@ -179,7 +177,6 @@ impl ExactStack {
             }
         }
         self.tree = tree;
-        self.weight_at = weights;
         self.next = n + 1;
         locus_common::strict_assert!(self.prefix(n as usize) == self.total);
     }
