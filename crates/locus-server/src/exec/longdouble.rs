@@ -193,7 +193,8 @@ pub struct LongDouble {
 const MAX_EXP2: i64 = 16384;
 
 impl LongDouble {
-    const ZERO: LongDouble = LongDouble {
+    /// Zero.
+    pub const ZERO: LongDouble = LongDouble {
         neg: false,
         mant: 0,
         exp: 0,
@@ -459,9 +460,7 @@ mod tests {
         assert_eq!(incr("5.0e3", "2.0e2"), "5200");
         assert_eq!(incr("17179869184", "1.5"), "17179869185.5");
         assert_eq!(incr("1.5", "-1.5"), "0");
-        assert_eq!(
-            incr("-9223372036854775808", "2.25"), "-9223372036854775806"
-        );
+        assert_eq!(incr("-9223372036854775808", "2.25"), "-9223372036854775806");
         assert_eq!(incr("3", "-0.5"), "2.5");
         assert_eq!(incr("1", "-3"), "-2");
     }

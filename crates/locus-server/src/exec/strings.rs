@@ -408,20 +408,20 @@ pub fn decrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// (`%.17Lf`, trailing zeros trimmed), see [`super::longdouble`].
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let by_f = parse_f64(&a[2]).ok_or(CmdError::NotFloat)?;
-    let cur_raw = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
-    let cur_f = match &cur_raw {
-        Some(v) => parse_f64(v).ok_or(CmdError::NotFloat)?,
-        None => 0.0,
-    };
     let nan_inf = || CmdError::msg("ERR increment would produce NaN or Infinity");
-    if !(cur_f + by_f).is_finite() && (cur_f.is_infinite() || by_f.is_infinite()) {
-        return Err(nan_inf());
-    }
-    let by = LongDouble::parse(&a[2]).ok_or(CmdError::NotFloat)?;
-    let cur = match &cur_raw {
-        Some(v) => LongDouble::parse(v).ok_or(CmdError::NotFloat)?,
-        None => LongDouble::parse(b"0").ok_or(CmdError::NotFloat)?,
+    // A decimal number parses exactly; "inf"/"infinity" parse (as strtold does) but make the
+    // result infinite; anything else is not a float.
+    let parse = |raw: &[u8]| match LongDouble::parse(raw) {
+        Some(v) => Ok(v),
+        None => match parse_f64(raw) {
+            Some(f) if f.is_infinite() => Err(nan_inf()),
+            _ => Err(CmdError::NotFloat),
+        },
+    };
+    let by = parse(&a[2])?;
+    let cur = match ctx.eng.peek(t, &a[1]) {
+        Some(v) => parse(v)?,
+        None => LongDouble::ZERO,
     };
     let s = cur.checked_add(by).ok_or_else(nan_inf)?.to_redis_string();
     ctx.eng

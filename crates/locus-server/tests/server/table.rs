@@ -157,6 +157,18 @@ const CASES: &[Case] = &[
         None,
     ),
     (
+        &["INCRBYFLOAT", "f", "inf"],
+        "-ERR increment would produce NaN or Infinity\r\n",
+        None,
+    ),
+    (&["SET", "ff", "0.2"], "+OK\r\n", None),
+    (&["INCRBYFLOAT", "ff", "0.1"], "$3\r\n0.3\r\n", None),
+    (
+        &["INCRBYFLOAT", "ff", "1e20"],
+        "$21\r\n100000000000000000000\r\n",
+        None,
+    ),
+    (
         &["INCRBYFLOAT", "s", "1"],
         "-ERR value is not a valid float\r\n",
         None,
