@@ -8,10 +8,12 @@
 //!                      ReplyWriter ◄───────────────────────────────────── Ok (reply) ─┘
 //! ```
 //!
-//! One file per command family: [`strings`], [`keyspace`], [`expire`], [`connection`], [`admin`]
-//! (CONFIG, INFO, COMMAND, MEMORY, OBJECT, SHUTDOWN, LOCUS.TENANT). Handlers run with the engine
-//! lock held (one acquisition per batch of pipelined commands) and write their reply only on
-//! success; on error the dispatcher discards any partial output and writes the error.
+//! One file per command family: [`strings`], [`keyspace`], [`expire`], [`connection`],
+//! [`transaction`] (MULTI/EXEC/WATCH), [`admin`] (CONFIG, INFO, COMMAND, MEMORY, OBJECT, SHUTDOWN,
+//! LOCUS.TENANT); [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
+//! engine lock held (one acquisition per batch of up to `server::MAX_BATCH` pipelined commands) and
+//! write their reply only on success; on error the dispatcher discards any partial output and
+//! writes the error. Inside MULTI the dispatcher queues instead of running.
 
 pub mod admin;
 pub mod connection;
