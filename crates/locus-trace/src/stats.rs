@@ -301,6 +301,7 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
     let (mut smin, mut smax, mut ssum) = (u64::MAX, 0u64, 0u128);
     let mut size_hist = [0u64; 65];
     let mut n = 0u64;
+    let mut last_tenant = None;
     let mut req = Request::default();
     while reader.read_into(&mut req)? {
         n += 1;
@@ -309,7 +310,8 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
             Op::Set => ops.set += 1,
             Op::Delete => ops.delete += 1,
         }
-        if req.tenant != 0 || !tenants.is_empty() {
+        if last_tenant != Some(req.tenant) {
+            last_tenant = Some(req.tenant);
             tenants.insert(req.tenant as u64, ());
         }
         let size = req.size();
@@ -414,7 +416,7 @@ pub fn compute(open: &mut dyn FnMut() -> Result<Box<dyn RequestReader>>) -> Resu
         top1pct_key_request_share: frac(top, n),
         compulsory_miss_ratio: frac(m, n),
         ops,
-        tenants: (tenants.len() as u64).max(u64::from(n > 0)),
+        tenants: tenants.len() as u64,
         has_sizes: info.has_sizes,
         size_min: sized.then_some(smin),
         size_max: sized.then_some(smax),
@@ -524,5 +526,38 @@ mod tests {
             let got: Vec<_> = trace.iter().map(|&(k, w)| s.access(k, w)).collect();
             assert_eq!(got, brute(&trace), "round {round}");
         }
+    }
+
+    #[test]
+    fn compute_counts_ops_tenants_and_needs_two_passes_for_bytes() {
+        use crate::generate::{Generator, GeneratorConfig};
+        let mut opened = 0;
+        let s = compute(&mut || {
+            opened += 1;
+            let g = Generator::new(GeneratorConfig {
+                requests: 3000,
+                seed: 4,
+                tenants: vec![
+                    "tenant=0,keys=100,get=0.9,set=0.1,value-size=uniform:10:90"
+                        .parse()
+                        .unwrap(),
+                    "tenant=7,pattern=loop,keys=50".parse().unwrap(),
+                ],
+            })?;
+            Ok(Box::new(g) as Box<dyn RequestReader>)
+        })
+        .unwrap();
+        assert_eq!(opened, 2, "varying sizes need the byte pass");
+        assert_eq!((s.requests, s.tenants), (3000, 2));
+        assert_eq!(s.ops.get + s.ops.set + s.ops.delete, 3000);
+        assert!(s.ops.set > 0 && s.ops.delete == 0);
+        assert!(s.unique_keys <= 150);
+        let b = s.lru_miss_ratio_bytes.expect("byte ratios");
+        assert!(b.iter().all(|p| (0.0..=1.0).contains(&p.miss_ratio)));
+        assert!(
+            s.lru_miss_ratio_objects
+                .windows(2)
+                .all(|w| w[0].miss_ratio >= w[1].miss_ratio)
+        );
     }
 }
