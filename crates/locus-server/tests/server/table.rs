@@ -430,19 +430,17 @@ fn table_resp2_single_tenant() {
     run_table(&mut c, false);
 }
 
-#[test]
-fn table_resp3_single_tenant() {
-    let srv = start(config(""));
-    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+/// Switches `c` to RESP3 and checks the HELLO map byte for byte (the id varies).
+fn hello3(c: &mut Client) {
     c.send(&enc(&["HELLO", "3"]));
     let prefix = hello3_reply_prefix();
     let got = c.read_n(prefix.len());
     assert_eq!(String::from_utf8_lossy(&got), prefix);
-    // id value, then mode/role/modules
     let rest = "\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n";
     let mut id = Vec::new();
     loop {
         let b = c.read_n(1);
+        assert!(!b.is_empty(), "HELLO reply ended early");
         if b == b"\r" {
             break;
         }
@@ -451,6 +449,30 @@ fn table_resp3_single_tenant() {
     assert!(std::str::from_utf8(&id).unwrap().parse::<u64>().is_ok());
     let got = c.read_n(rest.len() - 1);
     assert_eq!(String::from_utf8_lossy(&got), &rest[1..]);
+}
+
+#[test]
+fn table_resp3_single_tenant() {
+    let srv = start(config(""));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    hello3(&mut c);
+    run_table(&mut c, true);
+}
+
+#[test]
+fn table_resp3_prefix_and_db_tenancy() {
+    let srv = start(config(
+        "[tenancy]\nmode = \"prefix\"\ndefault_tenant = \"rest\"\n[[tenant]]\nname = \"u\"\nprefix = \"user:\"\n[[tenant]]\nname = \"rest\"\nprefix = \"r:\"\n",
+    ));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    hello3(&mut c);
+    run_table(&mut c, true);
+    let srv = start(config(
+        "[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\n[[tenant]]\nname = \"b\"\ndb = 5\n",
+    ));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    hello3(&mut c);
+    c.cmd(&["SELECT", "5"], "+OK\r\n");
     run_table(&mut c, true);
 }
 
