@@ -9,7 +9,7 @@
 //!   `.zst .xz .gz .bz2` decompression. Readers stream (constant memory), decode into a reused
 //!   record (no allocation per request) and turn every malformed record into a [`TraceError`]
 //!   naming the file and the byte offset or line.
-//! * [`write`]: writers for the Locus CSV (every field round-trips) and libCacheSim oracleGeneral.
+//! * [`write`](mod@write): writers for the Locus CSV (every field round-trips) and libCacheSim oracleGeneral.
 //! * [`generate`]: Zipf, uniform, loop, phase-change and YCSB A–F key streams, value-size
 //!   distributions and multi-tenant mixes, all seeded and reproducible.
 //! * [`stats`]: request and key counts, one-hit wonders, sizes, op mix, footprint and exact LRU

@@ -309,7 +309,7 @@ impl CsvReader {
             time_unit,
             volume_as_tenant: opts.volume_as_tenant,
             strict: opts.strict,
-            default_size: opts.default_size(),
+            default_size: opts.size_or_one(),
             fields: Vec::with_capacity(16),
             scratch: Vec::with_capacity(256),
             tenants: HashMap::with_hasher(BuildMix),

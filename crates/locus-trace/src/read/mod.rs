@@ -354,7 +354,7 @@ impl ReadOptions {
         }
     }
 
-    pub(crate) fn default_size(&self) -> u64 {
+    pub(crate) fn size_or_one(&self) -> u64 {
         if self.default_size == 0 {
             1
         } else {
@@ -462,8 +462,8 @@ fn open_decoded(
     Ok(match format {
         Format::OracleGeneral => Box::new(binary::OracleGeneral::new(src, info)),
         Format::Vscsi => Box::new(binary::Vscsi::new(src, info)?),
-        Format::KeyStream(ks) => Box::new(binary::Keys::new(src, info, ks, opts.default_size())),
-        Format::IdPerLine => Box::new(text::IdPerLine::new(src, info, opts.default_size())),
+        Format::KeyStream(ks) => Box::new(binary::Keys::new(src, info, ks, opts.size_or_one())),
+        Format::IdPerLine => Box::new(text::IdPerLine::new(src, info, opts.size_or_one())),
         Format::ArcLis => Box::new(text::ArcLis::new(src, info)),
         Format::Adaptsize => Box::new(text::Adaptsize::new(src, info)),
         Format::Csv
