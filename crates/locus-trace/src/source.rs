@@ -265,3 +265,64 @@ impl Source {
         Ok(Some((self.line_no, line)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hands out at most `step` bytes per read, to exercise every refill path.
+    struct Trickle(std::io::Cursor<Vec<u8>>, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    fn source(data: Vec<u8>, step: usize) -> Source {
+        Source::new(
+            Arc::new(PathBuf::from("t")),
+            Box::new(Trickle(std::io::Cursor::new(data), step)),
+        )
+    }
+
+    #[test]
+    fn lines_across_refills_and_long_lines() {
+        let long = vec![b'x'; 600_000]; // longer than the window, shorter than MAX_LINE
+        let mut data = b"a\r\n".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\nlast");
+        for step in [1, 7, 4096, 1 << 20] {
+            let mut s = source(data.clone(), step);
+            assert_eq!(s.line().unwrap(), Some((1, &b"a"[..])));
+            let (no, l) = s.line().unwrap().unwrap();
+            assert_eq!((no, l.len()), (2, long.len()));
+            assert_eq!(s.line().unwrap(), Some((3, &b"last"[..])));
+            assert_eq!(s.line().unwrap(), None);
+            assert_eq!(s.line().unwrap(), None);
+        }
+        let mut s = source(vec![b'y'; MAX_LINE + 10], 1 << 16);
+        assert!(matches!(s.line(), Err(TraceError::Invalid { .. })));
+    }
+
+    #[test]
+    fn records_across_refills() {
+        let data: Vec<u8> = (0..=255u8).cycle().take(24 * 20_000 + 5).collect();
+        for step in [1, 5, 100_000] {
+            let mut s = source(data.clone(), step);
+            for i in 0..20_000 {
+                let r = s.record(24).unwrap().unwrap();
+                assert_eq!(r[0], ((i * 24) % 256) as u8);
+            }
+            match s.record(24) {
+                Err(TraceError::Truncated {
+                    offset, remainder, ..
+                }) => {
+                    assert_eq!((offset, remainder), (24 * 20_000, 5));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}
