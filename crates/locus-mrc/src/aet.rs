@@ -250,6 +250,15 @@ impl Profiler for Aet {
         cold / self.sampled as f64 * self.time as f64
     }
 
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("aet", factor)?;
+        self.rt.scale(factor);
+        self.read.scale(factor);
+        self.cold *= factor;
+        self.cold_reads *= factor;
+        Ok(())
+    }
+
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         check_capacities(capacities)?;
         // Pending samples have no next access in the window: cold.

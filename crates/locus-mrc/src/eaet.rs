@@ -184,6 +184,16 @@ impl Profiler for Eaet {
         cold / n * self.clock as f64
     }
 
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("eaet", factor)?;
+        self.access_rth.scale(factor);
+        self.delete_rth.scale(factor);
+        self.read_rth.scale(factor);
+        self.cold_bytes *= factor;
+        self.cold_reads *= factor;
+        Ok(())
+    }
+
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         check_capacities(capacities)?;
         let get_share = if self.accesses == 0 {

@@ -75,6 +75,16 @@ pub enum MrcError {
         /// The second curve's unit/metric.
         right: String,
     },
+    /// A decay factor outside `[0, 1]`, or a partial decay of a model that cannot weigh history.
+    #[error("cannot decay {model} by {factor}: {reason}")]
+    InvalidDecay {
+        /// The model.
+        model: String,
+        /// The rejected factor.
+        factor: f64,
+        /// Why.
+        reason: String,
+    },
     /// An operation needing at least one curve or point got none.
     #[error("empty input: {what}")]
     Empty {

@@ -79,6 +79,12 @@ impl Profiler for ExactLru {
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         mrc_from_hist(&self.hist, 0.0, 1.0, self.unit, self.metric, capacities)
     }
+
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("exact", factor)?;
+        self.hist.scale(factor);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

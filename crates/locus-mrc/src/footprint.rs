@@ -158,6 +158,24 @@ impl Profiler for Footprint {
         (self.live.len() + self.ended.len()) as f64 / self.filter.rate()
     }
 
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("footprint", factor)?;
+        if factor != 0.0 {
+            return Err(MrcError::InvalidDecay {
+                model: "footprint".into(),
+                factor,
+                reason: "the footprint formula needs whole windows; only 0 (restart) is supported"
+                    .into(),
+            });
+        }
+        self.live.clear();
+        self.ended.clear();
+        self.rt.clear();
+        self.n = 0;
+        self.full = 0;
+        Ok(())
+    }
+
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         check_capacities(capacities)?;
         let r = self.filter.rate();

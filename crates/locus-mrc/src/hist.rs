@@ -115,6 +115,14 @@ impl Hist {
 }
 
 impl Hist {
+    /// Multiplies every weight by `f` (interval decay).
+    pub fn scale(&mut self, f: f64) {
+        for b in &mut self.buckets {
+            *b *= f;
+        }
+        self.inf *= f;
+    }
+
     /// Number of bucket slots allocated (indices beyond are empty).
     pub fn slots(&self) -> usize {
         self.buckets.len()

@@ -405,6 +405,14 @@ impl Profiler for Krr {
         self.peak
     }
 
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("krr", factor)?;
+        self.hist.scale(factor);
+        self.full_weight *= factor;
+        self.sampled_weight *= factor;
+        Ok(())
+    }
+
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         let r = self.filter.rate();
         let zero = if self.cfg.adjust && r < 1.0 {

@@ -52,6 +52,29 @@ pub trait Profiler: Send {
     /// # Errors
     /// [`MrcError::InvalidCurve`] if the capacities are not finite, non-negative and increasing.
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError>;
+    /// Interval boundary (MODELS.md 0.6): multiplies the recorded histogram (the curve's evidence)
+    /// by `factor` while keeping the model's state (stack, last-access tables, pending samples),
+    /// so reuses spanning the boundary are still seen. `0` forgets the history, `0.5` halves its
+    /// weight. AET/EAET's pending samples are not history: they keep their weight and still
+    /// count as cold when a curve is computed.
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidDecay`] if `factor` is not in `[0, 1]` or the model cannot weigh
+    /// history (footprint supports only `0`, which restarts it).
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError>;
+}
+
+/// Checks a decay factor.
+pub(crate) fn check_decay(model: &str, factor: f64) -> Result<(), MrcError> {
+    if (0.0..=1.0).contains(&factor) {
+        Ok(())
+    } else {
+        Err(MrcError::InvalidDecay {
+            model: model.into(),
+            factor,
+            reason: "the factor must be in [0, 1]".into(),
+        })
+    }
 }
 
 /// Checks a capacity list: finite, non-negative, strictly increasing.

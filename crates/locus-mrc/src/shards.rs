@@ -200,6 +200,14 @@ impl Profiler for Shards {
         self.peak
     }
 
+    fn decay(&mut self, factor: f64) -> Result<(), MrcError> {
+        crate::profiler::check_decay("shards", factor)?;
+        self.hist.scale(factor);
+        self.full_weight *= factor;
+        self.sampled_weight *= factor;
+        Ok(())
+    }
+
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
         let (expected, scale) = match self.cfg.mode {
             ShardsMode::FixedRate(_) => (self.full_weight * self.rate(), self.rate()),
