@@ -78,7 +78,7 @@ fn command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     ctx.w.bulk(c.group.as_bytes());
 }
 
-/// COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | GETKEYS cmd args... | HELP]
+/// `COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | GETKEYS cmd args... | HELP]`
 pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 1 {
         ctx.w.array(COMMANDS.len());
@@ -286,7 +286,7 @@ fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> CmdResult {
     Ok(())
 }
 
-/// CONFIG SET name value [name value ...]: all pairs are parsed into a candidate configuration,
+/// `CONFIG SET name value [name value ...]`: all pairs are parsed into a candidate configuration,
 /// the candidate goes through the same `validate()` as the file, and only then is anything applied
 /// (atomically, like Redis).
 fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
@@ -336,7 +336,7 @@ fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// CONFIG GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | REWRITE | HELP
+/// `CONFIG GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | REWRITE | HELP`
 pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     match sub.as_str() {
@@ -563,7 +563,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     out
 }
 
-/// INFO [section ...]
+/// `INFO [section ...]`
 pub fn info(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sections: Vec<String> = a[1..].iter().map(|s| lower(s)).collect();
     let text = info_text(ctx, &sections);
@@ -573,7 +573,7 @@ pub fn info(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 // ---------------------------------------------------------------- MEMORY / OBJECT
 
-/// MEMORY USAGE key [SAMPLES n] | HELP
+/// `MEMORY USAGE key [SAMPLES n] | HELP`
 pub fn memory(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     match sub.as_str() {
@@ -677,7 +677,7 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 // ---------------------------------------------------------------- SHUTDOWN
 
-/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: stops the server (no reply, like Redis).
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stops the server (no reply, like Redis).
 pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     for o in &a[1..] {
         if is(o, "abort") {
@@ -713,7 +713,7 @@ fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<String> {
     })
 }
 
-/// LOCUS.TENANT LIST | <name> GET <option|*> | <name> SET <option> <value>
+/// `LOCUS.TENANT LIST | <name> GET <option|*> | <name> SET <option> <value>`
 pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 2 && is(&a[1], "list") {
         let names: Vec<String> = ctx

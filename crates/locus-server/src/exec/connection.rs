@@ -5,7 +5,7 @@ use locus_protocol::ProtocolVersion;
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, lower};
 use crate::config::TenancyMode;
 
-/// PING [message]
+/// `PING [message]`
 pub fn ping(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     match a.len() {
         1 => ctx.w.simple("PONG"),
@@ -102,7 +102,7 @@ fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, tenant: Option<locus_engin
     }
 }
 
-/// AUTH [username] password
+/// `AUTH [username] password`
 pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let (user, pass) = match a.len() {
         2 => (None, &a[1][..]),
@@ -115,7 +115,7 @@ pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+/// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let mut proto = ctx.conn.proto;
     if a.len() >= 2 {

@@ -81,22 +81,22 @@ fn expire_generic(
     Ok(())
 }
 
-/// EXPIRE key seconds [NX|XX|GT|LT]
+/// `EXPIRE key seconds [NX|XX|GT|LT]`
 pub fn expire(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     expire_generic(ctx, a, Base::Relative, false, "expire")
 }
 
-/// PEXPIRE key ms [NX|XX|GT|LT]
+/// `PEXPIRE key ms [NX|XX|GT|LT]`
 pub fn pexpire(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     expire_generic(ctx, a, Base::Relative, true, "pexpire")
 }
 
-/// EXPIREAT key unix-seconds [NX|XX|GT|LT]
+/// `EXPIREAT key unix-seconds [NX|XX|GT|LT]`
 pub fn expireat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     expire_generic(ctx, a, Base::Absolute, false, "expireat")
 }
 
-/// PEXPIREAT key unix-ms [NX|XX|GT|LT]
+/// `PEXPIREAT key unix-ms [NX|XX|GT|LT]`
 pub fn pexpireat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     expire_generic(ctx, a, Base::Absolute, true, "pexpireat")
 }

@@ -4,7 +4,7 @@
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
 use crate::glob::glob_match;
 
-/// DEL / UNLINK key [key ...]
+/// `DEL / UNLINK key [key ...]`
 pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let n = a[1..].iter().filter(|k| ctx.eng.delete(t, k)).count();
@@ -12,7 +12,7 @@ pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// EXISTS key [key ...] (a key named twice counts twice)
+/// `EXISTS key [key ...] (a key named twice counts twice)`
 pub fn exists(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let n = a[1..].iter().filter(|k| ctx.eng.exists(t, k)).count();
@@ -20,7 +20,7 @@ pub fn exists(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// TOUCH key [key ...]: counts existing keys and refreshes their access time.
+/// `TOUCH key [key ...]`: counts existing keys and refreshes their access time.
 pub fn touch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let n = a[1..]
@@ -66,7 +66,7 @@ pub fn keys(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+/// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
 pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let cursor: u64 = std::str::from_utf8(&a[1])
@@ -149,7 +149,7 @@ pub fn dbsize(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// FLUSHDB / FLUSHALL [ASYNC|SYNC]: the caller's tenant only.
+/// `FLUSHDB / FLUSHALL [ASYNC|SYNC]`: the caller's tenant only.
 pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() > 2 || (a.len() == 2 && !is(&a[1], "async") && !is(&a[1], "sync")) {
         return Err(CmdError::Syntax);

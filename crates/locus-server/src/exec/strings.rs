@@ -34,7 +34,7 @@ pub enum ExpireArg {
 }
 
 /// Converts an expire option to an absolute unix-ms time with Redis's checks
-/// ("invalid expire time in '<cmd>' command" for <= 0 or overflow).
+/// (`invalid expire time in '<cmd>' command` for <= 0 or overflow).
 pub fn expire_to_abs(kind: ExpireArg, raw: &[u8], now_ms: u64, cmd: &str) -> Result<u64, CmdError> {
     let v = int_arg(raw)?;
     let invalid = || CmdError::msg(format!("ERR invalid expire time in '{cmd}' command"));
@@ -56,7 +56,7 @@ fn opts(expire: Expire, cond: SetCond) -> SetOptions {
     SetOptions { expire, cond }
 }
 
-/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms-ts|KEEPTTL]
+/// `SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ms-ts|KEEPTTL]`
 pub fn set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let mut cond = SetCond::Always;
@@ -175,7 +175,7 @@ pub fn getdel(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// GETEX key [EX s|PX ms|EXAT ts|PXAT ms-ts|PERSIST]
+/// `GETEX key [EX s|PX ms|EXAT ts|PXAT ms-ts|PERSIST]`
 pub fn getex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let mut persist = false;
@@ -230,7 +230,7 @@ pub fn getex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// MGET key [key ...]
+/// `MGET key [key ...]`
 pub fn mget(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     ctx.w.array(a.len() - 1);
@@ -243,7 +243,7 @@ pub fn mget(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// MSET key value [key value ...]
+/// `MSET key value [key value ...]`
 pub fn mset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("mset".into()));
@@ -256,7 +256,7 @@ pub fn mset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// MSETNX key value [key value ...]
+/// `MSETNX key value [key value ...]`
 pub fn msetnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len().is_multiple_of(2) {
         return Err(CmdError::WrongArity("msetnx".into()));

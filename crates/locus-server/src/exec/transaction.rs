@@ -93,7 +93,7 @@ pub fn discard(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// WATCH key [key ...]
+/// `WATCH key [key ...]`
 pub fn watch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if ctx.conn.multi.is_some() {
         return Err(CmdError::msg("ERR WATCH inside MULTI is not allowed"));
