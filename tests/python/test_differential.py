@@ -15,14 +15,15 @@ KEYS = [f"k{i}" for i in range(8)] + ["\x00bin", "sp ace"]
 VALUES = ["", "0", "1", "-1", "10", "42", "9223372036854775807", "-9223372036854775808", "1.5", "-0.25",
           "abc", "x" * 60, "\x00\xff\r\n", " 1", "3.0e3", "007", "+5", "1e5"]
 INCRS = ["1", "-1", "5", "100", "9223372036854775807", "-9223372036854775808", "abc", "1.5", ""]
-FLOATS = ["0.5", "-1.5", "10", "3.0e2", "abc", "", "-0", "2.25"]
+FLOATS = ["0.5", "-1.5", "10", "3.0e2", "abc", "", "-0", "2.25", "0.1", "1e20", "-1e-20", "inf", "-inf",
+          "1.7976931348623157e308", "5e-324", "0.333333333333333333", " 1", "1e"]
 
 
 def random_command(rng: random.Random):
     k = rng.choice(KEYS)
     k2 = rng.choice(KEYS)
     v = rng.choice(VALUES)
-    op = rng.randrange(34)
+    op = rng.randrange(54)
     if op < 5:
         args = ["SET", k, v]
         if rng.random() < 0.3:
@@ -43,6 +44,16 @@ def random_command(rng: random.Random):
         ["EXPIRE", k, rng.choice(["100", "1000", "5000", "-1", "x"])] + rng.choice([[], ["NX"], ["XX"], ["GT"], ["LT"]]),
         ["PERSIST", k], ["TTL", k], ["PTTL", k], ["EXPIRETIME", k], ["DBSIZE"], ["KEYS", "*"],
         ["UNLINK", k], ["SETEX", k, rng.choice(["100", "0"]), v], ["GET"],
+        ["OBJECT", "ENCODING", k], ["SETRANGE", k, rng.choice(["100", "-1", "x"]), v],
+        ["GETRANGE", k, rng.choice(["0", "-1", "9223372036854775807", "-9223372036854775808"]),
+         rng.choice(["-1", "3", "9223372036854775807"])],
+        ["EXPIREAT", k, rng.choice(["1", "4102444800", "0"])] + rng.choice([[], ["GT"], ["LT"]]),
+        ["PEXPIRE", k, rng.choice(["100000", "0", "9223372036854775807"])],
+        # (no past EXAT/PXAT: Redis 7.0 stores such a key and DBSIZE counts it until it is reclaimed)
+        ["SET", k, v, rng.choice(["EXAT", "PXAT"]), rng.choice(["4102444800", "4102444800000", "0", "-5"])],
+        ["MSET", k], ["RENAME", k, k], ["GETEX", k, "EX"], ["SET", k, v, "EX", "10", "PX", "10"],
+        ["INCRBYFLOAT", k], ["DECRBY", k, "-9223372036854775808"], ["PSETEX", k, "100000", v],
+        ["STRLEN", k, k2], ["ECHO", v], ["EXISTS"],
     ][op - 5]
 
 
@@ -55,7 +66,7 @@ def normalise(args, reply):
     return reply
 
 
-@pytest.mark.parametrize("seed,protocol", [(1, 2), (2, 2), (3, 3), (4, 3)])
+@pytest.mark.parametrize("seed,protocol", [(1, 2), (2, 2), (3, 2), (4, 3), (5, 3), (6, 3)])
 def test_same_replies_as_redis(server, seed, protocol):
     redis_srv = start_redis()
     try:
@@ -69,6 +80,9 @@ def test_same_replies_as_redis(server, seed, protocol):
                 args = random_command(rng)
                 history.append(args)
                 want = normalise(args, ref.call(*args))
+                if args == ["DBSIZE"]:
+                    # Redis 7.0's DBSIZE also counts expired keys not reclaimed yet; compare live keys
+                    want = len(ref.call("KEYS", "*"))
                 got = normalise(args, loc.call(*args))
                 if got != want:
                     recent = "\n".join("    " + " ".join(map(repr, a)) for a in history[-6:])
@@ -94,7 +108,7 @@ def test_same_replies_pipelined(server, protocol):
     cmds = []
     while len(cmds) < 2000:
         args = random_command(rng)
-        if args[0] not in ("TTL", "PTTL", "EXPIRETIME", "KEYS"):
+        if args[0] not in ("TTL", "PTTL", "EXPIRETIME", "KEYS", "DBSIZE"):  # see normalise / DBSIZE above
             cmds.append(args)
     payload = b"".join(encode(*a) for a in cmds)
     redis_srv = start_redis()

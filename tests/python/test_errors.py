@@ -32,6 +32,7 @@ CASES = [
     (("INCRBYFLOAT", "str", "1"), "ERR value is not a valid float"),
     (("INCRBYFLOAT", "int", "x"), "ERR value is not a valid float"),
     (("INCRBYFLOAT", "int", "inf"), "ERR increment would produce NaN or Infinity"),
+    (("INCRBYFLOAT", "str", "inf"), "ERR value is not a valid float"),  # the stored value is checked first
     (("SETRANGE", "str", "-1", "x"), "ERR offset is out of range"),
     (("SETRANGE", "str", str(512 * 1024 * 1024), "x"), "ERR string exceeds maximum allowed size (proto-max-bulk-len)"),
     (("GETRANGE", "str", "x", "1"), "ERR value is not an integer or out of range"),

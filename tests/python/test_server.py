@@ -184,6 +184,13 @@ def test_object_encoding(r):
     assert r.object("encoding", "short") == "embstr"
     assert r.object("encoding", "long") == "raw"
     assert r.object("encoding", "missing") is None
+    # a value modified in place (APPEND, SETRANGE) is "raw" in Redis, whatever its length or content
+    r.set("appended", "12")
+    r.append("appended", "3")
+    assert r.object("encoding", "appended") == "raw"
+    r.set("ranged", "ab")
+    r.setrange("ranged", 0, "c")
+    assert r.object("encoding", "ranged") == "raw"
 
 
 def test_object_idletime(server, client_for):
