@@ -387,3 +387,54 @@ fn watch_aborts_exec_when_another_client_writes() {
     a.cmd(&["MULTI"], "+OK\r\n");
     a.cmd(&["EXEC"], "*0\r\n");
 }
+
+#[test]
+fn lfu_freq_and_client_introspection() {
+    let srv = start(config("[eviction]\npolicy = \"allkeys-lfu\"\n"));
+    let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["SET", "k", "v"], "+OK\r\n");
+    c.send(&enc(&["OBJECT", "FREQ", "k"]));
+    let got = c.read_n(1);
+    assert_eq!(
+        got, b":",
+        "OBJECT FREQ answers an integer under an LFU policy"
+    );
+    let mut rest = Vec::new();
+    while !rest.ends_with(b"\r\n") {
+        rest.extend(c.read_n(1));
+    }
+    c.cmd(
+        &["OBJECT", "IDLETIME", "k"],
+        "-ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.\r\n",
+    );
+    // HELLO 2 SETNAME names the connection; CLIENT INFO / LIST show it with Redis's fields.
+    c.send(&enc(&["HELLO", "2", "SETNAME", "worker-1"]));
+    let head = c.read_n(5);
+    assert_eq!(head, b"*14\r\n");
+    c.send(&enc(&["ECHO", "sync"]));
+    let mut acc = Vec::new();
+    while !acc.ends_with(b"$4\r\nsync\r\n") {
+        let b = c.read_n(1);
+        assert!(!b.is_empty());
+        acc.extend(b);
+    }
+    c.cmd(&["CLIENT", "GETNAME"], "$8\r\nworker-1\r\n");
+    c.send(&enc(&["CLIENT", "INFO"]));
+    let mut line = Vec::new();
+    while !line.ends_with(b"\n\r\n") {
+        let b = c.read_n(1);
+        assert!(!b.is_empty());
+        line.extend(b);
+    }
+    let text = String::from_utf8_lossy(&line);
+    for field in [
+        " name=worker-1 ",
+        " db=0 ",
+        " cmd=client ",
+        " resp=2 ",
+        " tenant=default\n",
+    ] {
+        assert!(text.contains(field), "missing {field:?} in {text:?}");
+    }
+    assert!(text.contains("\r\nid="), "{text:?}");
+}
