@@ -191,6 +191,11 @@ def test_object_encoding(r):
     r.set("ranged", "ab")
     r.setrange("ranged", 0, "c")
     assert r.object("encoding", "ranged") == "raw"
+    r.set("floated", "5")
+    r.incrbyfloat("floated", 5)  # "10", written by INCRBYFLOAT: embstr, not int
+    assert r.object("encoding", "floated") == "embstr"
+    r.incr("floated")
+    assert r.object("encoding", "floated") == "int"
 
 
 def test_object_idletime(server, client_for):
