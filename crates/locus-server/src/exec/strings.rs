@@ -10,6 +10,17 @@ fn max_len(ctx: &Ctx<'_>) -> u64 {
     ctx.shared.config.read().limits.proto_max_bulk_len.0
 }
 
+/// Refuses a value that cannot fit in a page before building it (APPEND / SETRANGE would
+/// otherwise allocate up to proto-max-bulk-len only for the engine to refuse it).
+fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult {
+    let page = ctx.eng.config().page_size;
+    let size = value_len.saturating_add(key.len() as u64);
+    if size > page {
+        return Err(CmdError::ItemTooLarge { size, max: page });
+    }
+    Ok(())
+}
+
 /// GET key
 pub fn get(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
@@ -284,6 +295,7 @@ pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if (v.len() + a[2].len()) as u64 > max_len(ctx) {
         return Err(CmdError::StringTooLong);
     }
+    check_fits(ctx, &a[1], (v.len() + a[2].len()) as u64)?;
     v.extend_from_slice(&a[2]);
     ctx.eng
         .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
@@ -349,6 +361,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if need > max_len(ctx) {
         return Err(CmdError::StringTooLong);
     }
+    check_fits(ctx, &a[1], need)?;
     let mut v = cur.unwrap_or_default();
     let off = off as usize;
     if v.len() < off + val.len() {
