@@ -36,12 +36,15 @@ def test_print_config_is_valid_toml_with_overrides():
 
 
 @pytest.mark.parametrize("toml,needles", [
-    ('[eviction]\npolicy = "lru"\n', ["policy", "lru"]),
+    ('[eviction]\npolicy = "lru"\n', ["eviction.policy", '"lru"']),
     ('[server]\nno_such_key = 1\n', ["no_such_key"]),
-    ('[eviction]\nsamples = 0\n', ["samples"]),
-    ('[memory]\nmaxmemory = "lots"\n', ["maxmemory"]),
-    ('[tenancy]\nmode = "port"\n[[tenant]]\nname = "a"\n', ["port"]),
-    ('[[tenant]]\nname = "a"\n[[tenant]]\nname = "a"\n', ["a"]),
+    ('[eviction]\nsamples = 0\n', ["eviction.samples"]),
+    ('[memory]\nmaxmemory = "lots"\n', ["maxmemory", '"lots"']),
+    ('[tenancy]\nmode = "port"\n[[tenant]]\nname = "a"\n', ["tenant[0].port"]),
+    ('[tenancy]\nmode = "prefix"\n[[tenant]]\nname = "a"\nprefix = "a:"\n[[tenant]]\nname = "a"\nprefix = "b:"\n',
+     ["tenant[1].name", "duplicate"]),
+    # every problem is reported, not only the first
+    ('[eviction]\npolicy = "lru"\nsamples = 0\n', ["eviction.policy", "eviction.samples"]),
 ])
 def test_invalid_config_exits_1_naming_the_key(toml, needles):
     p = run(["--port", str(free_port())], toml)
