@@ -119,3 +119,53 @@ pub fn enc(words: &[&str]) -> Vec<u8> {
     }
     v
 }
+
+/// Reads one complete RESP2/RESP3 reply and returns its raw bytes (panics on a malformed reply
+/// or a closed connection: in these tests every command must get exactly one well-formed reply).
+pub fn read_reply(c: &mut Client) -> Vec<u8> {
+    let mut out = Vec::new();
+    read_value(c, &mut out);
+    out
+}
+
+fn read_line(c: &mut Client, out: &mut Vec<u8>) -> String {
+    let start = out.len();
+    while !out[start..].ends_with(b"\r\n") {
+        let b = c.read_n(1);
+        assert!(
+            !b.is_empty(),
+            "connection closed mid-reply: {:?}",
+            String::from_utf8_lossy(out)
+        );
+        out.extend(b);
+    }
+    String::from_utf8_lossy(&out[start..out.len() - 2]).into_owned()
+}
+
+fn read_value(c: &mut Client, out: &mut Vec<u8>) {
+    let line = read_line(c, out);
+    let (tag, rest) = line.split_at(1);
+    let n = || {
+        rest.parse::<i64>()
+            .unwrap_or_else(|_| panic!("bad length in {line:?}"))
+    };
+    match tag {
+        "+" | "-" | ":" | "_" | "," | "#" | "(" => {}
+        "$" | "=" | "!" => {
+            if n() >= 0 {
+                out.extend(c.read_n(n() as usize + 2));
+            }
+        }
+        "*" | "~" | ">" => {
+            for _ in 0..n().max(0) {
+                read_value(c, out);
+            }
+        }
+        "%" | "|" => {
+            for _ in 0..2 * n().max(0) {
+                read_value(c, out);
+            }
+        }
+        _ => panic!("unknown reply type in {line:?}"),
+    }
+}

@@ -10,5 +10,6 @@
 mod behaviour;
 mod common;
 mod malformed;
+mod robustness;
 mod table;
 mod tenants;
