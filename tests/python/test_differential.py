@@ -19,9 +19,9 @@ FLOATS = ["0.5", "-1.5", "10", "3.0e2", "abc", "", "-0", "2.25", "0.1", "1e20", 
           "1.7976931348623157e308", "5e-324", "0.333333333333333333", " 1", "1e"]
 
 
-def random_command(rng: random.Random):
-    k = rng.choice(KEYS)
-    k2 = rng.choice(KEYS)
+def random_command(rng: random.Random, keys=KEYS):
+    k = rng.choice(keys)
+    k2 = rng.choice(keys)
     v = rng.choice(VALUES)
     op = rng.randrange(54)
     if op < 5:
@@ -34,7 +34,7 @@ def random_command(rng: random.Random):
             args += rng.choice([["EX", "1000"], ["PX", "500000"], ["KEEPTTL"], ["EX", "0"], ["EX", "x"]])
         return args
     return [
-        ["GET", k], ["GET", k], ["MGET", k, k2, rng.choice(KEYS)], ["MSET", k, v, k2, rng.choice(VALUES)],
+        ["GET", k], ["GET", k], ["MGET", k, k2, rng.choice(keys)], ["MSET", k, v, k2, rng.choice(VALUES)],
         ["MSETNX", k, v, k2, v], ["SETNX", k, v], ["GETSET", k, v], ["GETDEL", k],
         ["GETEX", k] + rng.choice([[], ["PERSIST"], ["EX", "2000"], ["PX", "0"]]),
         ["APPEND", k, v], ["STRLEN", k], ["GETRANGE", k, str(rng.randint(-12, 12)), str(rng.randint(-12, 12))],
@@ -125,5 +125,54 @@ def test_same_replies_pipelined(server, protocol):
         diffs = [f"#{i} {cmds[i]!r}: Locus {a!r}, Redis {b!r}"
                  for i, (a, b) in enumerate(zip(replies["locus"], replies["redis"])) if a != b]
         assert not diffs, f"{len(diffs)} replies differ, first ones:\n" + "\n".join(diffs[:5])
+    finally:
+        redis_srv.stop()
+
+
+TENANCY_TOML = {
+    "port": """[tenancy]\nmode = "port"\n[[tenant]]\nname = "other"\nport = {p2}\n[[tenant]]\nname = "t"\nport = {p1}\n""",
+    "user": """[tenancy]\nmode = "user"\n[[tenant]]\nname = "other"\nuser = "o"\npassword = "o"\n"""
+            """[[tenant]]\nname = "t"\nuser = "tu"\npassword = "tp"\n""",
+    "db": """[tenancy]\nmode = "db"\n[[tenant]]\nname = "other"\ndb = 0\n[[tenant]]\nname = "t"\ndb = 5\n""",
+    "prefix": """[tenancy]\nmode = "prefix"\ndefault_tenant = "t"\n[[tenant]]\nname = "other"\nprefix = "o:"\n"""
+              """[[tenant]]\nname = "t"\nprefix = "t:"\n""",
+}
+
+
+@pytest.mark.parametrize("mode", ["port", "user", "db", "prefix"])
+def test_same_replies_as_redis_in_every_tenancy_mode(start_locus_toml, mode):
+    """A tenant behaves like a whole Redis, whatever identifies it; a neighbour's keys never show."""
+    from harness import free_ports
+
+    main, p1, p2 = free_ports(3)
+    toml = f"[server]\nbind = \"127.0.0.1\"\nport = {main}\n" + TENANCY_TOML[mode].format(p1=p1, p2=p2)
+    srv = start_locus_toml(toml, p1 if mode == "port" else main)
+    keys = [f"t:{k}" for k in KEYS] if mode == "prefix" else KEYS
+    redis_srv = start_redis()
+    try:
+        with Raw(p1 if mode == "port" else main) as loc, Raw(redis_srv.port) as ref, \
+                Raw(p2 if mode == "port" else main) as neighbour:
+            if mode == "user":
+                assert loc.call("AUTH", "tu", "tp") == "OK"
+                assert neighbour.call("AUTH", "o", "o") == "OK"
+            if mode == "db":
+                assert loc.call("SELECT", "5") == "OK"
+            okeys = [f"o:{k}" for k in KEYS] if mode == "prefix" else KEYS
+            assert neighbour.call("MSET", *[x for k in okeys for x in (k, "neighbour")]) == "OK"
+            rng = random.Random(7)
+            mismatches = []
+            for step in range(800):
+                args = random_command(rng, keys)
+                want = normalise(args, ref.call(*args))
+                if args == ["DBSIZE"]:
+                    want = len(ref.call("KEYS", "*"))
+                got = normalise(args, loc.call(*args))
+                if got != want:
+                    mismatches.append(f"step {step}: {args!r}: Locus {got!r}, Redis {want!r}")
+                    for c in (loc, ref):
+                        c.call("FLUSHALL")
+            assert not mismatches, f"{mode}: {len(mismatches)} mismatches\n" + "\n".join(mismatches[:8])
+            # the neighbour tenant was never touched
+            assert neighbour.call("MGET", *okeys) == [b"neighbour"] * len(okeys)
     finally:
         redis_srv.stop()
