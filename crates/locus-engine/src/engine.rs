@@ -230,6 +230,9 @@ pub struct Engine {
     /// The last page reassignments and releases (what, why, from, to).
     page_events: VecDeque<PageEvent>,
     page_event_count: u64,
+    /// Optional cap on the sum of key + value bytes over all tenants (byte-capacity
+    /// simulations: `minisim`); not part of [`EngineConfig`].
+    max_item_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -296,6 +299,7 @@ impl Engine {
             next_db: 0,
             page_events: VecDeque::new(),
             page_event_count: 0,
+            max_item_bytes: None,
             cfg,
             clock,
         })
@@ -1175,6 +1179,26 @@ impl Engine {
         }
     }
 
+    /// Sum of key + value bytes over all tenants.
+    fn total_item_bytes(&self) -> u64 {
+        self.tenants.iter().map(|tn| tn.item_bytes).sum()
+    }
+
+    /// Enforces the item-bytes cap after `t` stored or grew an item: evicts (reason `ItemLimit`)
+    /// until the sum of key + value bytes fits. The new item may itself be chosen, as with
+    /// `max_items`.
+    fn enforce_byte_cap(&mut self, t: usize) -> bool {
+        while let Some(cap) = self.max_item_bytes {
+            if self.total_item_bytes() <= cap {
+                break;
+            }
+            if !self.evict_for(t, EvictionReason::ItemLimit) {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Enforces the per-tenant and global item caps after `t` added an item.
     fn enforce_item_caps(&mut self, t: usize) -> bool {
         while let Some(cap) = self.tenants[t].cfg.max_items {
@@ -1332,6 +1356,12 @@ impl Engine {
                 }
                 return Err(EngineError::OutOfMemory);
             }
+        }
+        if self.max_item_bytes.is_some() && !self.enforce_byte_cap(ti) {
+            if let Some(n) = self.find(ti, key, hash) {
+                self.unlink_item(ti, n, true);
+            }
+            return Err(EngineError::OutOfMemory);
         }
         let tn = &mut self.tenants[ti];
         tn.counters.sets += 1;
@@ -1771,6 +1801,45 @@ impl Engine {
         Ok(())
     }
 
+    /// Caps the sum of key + value bytes over all tenants (`None` = no cap), the byte capacity
+    /// of the papers' simulators (`Σ sizes ≤ B`) independent of pages, chunks and metadata.
+    /// Used by miniature simulation in byte mode; `maxmemory` still bounds pages. Like
+    /// `max_items` it is enforced right after a SET (the new key can be chosen, Redis-style);
+    /// lowering it evicts at once (reason `ItemLimit`).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] for `Some(0)`.
+    pub fn set_max_item_bytes(&mut self, cap: Option<u64>) -> Result<(), EngineError> {
+        if cap == Some(0) {
+            return Err(invalid(vec![
+                "max_item_bytes: must be at least 1 when set".into(),
+            ]));
+        }
+        self.max_item_bytes = cap;
+        if let Some(cap) = cap {
+            let mut t = 0;
+            while self.total_item_bytes() > cap && !self.tenants.is_empty() {
+                let before = self.total_item_bytes();
+                for _ in 0..self.tenants.len() {
+                    if self.total_item_bytes() <= cap {
+                        break;
+                    }
+                    self.evict_for(t % self.tenants.len(), EvictionReason::ItemLimit);
+                    t += 1;
+                }
+                if self.total_item_bytes() == before {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The cap set by [`Engine::set_max_item_bytes`].
+    pub fn max_item_bytes(&self) -> Option<u64> {
+        self.max_item_bytes
+    }
+
     /// Changes the global item cap; lowering it evicts at once (reason `ItemLimit`).
     ///
     /// # Errors
@@ -2091,6 +2160,9 @@ impl Engine {
         assert_eq!(items, self.total_items);
         if let Some(cap) = self.cfg.max_items {
             assert!(items <= cap, "global item cap exceeded");
+        }
+        if let Some(cap) = self.max_item_bytes {
+            assert!(self.total_item_bytes() <= cap, "item-bytes cap exceeded");
         }
     }
 }

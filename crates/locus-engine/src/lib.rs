@@ -17,6 +17,9 @@
 //!   competition, [`arbiter::StaticArbiter`] = per-tenant budgets).
 //! * `engine`: the [`Engine`] itself.
 //! * [`stats`]: counters per engine, tenant and size class.
+//! * [`minisim`]: miniature simulation ([`minisim::MiniSim`], a `locus_mrc::Profiler` running
+//!   scaled-down engines on a hash-sampled stream) and the full-size K-LRU ground truth
+//!   ([`minisim::simulate_klru`]).
 //!
 //! # Memory layout
 //!
@@ -69,6 +72,7 @@ mod engine;
 pub mod error;
 mod evict;
 pub mod ids;
+pub mod minisim;
 pub mod policy;
 pub mod stats;
 mod store;
