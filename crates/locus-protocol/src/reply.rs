@@ -212,6 +212,11 @@ impl<'a> ReplyWriter<'a> {
         }
     }
 
+    /// The bytes written since the vector had length `start` (a reply just encoded).
+    pub fn written_since(&self, start: usize) -> &[u8] {
+        self.out.get(start..).unwrap_or(&[])
+    }
+
     /// Drops everything written after byte `len` (to discard a partial reply).
     pub fn truncate(&mut self, len: usize) {
         self.out.truncate(len);

@@ -29,6 +29,9 @@ use crate::config::{ServerConfig, TenancyMode};
 use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
+/// Most keys remembered as `raw`-encoded (see [`Shared::note_encoding`]).
+pub const MAX_RAW_KEYS: usize = 100_000;
+
 /// WATCH registry: (tenant id, key) -> ids of the clients watching it.
 pub type WatchMap = std::collections::HashMap<(u32, Vec<u8>), Vec<u64>>;
 
@@ -171,6 +174,11 @@ pub struct Shared {
     pub watch_count: std::sync::atomic::AtomicUsize,
     /// Clients whose watched keys were modified (their EXEC fails).
     pub dirty: Mutex<std::collections::HashSet<u64>>,
+    /// Keys whose encoding Redis would not derive from the value's shape: `raw` after APPEND /
+    /// SETRANGE, `embstr` for an INCRBYFLOAT result (see [`Shared::note_encoding`]).
+    pub raw_keys: Mutex<std::collections::HashMap<(u32, Vec<u8>), &'static str>>,
+    /// `raw_keys.len()`, read without the lock on every write.
+    pub raw_count: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
 }
 
@@ -204,6 +212,8 @@ impl Shared {
             watches: Mutex::new(std::collections::HashMap::new()),
             watch_count: std::sync::atomic::AtomicUsize::new(0),
             dirty: Mutex::new(std::collections::HashSet::new()),
+            raw_keys: Mutex::new(std::collections::HashMap::new()),
+            raw_count: std::sync::atomic::AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
         }
     }
@@ -251,6 +261,56 @@ impl Shared {
                 d.extend(ids.iter().copied());
             }
         }
+    }
+
+    /// Records how a write command leaves the encoding of its keys (for OBJECT ENCODING): the
+    /// pseudo-command `raw` marks keys raw (APPEND to an existing key, SETRANGE), every other write
+    /// replaces the value.
+    pub fn note_encoding(&self, cmd: &str, tenant: TenantId, keys: &[&[u8]]) {
+        let forced = matches!(cmd, "raw" | "embstr");
+        if !forced && self.raw_count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut set = self.raw_keys.lock();
+        match cmd {
+            // The APPEND / SETRANGE handlers decide (Redis: APPEND creating a key encodes it
+            // normally; SETRANGE with an empty value changes nothing).
+            "append" | "setrange" => {}
+            "raw" | "embstr" => {
+                if set.len() >= MAX_RAW_KEYS {
+                    // Bounded memory: forget (OBJECT ENCODING then reports by value shape).
+                    set.clear();
+                }
+                let enc: &'static str = if cmd == "raw" { "raw" } else { "embstr" };
+                for k in keys {
+                    set.insert((tenant.0, k.to_vec()), enc);
+                }
+            }
+            "rename" | "renamenx" if keys.len() == 2 => {
+                let was = set.remove(&(tenant.0, keys[0].to_vec()));
+                set.remove(&(tenant.0, keys[1].to_vec()));
+                if let Some(enc) = was {
+                    set.insert((tenant.0, keys[1].to_vec()), enc);
+                }
+            }
+            "flushdb" | "flushall" => set.retain(|(t, _), _| *t != tenant.0),
+            "expire" | "pexpire" | "expireat" | "pexpireat" | "persist" | "getex" => {}
+            _ => {
+                for k in keys {
+                    set.remove(&(tenant.0, k.to_vec()));
+                }
+            }
+        }
+        self.raw_count.store(set.len(), Ordering::Relaxed);
+    }
+
+    /// The encoding OBJECT ENCODING must report for this key if not the one its value's shape
+    /// gives.
+    pub fn forced_encoding(&self, tenant: TenantId, key: &[u8]) -> Option<&'static str> {
+        if self.raw_count.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.raw_keys.lock().get(&(tenant.0, key.to_vec())).copied()
     }
 
     /// Registers a watch.

@@ -661,12 +661,17 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     };
     match sub.as_str() {
         "encoding" => {
-            let is_int = o.value_len <= 20
-                && ctx
-                    .eng
-                    .peek(t, &a[2])
-                    .is_some_and(|v| super::parse_i64(v).is_some());
-            ctx.w.bulk(encoding(is_int, o.value_len).as_bytes());
+            let enc = if let Some(e) = ctx.shared.forced_encoding(t, &a[2]) {
+                e
+            } else {
+                let is_int = o.value_len <= 20
+                    && ctx
+                        .eng
+                        .peek(t, &a[2])
+                        .is_some_and(|v| super::parse_i64(v).is_some());
+                encoding(is_int, o.value_len)
+            };
+            ctx.w.bulk(enc.as_bytes());
         }
         "idletime" => ctx.w.integer((o.idle_ms / 1000) as i64),
         "freq" => ctx.w.integer(i64::from(o.lfu_freq)),

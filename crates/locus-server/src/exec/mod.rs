@@ -249,19 +249,42 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
         ctx.w.simple("QUEUED");
         return Ok(());
     }
+    let reply_start = ctx.w.len();
     (spec.handler)(ctx, args)?;
     if spec.flags.contains(&"write")
         && let Some(t) = ctx.tenant
+        && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
     {
+        let keys: Vec<&[u8]> = key_positions(spec, args.len())
+            .map(|k| &args[k][..])
+            .collect();
         if spec.name == "flushdb" || spec.name == "flushall" {
             ctx.shared.touch_all_watched(t);
         } else {
-            for k in key_positions(spec, args.len()) {
-                ctx.shared.touch_watched(t, &args[k]);
+            for k in &keys {
+                ctx.shared.touch_watched(t, k);
             }
+        }
+        if spec.name != "incrbyfloat" {
+            ctx.shared.note_encoding(spec.name, t, &keys);
         }
     }
     Ok(())
+}
+
+/// Whether a write command's reply says it changed nothing (a failed NX/XX condition, no key
+/// deleted, no TTL changed): then, as in Redis, WATCH is not touched and encodings stay.
+fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
+    let zero = reply == b":0\r\n";
+    let null = reply == b"$-1\r\n" || reply == b"_\r\n";
+    match name {
+        "setnx" | "msetnx" | "renamenx" | "del" | "unlink" | "expire" | "pexpire" | "expireat"
+        | "pexpireat" | "persist" => zero,
+        // SET ... GET answers the old value (nil for a new key) whether or not it wrote.
+        "set" => null && !args.iter().skip(3).any(|a| is(a, "get")),
+        "getdel" => null,
+        _ => false,
+    }
 }
 
 fn check_and_route(

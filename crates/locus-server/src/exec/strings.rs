@@ -287,11 +287,9 @@ pub fn msetnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// APPEND key value
 pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let mut v = ctx
-        .eng
-        .peek(t, &a[1])
-        .map(<[u8]>::to_vec)
-        .unwrap_or_default();
+    let old = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    let existed = old.is_some();
+    let mut v = old.unwrap_or_default();
     if (v.len() + a[2].len()) as u64 > max_len(ctx) {
         return Err(CmdError::StringTooLong);
     }
@@ -299,6 +297,8 @@ pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     v.extend_from_slice(&a[2]);
     ctx.eng
         .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
+    ctx.shared
+        .note_encoding(if existed { "raw" } else { "set" }, t, &[&a[1][..]]);
     ctx.w.integer(v.len() as i64);
     Ok(())
 }
@@ -370,6 +370,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     v[off..off + val.len()].copy_from_slice(val);
     ctx.eng
         .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
+    ctx.shared.note_encoding("raw", t, &[&a[1][..]]);
     ctx.w.integer(v.len() as i64);
     Ok(())
 }
@@ -422,8 +423,8 @@ pub fn decrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let nan_inf = || CmdError::msg("ERR increment would produce NaN or Infinity");
-    // A decimal number parses exactly; "inf"/"infinity" parse (as strtold does) but make the
-    // result infinite; anything else is not a float.
+    // As Redis: the current value is parsed first, then the increment. Decimal numbers parse
+    // exactly; "inf" parses (strtold) but makes the sum infinite; anything else is not a float.
     let parse = |raw: &[u8]| match LongDouble::parse(raw) {
         Some(v) => Ok(v),
         None => match parse_f64(raw) {
@@ -431,14 +432,18 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             _ => Err(CmdError::NotFloat),
         },
     };
-    let by = parse(&a[2])?;
     let cur = match ctx.eng.peek(t, &a[1]) {
         Some(v) => parse(v)?,
         None => LongDouble::ZERO,
     };
+    let by = parse(&a[2])?;
     let s = cur.checked_add(by).ok_or_else(nan_inf)?.to_redis_string();
     ctx.eng
         .set(t, &a[1], s.as_bytes(), opts(Expire::Keep, SetCond::Always))?;
+    // Redis stores the result as a plain string object: embstr up to 44 bytes, even if it
+    // looks like an integer.
+    let enc = if s.len() <= 44 { "embstr" } else { "raw" };
+    ctx.shared.note_encoding(enc, t, &[&a[1][..]]);
     ctx.w.bulk(s.as_bytes());
     Ok(())
 }
