@@ -3,7 +3,7 @@
 # same 10 capacities, interleaved, several repeats; min / median / max requests per second.
 #
 #   bench/mrc_speed.sh [-r REPEATS] [--traces "arc_P2 arc_P6"] [--models "exact shards krr"]
-#                      [--sample 0.01] [--limit N]
+#                      [--sample 0.01]
 #
 # Input: each ARC trace (traces/arc_*.lis.zst, one request per 512-byte block) is expanded once into
 # libCacheSim's oracleGeneral binary format under bench/out/ (libCacheSim's fastest reader; Locus
@@ -20,7 +20,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
-repeats=3 traces="arc_P2 arc_P6" models="exact shards krr" sample=0.01 limit=""
+repeats=3 traces="arc_P2 arc_P6" models="exact shards krr" sample=0.01
 while [ $# -gt 0 ]; do
   case "$1" in
     -r|--repeats) repeats=$2; shift 2 ;;
