@@ -237,6 +237,7 @@ fn mini_vs_full(trace: &Trace, r: f64, caps: &[f64], evpool: u32, seeds: &[u64])
     let truth = simulate_klru(trace.iter().copied(), &KlruConfig::new(5, evpool), caps).unwrap();
     let (mut sum, mut worst) = (0.0, 0.0f64);
     for &seed in seeds {
+        let start = std::time::Instant::now();
         let cfg = MiniSimConfig {
             evpool_size: evpool,
             seed,
@@ -245,7 +246,12 @@ fn mini_vs_full(trace: &Trace, r: f64, caps: &[f64], evpool: u32, seeds: &[u64])
         let mut mini = MiniSim::new(cfg).unwrap();
         feed(&mut mini, trace);
         let (m, w) = mae(&mini.mrc(caps).unwrap(), &truth, caps);
-        eprintln!("mini R={r} evpool={evpool} seed={seed}: MAE {m:.4} worst {w:.4}");
+        let secs = start.elapsed().as_secs_f64();
+        eprintln!(
+            "mini R={r} evpool={evpool} seed={seed}: MAE {m:.4} worst {w:.4} ({:.1} M req/s, {} sizes)",
+            trace.len() as f64 / secs / 1e6,
+            caps.len()
+        );
         sum += m;
         worst = worst.max(w);
     }
@@ -258,7 +264,8 @@ fn mini_r01_tracks_full_klru_small() {
     let trace = zipf(20_000, 0.8, 60_000, 21);
     let caps = vec![2_000.0, 5_000.0, 9_000.0, 14_000.0];
     let (m, w) = mini_vs_full(&trace, 0.1, &caps, 16, &[1]);
-    assert!(m < 0.02 && w < 0.04, "MAE {m} worst {w}");
+    // Measured (seeded, deterministic): MAE 0.0095, worst 0.0158.
+    assert!(m < 0.012 && w < 0.02, "MAE {m} worst {w}");
 }
 
 /// The engine's K-LRU at `caps`, one curve per K.
@@ -301,8 +308,15 @@ fn krr_matches_engine_klru_small() {
         eprintln!(
             "{name}: textbook K^1.4 MAE {tm:.4} worst {tw:.4}; pool K^1.9 MAE {pm:.4} worst {pw:.4}"
         );
-        assert!(tm < 0.02 && tw < 0.06, "{name} textbook {tm} {tw}");
-        assert!(pm < 0.02 && pw < 0.06, "{name} pool {pm} {pw}");
+        // Measured (seeded, deterministic): zipf 0.0007/0.0015 and 0.0011/0.0026; loop
+        // 0.0043/0.0123 and 0.0087/0.0455 (MAE/worst, textbook and pool).
+        let (tb, pb) = if name == "zipf" {
+            ((0.0015, 0.004), (0.002, 0.005))
+        } else {
+            ((0.006, 0.02), (0.012, 0.06))
+        };
+        assert!(tm < tb.0 && tw < tb.1, "{name} textbook {tm} {tw}");
+        assert!(pm < pb.0 && pw < pb.1, "{name} pool {pm} {pw}");
     }
 }
 
@@ -317,7 +331,13 @@ fn mini_vs_full_klru_large() {
         for r in [0.1, 0.01] {
             let (m, w) = mini_vs_full(&trace, r, &caps, evpool, &[1, 2, 3]);
             eprintln!("LARGE mini R={r} evpool={evpool}: mean MAE {m:.4} worst {w:.4}");
-            let bound = if r >= 0.1 { (0.01, 0.03) } else { (0.03, 0.08) };
+            // Measured (3 hash seeds): R = 0.1 mean MAE 0.0036, worst 0.0091 (evpool 0) and
+            // 0.0036/0.0098 (16); R = 0.01 0.0095/0.0468 and 0.0093/0.0498.
+            let bound = if r >= 0.1 {
+                (0.005, 0.012)
+            } else {
+                (0.012, 0.055)
+            };
             assert!(m < bound.0 && w < bound.1, "R={r} evpool={evpool}: {m} {w}");
         }
     }
@@ -334,16 +354,39 @@ fn krr_exponent_fit_large() {
         for evpool in [0, 16] {
             let truth = truths(trace, &ks, evpool, &caps);
             let mut best = (f64::INFINITY, 0.0);
+            let mut at_default = (0.0, 0.0);
+            let default = if evpool == 0 { 1.4 } else { 1.9 };
             for e in [1.0, 1.4, 1.6, 1.8, 1.9, 2.0] {
                 let (m, w) = krr_vs_engine(trace, &truth, e, &caps);
                 eprintln!("FIT {name} evpool={evpool} e={e}: MAE {m:.4} worst {w:.4}");
                 if m < best.0 {
                     best = (m, e);
                 }
+                if e == default {
+                    at_default = (m, w);
+                }
             }
             eprintln!(
                 "FIT {name} evpool={evpool}: best e={} (MAE {:.4})",
                 best.1, best.0
+            );
+            // Measured: textbook best at 1.4 on both traces (zipf 0.0005/0.0017, loop+zipf
+            // 0.0041/0.0405); pool best at 2.0 (zipf, 0.0005; 1.9 gives 0.0006/0.0031) and
+            // 1.9 (loop+zipf, 0.0070/0.0556).
+            if evpool == 0 {
+                assert_eq!(best.1, 1.4, "{name}: textbook best exponent");
+            } else {
+                assert!(best.1 >= 1.8, "{name}: pool best exponent {}", best.1);
+            }
+            let bound = match (name, evpool) {
+                ("zipf", 0) => (0.001, 0.003),
+                ("zipf", _) => (0.001, 0.005),
+                (_, 0) => (0.005, 0.05),
+                _ => (0.008, 0.065),
+            };
+            assert!(
+                at_default.0 < bound.0 && at_default.1 < bound.1,
+                "{name} evpool={evpool} e={default}: {at_default:?}"
             );
         }
     }
@@ -366,4 +409,46 @@ fn simulate_runs_any_policy() {
         let p = m.points();
         assert!(p[0].1 > p[1].1 && p[1].1 > 0.0, "{policy}: {p:?}");
     }
+}
+
+#[test]
+fn item_bytes_cap_bounds_key_plus_value_bytes() {
+    use locus_engine::{Engine, EngineConfig, SetOptions, TenantConfig};
+    use std::sync::Arc;
+    let clock = Arc::new(locus_common::VirtualClock::new(0));
+    let mut e = Engine::new(EngineConfig::default(), clock).unwrap();
+    let t = e
+        .add_tenant(TenantConfig {
+            policy: Policy::AllkeysExactLru,
+            ..TenantConfig::new("a")
+        })
+        .unwrap();
+    assert!(e.set_max_item_bytes(Some(0)).is_err());
+    e.set_max_item_bytes(Some(100)).unwrap();
+    // Keys of 8 bytes + values of 32: 40 bytes each, two fit.
+    for k in 0u64..5 {
+        e.set(t, &k.to_le_bytes(), &[0; 32], SetOptions::default())
+            .unwrap();
+        e.check_invariants();
+    }
+    assert_eq!(e.len(t), 2);
+    assert!(e.exists(t, &4u64.to_le_bytes()) && e.exists(t, &3u64.to_le_bytes()));
+    // Growing a value past the cap evicts the least recent other key.
+    e.set(t, &4u64.to_le_bytes(), &[0; 80], SetOptions::default())
+        .unwrap();
+    assert_eq!(e.len(t), 1);
+    // An object larger than the cap does not stay.
+    e.set(t, &9u64.to_le_bytes(), &[0; 200], SetOptions::default())
+        .unwrap();
+    assert!(!e.exists(t, &9u64.to_le_bytes()));
+    e.check_invariants();
+    // Lowering the cap evicts at once.
+    e.set(t, &1u64.to_le_bytes(), &[0; 10], SetOptions::default())
+        .unwrap();
+    e.set(t, &2u64.to_le_bytes(), &[0; 10], SetOptions::default())
+        .unwrap();
+    e.set_max_item_bytes(Some(20)).unwrap();
+    assert_eq!(e.len(t), 1);
+    assert_eq!(e.max_item_bytes(), Some(20));
+    e.check_invariants();
 }
