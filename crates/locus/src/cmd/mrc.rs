@@ -6,10 +6,17 @@
 //!  end of trace: capacities = N points on (0, max working set] per tenant
 //!             ──► CSV rows `model,k,tenant,capacity,unit,miss_ratio`, JSON, SVG plot
 //! ```
-//! The models live in `locus-mrc`; this file only parses options, reads the trace, shows progress
+//! The models live in `locus-mrc`; miniature simulation (`mini`) lives in `locus-engine` because it
+//! runs the engine's own policies. This file only parses options, reads the trace, shows progress
 //! and writes the outputs.
+//!
+//! `mini` simulates fixed capacities chosen up front: with `--max-capacity` they span
+//! (0, max]; otherwise a first pass over the file measures each tenant's working set (SHARDS at
+//! `--sample`, exact without it), so `mini` cannot read stdin without `--max-capacity`.
 
 use anyhow::{Context, Result, bail};
+use locus_engine::Policy;
+use locus_engine::minisim::{MiniSim, MiniSimConfig};
 use locus_mrc::{
     Metric, ModelKind, ModelSettings, Mrc, MrcError, Op, Profiler, Unit, build, even_capacities,
 };
@@ -83,6 +90,23 @@ pub struct Args {
     /// models).
     #[arg(long)]
     pub mae: bool,
+    /// mini: the engine policy to simulate (Redis names, plus allkeys-exact-lru).
+    #[arg(long, default_value = "allkeys-lru")]
+    pub policy: String,
+    /// mini: eviction pool size (16 = Redis, 0 = textbook K-LRU).
+    #[arg(long, default_value_t = 16)]
+    pub evpool: u32,
+    /// mini: number of simulated capacities (one scaled engine each); curves interpolate between.
+    #[arg(long, default_value_t = 20)]
+    pub mini_sizes: usize,
+}
+
+/// What `mini` needs besides the shared settings.
+#[derive(Debug, Clone)]
+struct MiniSettings {
+    policy: Policy,
+    evpool: u32,
+    sizes: usize,
 }
 
 /// One profiler and what it stands for.
@@ -140,8 +164,30 @@ fn settings(args: &Args) -> ModelSettings {
     }
 }
 
+/// A miniature simulation of `mini.policy` at `mini.sizes` capacities up to `max`.
+fn build_mini(base: &ModelSettings, mini: &MiniSettings, max: f64) -> Result<Box<dyn Profiler>> {
+    let caps = even_capacities(max.max(1.0), mini.sizes);
+    let cfg = MiniSimConfig {
+        unit: base.unit,
+        metric: base.metric,
+        policy: mini.policy,
+        samples: base.k,
+        evpool_size: mini.evpool,
+        seed: base.seed,
+        ..MiniSimConfig::new(base.rate.unwrap_or(1.0), caps)
+    };
+    Ok(Box::new(MiniSim::new(cfg)?))
+}
+
 /// Builds the profilers of one tenant (one per model, and per K for K-dependent models).
-fn build_slots(models: &[ModelKind], ks: &[u32], base: &ModelSettings) -> Result<Vec<Slot>> {
+/// `mini_max` is the largest capacity `mini` simulates for this tenant.
+fn build_slots(
+    models: &[ModelKind],
+    ks: &[u32],
+    base: &ModelSettings,
+    mini: &MiniSettings,
+    mini_max: f64,
+) -> Result<Vec<Slot>> {
     let mut slots = Vec::new();
     for &m in models {
         // Options that only apply to some models are ignored by the others when several models
@@ -158,7 +204,19 @@ fn build_slots(models: &[ModelKind], ks: &[u32], base: &ModelSettings) -> Result
                 s.rate = None;
             }
         }
-        if m.uses_k() {
+        if m == ModelKind::Mini {
+            if s.fixed_size.is_some() {
+                bail!("--fixed-size does not apply to model mini");
+            }
+            for &k in ks {
+                s.k = k;
+                slots.push(Slot {
+                    model: m,
+                    k: Some(k),
+                    profiler: build_mini(&s, mini, mini_max)?,
+                });
+            }
+        } else if m.uses_k() {
             for &k in ks {
                 s.k = k;
                 slots.push(Slot {
@@ -179,12 +237,77 @@ fn build_slots(models: &[ModelKind], ks: &[u32], base: &ModelSettings) -> Result
 }
 
 fn explain(e: MrcError) -> anyhow::Error {
-    match e {
-        MrcError::NotAvailable { .. } => anyhow::anyhow!(
-            "{e}. Use --model krr for K-LRU curves until the engine provides miniature simulation."
-        ),
-        other => other.into(),
+    e.into()
+}
+
+/// Trace reading options from the arguments.
+fn read_options(args: &Args) -> Result<locus_trace::ReadOptions> {
+    let mut opts = locus_trace::ReadOptions::default();
+    if let Some(f) = &args.format {
+        opts.format = Some(
+            f.parse()
+                .map_err(|e| anyhow::anyhow!("--format {f}: {e}"))?,
+        );
     }
+    if let Some(c) = &args.csv_options {
+        opts.csv = c
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--csv-options {c}: {e}"))?;
+    }
+    opts.volume_as_tenant = args.volume_as_tenant;
+    Ok(opts)
+}
+
+fn to_op(op: locus_trace::Op) -> Op {
+    match op {
+        locus_trace::Op::Get => Op::Get,
+        locus_trace::Op::Set => Op::Set,
+        locus_trace::Op::Delete => Op::Del,
+    }
+}
+
+/// First pass for `mini` without `--max-capacity`: each tenant's working set (key `u32::MAX` =
+/// the whole trace), measured by SHARDS at `--sample` (exact without sampling).
+fn working_sets(args: &Args, base: &ModelSettings) -> Result<BTreeMap<u32, f64>> {
+    if args.file == Path::new("-") {
+        bail!(
+            "--model mini reading stdin needs --max-capacity (its capacities are fixed up front)"
+        );
+    }
+    let s = ModelSettings {
+        fixed_size: None,
+        ..*base
+    };
+    let mut reader = locus_trace::open(&args.file, &read_options(args)?)
+        .with_context(|| format!("opening {}", args.file.display()))?;
+    let mut req = locus_trace::Request::default();
+    let mut profs: BTreeMap<u32, Box<dyn Profiler>> = BTreeMap::new();
+    let limit = args.limit.unwrap_or(u64::MAX);
+    let mut n = 0u64;
+    while n < limit
+        && reader
+            .read_into(&mut req)
+            .with_context(|| format!("reading {}", args.file.display()))?
+    {
+        n += 1;
+        let t = if args.per_tenant {
+            req.tenant
+        } else {
+            u32::MAX
+        };
+        let p = match profs.get_mut(&t) {
+            Some(p) => p,
+            None => profs
+                .entry(t)
+                .or_insert(build(ModelKind::Shards, &s).map_err(explain)?),
+        };
+        let size = u32::try_from(req.size()).unwrap_or(u32::MAX);
+        p.access(req.key, size, to_op(req.op));
+    }
+    Ok(profs
+        .into_iter()
+        .map(|(t, p)| (t, p.working_set()))
+        .collect())
 }
 
 /// Progress on stderr when it is a terminal: requests so far and throughput.
@@ -254,22 +377,33 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--mae compares against the exact curve: add exact to --model");
     }
     let base = settings(&args);
-    // Validate every model/option combination before reading the trace.
-    build_slots(&models, &args.k, &base)?;
-
-    let mut opts = locus_trace::ReadOptions::default();
-    if let Some(f) = &args.format {
-        opts.format = Some(
-            f.parse()
-                .map_err(|e| anyhow::anyhow!("--format {f}: {e}"))?,
-        );
-    }
-    if let Some(c) = &args.csv_options {
-        opts.csv = c
+    let mini = MiniSettings {
+        policy: args
+            .policy
             .parse()
-            .map_err(|e| anyhow::anyhow!("--csv-options {c}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("--policy: {e}"))?,
+        evpool: args.evpool,
+        sizes: args.mini_sizes,
+    };
+    if mini.sizes == 0 {
+        bail!("--mini-sizes must be at least 1");
     }
-    opts.volume_as_tenant = args.volume_as_tenant;
+    // Validate every model/option combination before reading the trace.
+    build_slots(&models, &args.k, &base, &mini, 1.0)?;
+    let has_mini = models.contains(&ModelKind::Mini);
+    // mini's capacities are fixed up front: from --max-capacity or a first pass.
+    let ws = match args.max_capacity {
+        _ if !has_mini => BTreeMap::new(),
+        Some(_) => BTreeMap::new(),
+        None => working_sets(&args, &base)?,
+    };
+    let mini_max = |t: u32| -> f64 {
+        args.max_capacity
+            .or_else(|| ws.get(&t).copied())
+            .unwrap_or(1.0)
+    };
+
+    let opts = read_options(&args)?;
     let mut reader = locus_trace::open(&args.file, &opts)
         .with_context(|| format!("opening {}", args.file.display()))?;
 
@@ -283,7 +417,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut all = if args.per_tenant {
         Vec::new()
     } else {
-        build_slots(&models, &args.k, &base)?
+        build_slots(&models, &args.k, &base, &mini, mini_max(u32::MAX))?
     };
     while n < limit
         && reader
@@ -291,18 +425,18 @@ pub fn run(args: Args) -> Result<()> {
             .with_context(|| format!("reading {}", args.file.display()))?
     {
         n += 1;
-        let op = match req.op {
-            locus_trace::Op::Get => Op::Get,
-            locus_trace::Op::Set => Op::Set,
-            locus_trace::Op::Delete => Op::Del,
-        };
+        let op = to_op(req.op);
         let size = u32::try_from(req.size()).unwrap_or(u32::MAX);
         let slots = if args.per_tenant {
             match tenants.get_mut(&req.tenant) {
                 Some(s) => s,
-                None => tenants
-                    .entry(req.tenant)
-                    .or_insert(build_slots(&models, &args.k, &base)?),
+                None => tenants.entry(req.tenant).or_insert(build_slots(
+                    &models,
+                    &args.k,
+                    &base,
+                    &mini,
+                    mini_max(req.tenant),
+                )?),
             }
         } else {
             &mut all
@@ -331,11 +465,16 @@ pub fn run(args: Args) -> Result<()> {
         } else {
             tenant.to_string()
         };
+        // With mini, everyone uses mini's range (its curve is flat beyond what it simulated).
         let max = args.max_capacity.unwrap_or_else(|| {
-            slots
-                .iter()
-                .map(|s| s.profiler.working_set())
-                .fold(0.0, f64::max)
+            if has_mini {
+                mini_max(*tenant)
+            } else {
+                slots
+                    .iter()
+                    .map(|s| s.profiler.working_set())
+                    .fold(0.0, f64::max)
+            }
         });
         let caps = even_capacities(max.max(1.0), args.points);
         for s in slots {
@@ -644,11 +783,74 @@ mod tests {
     }
 
     #[test]
+    fn mini_with_exact_lru_matches_exact_and_runs_k_lru() {
+        let dir = std::env::temp_dir().join(format!("locus-mrc-mini-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.txt");
+        std::fs::write(&trace, "1\n2\n3\n2\n1\n4\n1\n".repeat(3)).unwrap();
+        let csv = dir.join("out.csv");
+        let a = args(&[
+            trace.to_str().unwrap(),
+            "--model",
+            "exact,mini",
+            "--policy",
+            "allkeys-exact-lru",
+            "--points",
+            "4",
+            "--mini-sizes",
+            "4",
+            "--csv",
+            csv.to_str().unwrap(),
+        ]);
+        run(a).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').collect())
+            .collect();
+        let exact: Vec<_> = rows.iter().filter(|r| r[0] == "exact").collect();
+        let mini: Vec<_> = rows.iter().filter(|r| r[0] == "mini").collect();
+        assert_eq!((exact.len(), mini.len()), (4, 4));
+        for (e, m) in exact.iter().zip(&mini) {
+            assert_eq!(e[3..], m[3..], "R = 1 exact-LRU mini equals exact");
+        }
+        // K-LRU (Redis pool and textbook) over fixed capacities, several K: one curve per K
+        // plus the merged minimum.
+        for evpool in ["16", "0"] {
+            let a = args(&[
+                trace.to_str().unwrap(),
+                "--model",
+                "mini",
+                "--k",
+                "1,5",
+                "--evpool",
+                evpool,
+                "--max-capacity",
+                "3",
+                "--points",
+                "3",
+                "--csv",
+                csv.to_str().unwrap(),
+            ]);
+            run(a).unwrap();
+            let text = std::fs::read_to_string(&csv).unwrap();
+            assert_eq!(text.lines().count(), 1 + 3 * 3, "{text}");
+            assert!(text.contains("mini-min,"), "{text}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn bad_options_are_clear_errors() {
         let e = run(args(&["x.txt", "--model", "lru"])).unwrap_err();
         assert!(e.to_string().contains("unknown model"), "{e}");
-        let e = run(args(&["x.txt", "--model", "mini"])).unwrap_err();
-        assert!(e.to_string().contains("not available yet"), "{e}");
+        let e = run(args(&["-", "--model", "mini"])).unwrap_err();
+        assert!(e.to_string().contains("--max-capacity"), "{e}");
+        let e = run(args(&["x.txt", "--model", "mini", "--policy", "lru"])).unwrap_err();
+        assert!(e.to_string().contains("--policy"), "{e}");
+        let e = run(args(&["x.txt", "--model", "mini", "--k", "0"])).unwrap_err();
+        assert!(e.to_string().contains("samples"), "{e}");
         let e = run(args(&["x.txt", "--plot", "a.png"])).unwrap_err();
         assert!(e.to_string().contains("SVG"), "{e}");
         let e = run(args(&["x.txt", "--model", "shards", "--sample", "0"])).unwrap_err();
