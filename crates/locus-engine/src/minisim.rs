@@ -393,11 +393,21 @@ impl Profiler for MiniSim {
             Unit::Objects => 0,
             Unit::Bytes => size.saturating_sub(KEY_LEN) as usize,
         };
-        if self.value.len() < vlen {
+        // Key + value + the engine's 16-byte header must fit a page; larger objects are never
+        // stored (and the value buffer never grows for them).
+        let storable = match self.cfg.unit {
+            Unit::Objects => true,
+            Unit::Bytes => vlen as u64 + u64::from(KEY_LEN) + 16 <= self.cfg.page_size,
+        };
+        if storable && self.value.len() < vlen {
             self.value.resize(vlen, 0);
         }
-        let value = &self.value[..vlen];
-        let mut too_large = false;
+        let value = if storable {
+            &self.value[..vlen]
+        } else {
+            &[][..]
+        };
+        let mut too_large = !storable && op != Op::Del;
         for m in &mut self.minis {
             let Some((engine, t)) = &mut m.engine else {
                 if op == Op::Get {
@@ -421,7 +431,7 @@ impl Profiler for MiniSim {
                     false
                 }
             };
-            if fill {
+            if fill && storable {
                 match engine.set(*t, &kb, value, SetOptions::default()) {
                     Ok(_) => {}
                     Err(EngineError::ItemTooLarge { .. }) => too_large = true,

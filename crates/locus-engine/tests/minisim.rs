@@ -192,6 +192,9 @@ fn bad_settings_are_typed_errors() {
         big.access(1, 1 << 20, Op::Get);
     }
     assert_eq!(big.too_large(), 3);
+    big.access(2, u32::MAX, Op::Set);
+    big.access(2, u32::MAX, Op::Get);
+    assert_eq!(big.too_large(), 5);
     assert_eq!(big.mrc(&[1e6]).unwrap().points()[0].1, 1.0);
     // noeviction cannot fill beyond its capacity: counted as failures, no panic.
     let noev = MiniSimConfig {
