@@ -24,7 +24,7 @@ fn rss_bytes() -> u64 {
 
 #[test]
 #[ignore = "benchmark: run in release with --ignored --nocapture"]
-fn ns_per_get_and_set() {
+fn bench_ns_per_get_and_set() {
     let (mut e, _c) = engine_with(EngineConfig {
         maxmemory: 256 << 20,
         ..EngineConfig::default()
@@ -91,7 +91,7 @@ fn ns_per_get_and_set() {
 
 #[test]
 #[ignore = "memory measurement: run in release with --ignored --nocapture"]
-fn overhead_per_key_one_million_100b_values() {
+fn bench_overhead_per_key_one_million_100b_values() {
     let before = rss_bytes();
     let (mut e, _c) = engine_with(EngineConfig {
         maxmemory: 2 << 30,
@@ -122,7 +122,7 @@ fn overhead_per_key_one_million_100b_values() {
 
 #[test]
 #[ignore = "memory measurement: run in release with --ignored --nocapture"]
-fn churn_rss_stays_near_maxmemory() {
+fn bench_churn_rss_stays_near_maxmemory() {
     let before = rss_bytes();
     let maxmemory = 256u64 << 20;
     let (mut e, _c) = engine_with(EngineConfig {
