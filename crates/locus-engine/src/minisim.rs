@@ -356,7 +356,7 @@ impl Profiler for MiniSim {
     fn name(&self) -> String {
         format!(
             "mini(R={},{},K={},evpool={}{})",
-            self.filter.rate(),
+            self.cfg.rate,
             self.cfg.policy,
             self.cfg.samples,
             self.cfg.evpool_size,
