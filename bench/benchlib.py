@@ -23,12 +23,16 @@ import tempfile
 import time
 from pathlib import Path
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED_TRACES = os.path.join(os.path.dirname(REPO_ROOT), "shared", "traces")
 HOST = "127.0.0.1"
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 REDIS_SERVER = os.environ.get("REDIS_SERVER", "redis-server")
 LOCUS_BIN = os.environ.get(
-    "LOCUS_BIN", os.path.join(os.environ.get("CARGO_TARGET_DIR", "/work/target-bench"), "release", "locus")
+    "LOCUS_BIN", os.path.join(
+        os.environ.get("CARGO_TARGET_DIR", os.path.join(REPO_ROOT, "target")), "release", "locus"
+    )
 )
 # Extra arguments for `locus serve`, e.g. LOCUS_ARGS="--config bench/locus-fine.toml".
 LOCUS_ARGS = shlex.split(os.environ.get("LOCUS_ARGS", ""))
@@ -165,8 +169,7 @@ class Server:
                     "--logfile", str(self.log)]
         else:
             if not os.access(LOCUS_BIN, os.X_OK):
-                raise BenchError(f"no Locus binary at {LOCUS_BIN} (CARGO_TARGET_DIR=/work/target-bench "
-                                 "cargo build --release --bin locus)")
+                raise BenchError(f"no Locus binary at {LOCUS_BIN} (build it: cargo build --release --bin locus)")
             argv = [LOCUS_BIN, "serve", *LOCUS_ARGS, "--bind", HOST, "--port", str(self.port),
                     "--maxmemory", str(maxmemory), "--maxmemory-policy", policy,
                     "--maxmemory-samples", str(samples)]

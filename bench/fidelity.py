@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Redis fidelity (issue #2): does Locus's allkeys-lru with maxmemory-samples K miss like Redis 7's?
 
-Replays a trace of ids (default /work/shared/traces/cloudPhysicsIO.txt: 113,872 requests, 48,974
+Replays a trace of ids (default ../shared/traces/cloudPhysicsIO.txt beside the repository: 113,872 requests, 48,974
 keys) against a fresh redis-server and a fresh Locus, each with allkeys-lru, maxmemory-samples K,
 and a maxmemory calibrated so that the same number of keys fits in both. Each request is a
 GET of the key and, on a miss (nil), a SET of a fixed-size value: two sequential round trips on
@@ -39,9 +39,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import BenchError, RespError, Server, mmm  # noqa: E402
+from benchlib import SHARED_TRACES, BenchError, RespError, Server, mmm  # noqa: E402
 
-DEFAULT_TRACE = "/work/shared/traces/cloudPhysicsIO.txt"
+DEFAULT_TRACE = os.path.join(SHARED_TRACES, "cloudPhysicsIO.txt")
 LOCUS_EXTRA: list[str] = []
 
 

@@ -10,14 +10,14 @@
 #   bench_stop PID                       -> stops one server started by bench_start
 #   bench_stop_all                       -> stops every server this shell started (trap EXIT)
 #
-# Environment: LOCUS_BIN (default $CARGO_TARGET_DIR or /work/target-bench, release/locus),
+# Environment: LOCUS_BIN (default ${CARGO_TARGET_DIR:-<repo>/target}/release/locus),
 # REDIS_SERVER (default redis-server), BENCH_PIN=1 puts servers on CPU 0 (taskset) so that the
 # client can be put on CPU 1.
 
 BENCH_HOST=127.0.0.1
 BENCH_PIDS=()
 : "${REDIS_SERVER:=redis-server}"
-: "${LOCUS_BIN:=${CARGO_TARGET_DIR:-/work/target-bench}/release/locus}"
+: "${LOCUS_BIN:=${CARGO_TARGET_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target}/release/locus}"
 
 bench_free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -42,7 +42,7 @@ bench_start() {
       ;;
     locus)
       if [ ! -x "$LOCUS_BIN" ]; then
-        echo "bench: no Locus binary at $LOCUS_BIN (build: CARGO_TARGET_DIR=/work/target-bench cargo build --release --bin locus)" >&2
+        echo "bench: no Locus binary at $LOCUS_BIN (build it: cargo build --release --bin locus)" >&2
         return 1
       fi
       "${pin[@]}" "$LOCUS_BIN" serve --bind "$BENCH_HOST" --port "$port" --maxmemory "$maxmem" \

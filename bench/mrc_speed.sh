@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$repeats" =~ ^[1-9][0-9]*$ ]] || { echo "mrc_speed.sh: -r needs a positive integer" >&2; exit 2; }
-traces_dir=/work/shared/traces
+traces_dir="$here/../../shared/traces"
 out="$here/out"
 mkdir -p "$out"
 venv="$here/.venv"

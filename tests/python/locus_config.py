@@ -6,7 +6,7 @@ Settings understood by both peers:
   samples       maxmemory-samples
   requirepass   password of the default user
   users         {name: password}: extra ACL users with full access
-The Locus TOML format is documented in /work/coord/CONFIG.md by the server engineer.
+The Locus TOML format is documented in config/locus.toml (every key, with its default).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _q(s: str) -> str:
 
 def locus_toml(port: int, maxmemory=None, policy=None, samples=None, requirepass=None, users=None,
                extra: str = "") -> str:
-    """A Locus config (format: /work/coord/CONFIG.md) equivalent to `redis_args` with the same settings.
+    """A Locus config (format: config/locus.toml) equivalent to `redis_args` with the same settings.
 
     `users` maps to tenancy mode "user" with one tenant per user (no default tenant), which behaves as
     Redis with `requirepass` plus ACL users: unauthenticated commands get NOAUTH."""

@@ -1,4 +1,4 @@
-"""Tenancy (Locus only, configuration from /work/coord/CONFIG.md): tenants by listener port, by ACL
+"""Tenancy (Locus only, configuration as in config/locus.toml): tenants by listener port, by ACL
 user, by database number and by key prefix; isolation between them (read, overwrite, count, list,
 flush, evict); the INFO `tenants` section and LOCUS.TENANT per-tenant settings."""
 
