@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --no-klru) klru=0; shift ;;
     --klru-max) klru_max=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "accuracy.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
