@@ -92,6 +92,10 @@ pub trait Arbiter: Send + Debug {
 
     /// Memory is full for `p`: which pool gives up an item?
     fn victim(&mut self, view: &ArbiterView<'_>, p: PoolId) -> Victim;
+
+    /// A controller's page targets per pool (`None`: no target). Arbiters that do not follow
+    /// targets ignore them.
+    fn set_targets(&mut self, _targets: &[Option<u64>]) {}
 }
 
 /// Free competition: budgets are ignored, any pool takes free pages, the coldest candidate over

@@ -38,6 +38,9 @@ pub enum EngineError {
         /// One line per problem, each naming its key.
         problems: Vec<String>,
     },
+    /// A controller could not be built (unknown name, bad setting).
+    #[error(transparent)]
+    Control(#[from] crate::control::ControlError),
     /// `move_page` (or another page call) named a pool that does not exist.
     #[error("unknown pool {pool}")]
     UnknownPool {

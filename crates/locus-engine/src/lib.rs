@@ -68,6 +68,7 @@
 pub mod arbiter;
 mod class;
 pub mod config;
+pub mod control;
 mod engine;
 pub mod error;
 mod evict;
@@ -78,7 +79,9 @@ pub mod stats;
 mod store;
 
 pub use config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
-pub use engine::{Engine, Expire, ObjectInfo, PAGE_EVENT_LOG, PageEvent, SetCond, SetOptions};
+pub use engine::{
+    CONTROL_RECORD_LOG, Engine, Expire, ObjectInfo, PAGE_EVENT_LOG, PageEvent, SetCond, SetOptions,
+};
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
 pub use ids::{ClassId, PoolId, TenantId};

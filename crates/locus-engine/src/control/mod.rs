@@ -1,0 +1,421 @@
+//! Memory controllers: the decision logic that partitions memory between pools, chooses K per
+//! pool and moves pages, from models of each pool's locality and miss cost.
+//!
+//! A controller sees every access the engine serves ([`Controller::on_access`], after the fact,
+//! cheap: it samples inside) and every eviction ([`Controller::on_evict`]); every interval the
+//! engine hands it a [`ControlView`] of the pools and carries out its [`Decision`]:
+//!
+//! ```text
+//!   data path ──Access/Evicted──► Controller (profilers: KRR, AET, EAET, minisim, shadow queues)
+//!                                     │ every Interval (requests, or time)
+//!   ControlView (pools, counters,     ▼
+//!   penalties) ───────────────► decide() ──► Decision { pool targets, page moves, K per pool,
+//!                                               │          curves used, notes }
+//!                                               ▼
+//!   engine: TargetArbiter (grow below target, evict above it), released pages (≤ max_moves),
+//!           explicit moves, set_samples; an IntervalRecord per decision (observable)
+//! ```
+//!
+//! Controllers are registered by name ([`build`], [`NAMES`]) so the server configuration, the
+//! simulator's experiment files and the CLI construct them the same way, with typed
+//! [`Settings`] that reject unknown keys. One file per controller. Solvers are pure functions in
+//! `locus-alloc`; controllers only turn curves into its inputs and its answers into decisions.
+
+mod basic;
+mod dlru;
+mod kredis;
+mod memshare;
+mod memsweeper;
+mod mpart;
+mod oracle;
+mod penalty;
+mod predis;
+mod settings;
+pub(crate) mod target;
+
+use std::fmt;
+use std::str::FromStr;
+
+use locus_mrc::Mrc;
+
+use crate::ids::{ClassId, PoolId, TenantId};
+
+pub use basic::{SharedController, StaticController};
+pub(crate) use penalty::PenaltyTracker;
+pub use settings::Settings;
+
+/// What happened on the data path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    /// A GET that found the key.
+    GetHit,
+    /// A GET that did not find the key (or found it expired).
+    GetMiss,
+    /// A SET that stored the item.
+    Set,
+    /// A DEL (of a present or missing key).
+    Delete,
+}
+
+/// One data-path access as a controller sees it (after the engine served it).
+#[derive(Clone, Copy, Debug)]
+pub struct Access {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// Its pool.
+    pub pool: PoolId,
+    /// What happened.
+    pub kind: AccessKind,
+    /// The engine's 64-bit key hash; use it for spatial sampling.
+    pub key_hash: u64,
+    /// Key + value bytes (GetHit, Set); 0 when unknown (GetMiss, Delete).
+    pub size: u32,
+    /// Size class of the item (GetHit, Set).
+    pub class: Option<ClassId>,
+    /// The engine clock in microseconds.
+    pub now_us: u64,
+}
+
+/// One item leaving the cache by eviction (not by DEL or expiry).
+#[derive(Clone, Copy, Debug)]
+pub struct Evicted {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// Its pool.
+    pub pool: PoolId,
+    /// The item's size class.
+    pub class: ClassId,
+    /// The engine's key hash.
+    pub key_hash: u64,
+    /// Key + value bytes.
+    pub size: u32,
+    /// Time since the last access, from the LRU clock (approximate; 0 under LFU policies).
+    pub idle_ms: u64,
+    /// The engine clock in microseconds.
+    pub now_us: u64,
+}
+
+/// One size class of a pool at an interval boundary (counters cumulative since start).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClassState {
+    /// The class.
+    pub class: ClassId,
+    /// Its chunk size.
+    pub chunk_bytes: u32,
+    /// Pages it owns in this pool.
+    pub pages: u64,
+    /// Items it holds.
+    pub items: u64,
+    /// GET hits on its items.
+    pub hits: u64,
+    /// SETs stored in it.
+    pub sets: u64,
+    /// Evictions from it.
+    pub evictions: u64,
+}
+
+/// One pool at an interval boundary. Counters are cumulative since start: diff them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PoolState {
+    /// The pool.
+    pub pool: PoolId,
+    /// Its tenant.
+    pub tenant: TenantId,
+    /// The tenant's name.
+    pub name: String,
+    /// Pages it owns.
+    pub pages: u64,
+    /// Items it holds.
+    pub items: u64,
+    /// Key + value bytes it holds.
+    pub item_bytes: u64,
+    /// Chunk bytes its items are charged.
+    pub charged_bytes: u64,
+    /// GET hits.
+    pub hits: u64,
+    /// GET misses.
+    pub misses: u64,
+    /// SETs.
+    pub sets: u64,
+    /// DELs.
+    pub deletes: u64,
+    /// Evictions (all reasons).
+    pub evictions: u64,
+    /// Current K (`maxmemory-samples`).
+    pub samples: u32,
+    /// Eviction pool size (16 = Redis, 0 = textbook K-LRU).
+    pub evpool_size: u32,
+    /// Static floor from the tenant configuration, in pages.
+    pub min_pages: u64,
+    /// Static cap from the tenant configuration, in pages.
+    pub max_pages: Option<u64>,
+    /// The target in force.
+    pub target_pages: Option<u64>,
+    /// Mean miss penalty in µs: the operator's hint if set, else measured (GET miss to SET of the
+    /// same key, as pRedis), else 0 (unknown).
+    pub penalty_us: f64,
+    /// Measured gaps behind `penalty_us` (0 for a hint or unknown).
+    pub penalty_samples: u64,
+    /// Classes that own pages or items.
+    pub classes: Vec<ClassState>,
+}
+
+/// What a controller sees at an interval boundary.
+#[derive(Clone, Copy, Debug)]
+pub struct ControlView<'a> {
+    /// The engine clock in microseconds.
+    pub now_us: u64,
+    /// Data-path accesses so far (all tenants).
+    pub requests: u64,
+    /// Index of this decision (0, 1, 2, ...).
+    pub interval: u64,
+    /// Page size in bytes.
+    pub page_size: u64,
+    /// Pages `maxmemory` allows.
+    pub pages_total: u64,
+    /// Pages owned by some pool.
+    pub pages_used: u64,
+    /// Every pool, indexed by `PoolId.0`.
+    pub pools: &'a [PoolState],
+}
+
+/// An explicit page move, carried out at once (at most `max_moves` per interval); the page's
+/// items are evicted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageMove {
+    /// Where the page comes from.
+    pub from: (PoolId, ClassId),
+    /// Where it goes.
+    pub to: (PoolId, ClassId),
+}
+
+/// An MRC a controller used for a decision (shown by the server and the simulator).
+#[derive(Clone, Debug)]
+pub struct CurveRecord {
+    /// The pool it describes.
+    pub pool: PoolId,
+    /// What it is, e.g. `krr K=5`.
+    pub label: String,
+    /// The curve.
+    pub mrc: Mrc,
+}
+
+/// A controller's decision.
+#[derive(Clone, Debug, Default)]
+pub struct Decision {
+    /// Page targets per pool, indexed by `PoolId.0` (sum ≤ `pages_total`); `None` keeps the
+    /// targets in force (none at first: free competition). The engine converges gradually: a
+    /// pool below its target takes free pages or pages of pools above theirs (which evict); a
+    /// pool above its target releases at most `max_moves` pages per interval.
+    pub pool_pages: Option<Vec<u64>>,
+    /// Explicit page moves (slab moves, MemSweeper victim → victor).
+    pub moves: Vec<PageMove>,
+    /// New K per pool.
+    pub samples: Vec<(PoolId, u32)>,
+    /// Curves used.
+    pub curves: Vec<CurveRecord>,
+    /// Named figures worth showing (scores, objective values).
+    pub notes: Vec<(String, f64)>,
+}
+
+/// The decision logic of one memory controller.
+pub trait Controller: Send + fmt::Debug {
+    /// Registry name (`dlru`, `kredis`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Every data-path access, after the engine served it. MUST be O(1) amortised: sample
+    /// before doing real work.
+    fn on_access(&mut self, a: &Access);
+
+    /// Every eviction. Default: ignored.
+    fn on_evict(&mut self, _e: &Evicted) {}
+
+    /// An interval boundary: decide.
+    fn decide(&mut self, view: &ControlView<'_>) -> Decision;
+}
+
+/// When decisions happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    /// Every this many data-path accesses.
+    Requests(u64),
+    /// Every this many milliseconds of engine clock (checked on the data path and in `tick`).
+    Millis(u64),
+}
+
+impl Default for Interval {
+    fn default() -> Self {
+        Interval::Requests(100_000)
+    }
+}
+
+impl fmt::Display for Interval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Interval::Requests(n) => write!(f, "{n}req"),
+            Interval::Millis(ms) if ms % 1000 == 0 => write!(f, "{}s", ms / 1000),
+            Interval::Millis(ms) => write!(f, "{ms}ms"),
+        }
+    }
+}
+
+impl FromStr for Interval {
+    type Err = String;
+
+    /// `"100000"` or `"100000req"` (requests), or a duration: `"1s"`, `"500ms"`, `"2m"`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        let reqs = t.strip_suffix("req").unwrap_or(t);
+        if let Ok(n) = reqs.trim().parse::<u64>() {
+            return if n == 0 {
+                Err(format!("interval '{s}': must be at least 1 request"))
+            } else {
+                Ok(Interval::Requests(n))
+            };
+        }
+        match locus_common::parse_duration(t) {
+            Ok(d) if d.as_millis() >= 1 => Ok(Interval::Millis(d.as_millis() as u64)),
+            _ => Err(format!(
+                "interval '{s}': expected a request count (100000, 100000req) or a duration (1s, 500ms)"
+            )),
+        }
+    }
+}
+
+/// How the engine runs a controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlConfig {
+    /// When decisions happen.
+    pub interval: Interval,
+    /// Pages released by pools above target, plus explicit moves, per interval.
+    pub max_moves: u32,
+}
+
+impl Default for ControlConfig {
+    fn default() -> Self {
+        ControlConfig {
+            interval: Interval::default(),
+            max_moves: 64,
+        }
+    }
+}
+
+/// One decision as carried out (kept for `INFO`, `LOCUS.CONTROLLER` and simulator reports).
+#[derive(Clone, Debug, Default)]
+pub struct IntervalRecord {
+    /// Index of the decision.
+    pub interval: u64,
+    /// Engine clock (µs) at the decision.
+    pub at_us: u64,
+    /// Data-path accesses at the decision.
+    pub at_request: u64,
+    /// Pages per pool right after the decision was carried out.
+    pub pages: Vec<u64>,
+    /// Targets per pool after the decision.
+    pub targets: Vec<Option<u64>>,
+    /// K per pool after the decision.
+    pub samples: Vec<u32>,
+    /// Page moves and releases carried out.
+    pub moves_done: u64,
+    /// Items evicted by those moves.
+    pub items_evicted_by_moves: u64,
+    /// Cumulative GET hits per pool at the decision.
+    pub hits: Vec<u64>,
+    /// Cumulative GET misses per pool at the decision.
+    pub misses: Vec<u64>,
+    /// Miss penalty per pool (µs) the decision saw.
+    pub penalty_us: Vec<f64>,
+    /// Curves the controller used.
+    pub curves: Vec<CurveRecord>,
+    /// The controller's named figures.
+    pub notes: Vec<(String, f64)>,
+}
+
+/// Problems building a controller.
+#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
+pub enum ControlError {
+    /// No controller of that name.
+    #[error("unknown controller '{name}' (known: {})", known.join(", "))]
+    UnknownController {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        known: Vec<&'static str>,
+    },
+    /// A setting's value does not parse or is out of range.
+    #[error("controller '{controller}': setting '{key}' = '{value}': expected {expected}")]
+    BadSetting {
+        /// The controller.
+        controller: String,
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What was expected.
+        expected: String,
+    },
+    /// A setting no controller reads (likely a typo).
+    #[error("controller '{controller}': unknown setting '{key}' (settings: {})", known.join(", "))]
+    UnknownSetting {
+        /// The controller.
+        controller: String,
+        /// The unknown key.
+        key: String,
+        /// The keys it reads.
+        known: Vec<String>,
+    },
+    /// A registered controller that this build cannot construct from settings alone.
+    #[error("controller '{name}' is not available here: {why}")]
+    NotAvailable {
+        /// The controller.
+        name: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// The registered controller names.
+pub const NAMES: &[&str] = &[
+    "shared",
+    "static",
+    "dlru",
+    "kredis",
+    "predis",
+    "mpart",
+    "memsweeper-max",
+    "memsweeper-fair",
+    "memshare",
+    "oracle",
+];
+
+/// Builds the controller `name` from its settings.
+///
+/// # Errors
+/// [`ControlError::UnknownController`] for a name not in [`NAMES`]; the controller's own setting
+/// errors otherwise.
+pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, ControlError> {
+    match name {
+        "shared" => basic::build_shared(settings),
+        "static" => basic::build_static(settings),
+        "dlru" => dlru::build(settings),
+        "kredis" => kredis::build(settings),
+        "predis" => predis::build(settings),
+        "mpart" => mpart::build(settings),
+        "memsweeper-max" => memsweeper::build_max(settings),
+        "memsweeper-fair" => memsweeper::build_fair(settings),
+        "memshare" => memshare::build(settings),
+        "oracle" => oracle::build(settings),
+        _ => Err(ControlError::UnknownController {
+            name: name.to_string(),
+            known: NAMES.to_vec(),
+        }),
+    }
+}
+
+/// `NotAvailable` for a controller whose file is not written yet.
+fn not_built(name: &str) -> Result<Box<dyn Controller>, ControlError> {
+    Err(ControlError::NotAvailable {
+        name: name.to_string(),
+        why: "not implemented in this build yet".to_string(),
+    })
+}

@@ -1,0 +1,114 @@
+//! Miss penalty per pool: an operator's hint, or measured as pRedis does, as the time between a
+//! GET miss and the SET of the same key by the same tenant (the client fetched the value from its
+//! backend and stored it).
+//!
+//! Pending misses are kept per tenant in a bounded map (key hash → miss time); when it is full,
+//! entries older than [`STALE_US`] are dropped, and if that frees nothing the new miss is not
+//! tracked. Gaps are averaged with an exponentially weighted mean (weight [`EWMA_WEIGHT`]) so the
+//! estimate follows a backend that slows down.
+
+use std::collections::HashMap;
+
+/// Pending misses tracked per tenant.
+const MAX_PENDING: usize = 65_536;
+/// A miss not followed by a SET within this time is forgotten (µs).
+const STALE_US: u64 = 10_000_000;
+/// Weight of a new gap in the running mean.
+const EWMA_WEIGHT: f64 = 0.01;
+
+#[derive(Debug, Default, Clone)]
+struct TenantPenalty {
+    pending: HashMap<u64, u64>,
+    mean_us: f64,
+    samples: u64,
+    hint_us: Option<f64>,
+}
+
+/// Per-tenant miss penalty estimates.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct PenaltyTracker {
+    tenants: Vec<TenantPenalty>,
+}
+
+impl PenaltyTracker {
+    fn slot(&mut self, t: usize) -> &mut TenantPenalty {
+        if self.tenants.len() <= t {
+            self.tenants.resize_with(t + 1, TenantPenalty::default);
+        }
+        &mut self.tenants[t]
+    }
+
+    /// A GET miss of `key_hash` at `now_us`.
+    pub(crate) fn miss(&mut self, t: usize, key_hash: u64, now_us: u64) {
+        let tp = self.slot(t);
+        if tp.hint_us.is_some() {
+            return;
+        }
+        if tp.pending.len() >= MAX_PENDING {
+            tp.pending
+                .retain(|_, at| now_us.saturating_sub(*at) < STALE_US);
+            if tp.pending.len() >= MAX_PENDING {
+                return;
+            }
+        }
+        tp.pending.entry(key_hash).or_insert(now_us);
+    }
+
+    /// A SET of `key_hash` at `now_us`: closes a pending miss.
+    pub(crate) fn set(&mut self, t: usize, key_hash: u64, now_us: u64) {
+        let Some(tp) = self.tenants.get_mut(t) else {
+            return;
+        };
+        if let Some(at) = tp.pending.remove(&key_hash) {
+            let gap = now_us.saturating_sub(at) as f64;
+            tp.mean_us = if tp.samples == 0 {
+                gap
+            } else {
+                tp.mean_us + EWMA_WEIGHT * (gap - tp.mean_us)
+            };
+            tp.samples += 1;
+        }
+    }
+
+    /// The operator's penalty for `t` (`None` returns to measuring).
+    pub(crate) fn set_hint(&mut self, t: usize, us: Option<f64>) {
+        let tp = self.slot(t);
+        tp.hint_us = us;
+        tp.pending.clear();
+    }
+
+    /// (mean penalty µs, measured samples) for `t`: the hint with 0 samples, the measured mean,
+    /// or (0, 0) when unknown.
+    pub(crate) fn penalty(&self, t: usize) -> (f64, u64) {
+        match self.tenants.get(t) {
+            Some(TenantPenalty {
+                hint_us: Some(h), ..
+            }) => (*h, 0),
+            Some(tp) => (tp.mean_us, tp.samples),
+            None => (0.0, 0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gap_between_miss_and_set_is_measured() {
+        let mut p = PenaltyTracker::default();
+        p.miss(0, 7, 1_000);
+        p.set(0, 7, 1_250);
+        assert_eq!(p.penalty(0), (250.0, 1));
+        p.set(0, 7, 9_999); // no pending miss any more
+        assert_eq!(p.penalty(0), (250.0, 1));
+        p.miss(0, 8, 2_000);
+        p.set(0, 8, 3_250);
+        let (mean, n) = p.penalty(0);
+        assert_eq!(n, 2);
+        assert!((mean - (250.0 + 0.01 * 1000.0)).abs() < 1e-9);
+        assert_eq!(p.penalty(3), (0.0, 0));
+        p.set_hint(1, Some(1000.0));
+        assert_eq!(p.penalty(1), (1000.0, 0));
+    }
+}

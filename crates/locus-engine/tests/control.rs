@@ -1,0 +1,228 @@
+//! The controller framework: decisions are due on the configured interval, targets are carried
+//! out (growth below target, eviction and page release above it), K per pool is set, explicit
+//! page moves happen, every decision is recorded, and miss penalties are measured.
+
+use std::sync::Arc;
+
+use locus_common::{Rng, VirtualClock};
+use locus_engine::control::{
+    self, Access, ControlConfig, ControlView, Controller, Decision, Evicted, Interval, PageMove,
+    Settings,
+};
+use locus_engine::{Engine, EngineConfig, PoolId, SetOptions, TenantConfig, TenantId};
+
+const PAGE: u64 = 64 << 10;
+
+fn engine(pages: u64, clock: Arc<VirtualClock>) -> (Engine, TenantId, TenantId) {
+    let cfg = EngineConfig {
+        maxmemory: pages * PAGE,
+        page_size: PAGE,
+        ..EngineConfig::default()
+    };
+    let mut e = Engine::new(cfg, clock).unwrap();
+    let a = e.add_tenant(TenantConfig::new("a")).unwrap();
+    let b = e.add_tenant(TenantConfig::new("b")).unwrap();
+    (e, a, b)
+}
+
+/// Writes `n` distinct 200-byte values per tenant, interleaved.
+fn fill(e: &mut Engine, ts: &[TenantId], n: u64) {
+    let v = [7u8; 200];
+    for i in 0..n {
+        for &t in ts {
+            e.set(t, format!("k{i}").as_bytes(), &v, SetOptions::default())
+                .unwrap();
+        }
+    }
+}
+
+#[test]
+fn static_shares_are_reached_and_recorded() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let (mut e, a, b) = engine(40, clock);
+    let ctl = control::build(
+        "static",
+        Settings::new("static", [("shares".to_string(), "1,3".to_string())]),
+    )
+    .unwrap();
+    e.set_controller(
+        ctl,
+        ControlConfig {
+            interval: Interval::Requests(1000),
+            max_moves: 4,
+        },
+    );
+    assert_eq!(e.controller_name(), Some("static"));
+    fill(&mut e, &[a, b], 20_000);
+    let recs = e.control_records();
+    assert!(
+        recs.len() >= 30,
+        "one decision per 1000 requests: {}",
+        recs.len()
+    );
+    assert_eq!(recs[0].targets, vec![Some(10), Some(30)]);
+    let pa = e.tenant_stats(a).pages;
+    let pb = e.tenant_stats(b).pages;
+    assert!(pa <= 10 && pb >= 29, "pages a={pa} b={pb}");
+    assert!(e.stats().pages_used <= 40);
+    assert_eq!(e.targets(), vec![Some(10), Some(30)]);
+    e.check_invariants();
+}
+
+#[test]
+fn targets_shift_memory_back_with_bounded_releases() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let (mut e, a, b) = engine(40, clock);
+    // Free competition first: tenant a takes everything.
+    fill(&mut e, &[a], 20_000);
+    assert_eq!(e.tenant_stats(a).pages, 40);
+    let ctl = control::build(
+        "static",
+        Settings::new("static", [("shares".to_string(), "1,1".to_string())]),
+    )
+    .unwrap();
+    e.set_controller(
+        ctl,
+        ControlConfig {
+            interval: Interval::Requests(1_000_000),
+            max_moves: 5,
+        },
+    );
+    e.run_controller();
+    assert_eq!(
+        e.tenant_stats(a).pages,
+        35,
+        "at most max_moves pages released"
+    );
+    let r = e.control_records();
+    assert_eq!(r[0].moves_done, 5);
+    assert!(r[0].items_evicted_by_moves > 0);
+    // Tenant b now grows into the released pages and then takes pages from a (above target).
+    fill(&mut e, &[b], 20_000);
+    let pb = e.tenant_stats(b).pages;
+    assert!(pb >= 19, "b reaches its target of 20 pages: {pb}");
+    assert!(e.stats().pages_used <= 40);
+    e.check_invariants();
+}
+
+/// A controller that asks for fixed K and one explicit move, and counts what it sees.
+#[derive(Debug, Default)]
+struct Probe {
+    gets: u64,
+    misses: u64,
+    sets: u64,
+    dels: u64,
+    evictions: u64,
+    decided: u64,
+}
+
+impl Controller for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn on_access(&mut self, a: &Access) {
+        match a.kind {
+            control::AccessKind::GetHit => self.gets += 1,
+            control::AccessKind::GetMiss => self.misses += 1,
+            control::AccessKind::Set => self.sets += 1,
+            control::AccessKind::Delete => self.dels += 1,
+        }
+    }
+    fn on_evict(&mut self, _e: &Evicted) {
+        self.evictions += 1;
+    }
+    fn decide(&mut self, view: &ControlView<'_>) -> Decision {
+        self.decided += 1;
+        let mut d = Decision {
+            samples: vec![(PoolId(0), 10), (PoolId(1), 1)],
+            notes: vec![("sets_seen".into(), self.sets as f64)],
+            ..Decision::default()
+        };
+        let a = &view.pools[0];
+        if let Some(c) = a.classes.iter().find(|c| c.pages > 1) {
+            d.moves.push(PageMove {
+                from: (PoolId(0), c.class),
+                to: (PoolId(1), c.class),
+            });
+        }
+        d
+    }
+}
+
+#[test]
+fn k_moves_accesses_and_penalties_reach_the_engine() {
+    let clock = Arc::new(VirtualClock::new(1_000));
+    let (mut e, a, b) = engine(20, clock.clone());
+    e.set_controller(
+        Box::new(Probe::default()),
+        ControlConfig {
+            interval: Interval::Millis(100),
+            max_moves: 8,
+        },
+    );
+    let v = [1u8; 100];
+    let mut rng = Rng::new(3);
+    for _ in 0..30_000 {
+        let k = format!("k{}", rng.below(20_000));
+        if e.get(a, k.as_bytes()).is_none() {
+            clock.advance_us(250); // the backend fetch the monitor measures
+            e.set(a, k.as_bytes(), &v, SetOptions::default()).unwrap();
+        }
+        clock.advance_us(10);
+    }
+    e.delete(a, b"k1");
+    e.tick();
+    let recs = e.control_records();
+    assert!(!recs.is_empty(), "time interval decisions happen");
+    let last = recs.last().unwrap();
+    assert_eq!(last.samples, vec![10, 1]);
+    assert_eq!(e.tenant_stats(a).samples, 10);
+    assert!(
+        recs.iter().map(|r| r.moves_done).sum::<u64>() > 0,
+        "moves carried out"
+    );
+    assert!(
+        e.tenant_stats(b).pages > 0,
+        "b received pages by explicit moves"
+    );
+    let (pen, n) = e.penalty(a);
+    assert!(
+        n > 100 && (pen - 250.0).abs() < 1.0,
+        "penalty {pen} from {n} gaps"
+    );
+    assert!(last.penalty_us[0] > 200.0);
+    assert!(last.notes.iter().any(|(k, v)| k == "sets_seen" && *v > 0.0));
+    e.set_penalty_hint(b, Some(2000.0));
+    assert_eq!(e.penalty(b), (2000.0, 0));
+    e.check_invariants();
+}
+
+#[test]
+fn registry_rejects_unknown_names_and_settings() {
+    let err = control::build("nope", Settings::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("unknown controller 'nope'"),
+        "{err}"
+    );
+    let err = control::build(
+        "static",
+        Settings::new("static", [("shars".to_string(), "1".to_string())]),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("unknown setting 'shars'"), "{err}");
+    for name in control::NAMES {
+        // Every registered name either builds with defaults or says why it cannot.
+        match control::build(name, Settings::new(name, [])) {
+            Ok(c) => assert_eq!(c.name(), *name),
+            Err(e) => assert!(
+                matches!(e, control::ControlError::NotAvailable { .. }),
+                "{name}: {e}"
+            ),
+        }
+    }
+    assert_eq!("1s".parse::<Interval>(), Ok(Interval::Millis(1000)));
+    assert_eq!("5000".parse::<Interval>(), Ok(Interval::Requests(5000)));
+    assert_eq!("5000req".parse::<Interval>(), Ok(Interval::Requests(5000)));
+    assert!("0".parse::<Interval>().is_err());
+    assert!("soon".parse::<Interval>().is_err());
+}

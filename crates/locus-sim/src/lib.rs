@@ -1,0 +1,1 @@
+//! Trace-driven experiments on the Locus engine (work in progress, issue #4).
