@@ -135,6 +135,23 @@ struct ClassPages {
     pages: u64,
     /// Pages of this (pool, class) with a free chunk.
     partial: Vec<u32>,
+    /// Every page of this (pool, class) (class-local sampling in [`ClassMode::Manual`]).
+    list: Vec<u32>,
+}
+
+/// How size classes get pages and who evicts for them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClassMode {
+    /// Redis-like (default): eviction samples the whole pool, and a class short of chunks takes
+    /// pages from other classes by itself (no slab calcification).
+    #[default]
+    Auto,
+    /// memcached-like: a class that is out of chunks, when no free page may be taken, evicts one
+    /// of its own items (K sampled from its pages, the oldest goes); pages move between classes
+    /// only by a controller's explicit moves (LAMA, automove, PSA, ...). Without such a
+    /// controller this is memcached without `slab_automove`: the first pages go to whichever
+    /// classes ask first and stay there.
+    Manual,
 }
 
 /// A tenant and its pool (one pool per tenant for now).
@@ -245,6 +262,8 @@ pub struct Engine {
     control_due: bool,
     /// Miss penalty per tenant (hints, and GET miss → SET gaps while a controller runs).
     penalty: PenaltyTracker,
+    /// How classes get pages and who evicts for them.
+    class_mode: ClassMode,
 }
 
 /// Decisions kept for `control_records`.
@@ -331,6 +350,7 @@ impl Engine {
             control: None,
             control_due: false,
             penalty: PenaltyTracker::default(),
+            class_mode: ClassMode::Auto,
             cfg,
             clock,
         })
@@ -630,6 +650,8 @@ impl Engine {
         cp.pages += 1;
         page.partial_pos = cp.partial.len() as u32;
         cp.partial.push(pg);
+        page.class_pos = cp.list.len() as u32;
+        cp.list.push(pg);
         tn.chunk_bytes += u64::from(slots) * u64::from(chunk);
         self.pages_used += 1;
     }
@@ -638,11 +660,12 @@ impl Engine {
     fn detach_page(&mut self, pg: u32) {
         let page = &self.store.pages[pg as usize];
         locus_common::strict_assert!(page.live == 0, "detaching a page with live items");
-        let (t, c, pool_pos, partial_pos) = (
+        let (t, c, pool_pos, partial_pos, class_pos) = (
             page.owner as usize,
             page.class,
             page.pool_pos,
             page.partial_pos,
+            page.class_pos,
         );
         let bytes = u64::from(page.slots) * u64::from(page.chunk);
         let tn = &mut self.tenants[t];
@@ -653,6 +676,11 @@ impl Engine {
         }
         let cp = &mut tn.classes[c as usize];
         cp.pages -= 1;
+        let last = cp.list.pop().expect("class list holds the page");
+        if last != pg {
+            cp.list[class_pos as usize] = last;
+            self.store.pages[last as usize].class_pos = class_pos;
+        }
         if partial_pos != NIL {
             let last = cp.partial.pop().expect("partial list holds the page");
             if last != pg {
@@ -665,6 +693,7 @@ impl Engine {
         page.owner = NIL;
         page.pool_pos = NIL;
         page.partial_pos = NIL;
+        page.class_pos = NIL;
         self.pages_used -= 1;
     }
 
@@ -883,6 +912,14 @@ impl Engine {
             };
             if self.pages_used < self.pages_total && self.arbiter.may_grow(&view, p) {
                 self.grant_page(t, c);
+                continue;
+            }
+            if self.class_mode == ClassMode::Manual {
+                if self.tenants[t].cfg.policy == Policy::NoEviction
+                    || !self.evict_in_class(t, c, EvictionReason::Memory)
+                {
+                    return Err(EngineError::OutOfMemory);
+                }
                 continue;
             }
             if let Some(pg) = self.pick_reclaim_page(t, c, fruitless >= FRUITLESS_EVICTIONS) {
@@ -2203,6 +2240,14 @@ impl Engine {
             assert_eq!(charged, tn.charged_bytes);
             let mut live = 0u64;
             let mut chunk_bytes = 0u64;
+            for (c, cp) in tn.classes.iter().enumerate() {
+                assert_eq!(cp.list.len() as u64, cp.pages, "class page list and count");
+                for (i, &pg) in cp.list.iter().enumerate() {
+                    let p = &self.store.pages[pg as usize];
+                    assert_eq!((p.owner as usize, p.class as usize), (ti, c));
+                    assert_eq!(p.class_pos as usize, i);
+                }
+            }
             for (i, &pg) in tn.pages.iter().enumerate() {
                 let p = &self.store.pages[pg as usize];
                 assert_eq!(p.owner as usize, ti);
@@ -2534,5 +2579,81 @@ impl Engine {
             Interval::Millis(ms) => self.clock.now_us() + ms.max(1) * 1000,
         };
         self.control = Some(cs);
+    }
+}
+
+// --------------------------------------------------------------------------------------------
+// Class-local eviction (ClassMode::Manual, memcached-like slabs).
+
+impl Engine {
+    /// Switches between Redis-like pool-wide eviction with automatic class rebalancing and
+    /// memcached-like class-local eviction ([`ClassMode`]). Items stay where they are.
+    pub fn set_class_mode(&mut self, mode: ClassMode) {
+        self.class_mode = mode;
+    }
+
+    /// The class mode in force.
+    pub fn class_mode(&self) -> ClassMode {
+        self.class_mode
+    }
+
+    /// Evicts one item of class `c` in pool `t`: K live items sampled uniformly by page and slot
+    /// (pages of one class have equal slot counts, so this is uniform over the class's chunks,
+    /// with dead chunks rejected), the one with the largest eviction score under the pool's
+    /// policy goes (random policies: the first). False when the class holds no item.
+    fn evict_in_class(&mut self, t: usize, c: u16, reason: EvictionReason) -> bool {
+        let npages = self.tenants[t].classes[c as usize].list.len();
+        if npages == 0 {
+            return false;
+        }
+        let policy = self.tenants[t].cfg.policy;
+        let k = if matches!(policy, Policy::AllkeysRandom | Policy::VolatileRandom) {
+            1
+        } else {
+            self.tenants[t].cfg.samples.max(1) as usize
+        };
+        let lruclock = self.lru_clock();
+        let now_min = lfu_minutes(self.clock.now_ms());
+        let mut best: Option<(u64, u32)> = None;
+        let (mut found, mut tries) = (0usize, 0usize);
+        while found < k && tries < 8 * k + 64 {
+            tries += 1;
+            let pg =
+                self.tenants[t].classes[c as usize].list[self.rng.below(npages as u64) as usize];
+            let bump = self.store.pages[pg as usize].bump;
+            if bump == 0 {
+                continue;
+            }
+            let slot = self.rng.below(u64::from(bump)) as u32;
+            let h = self.store.handle(pg, slot);
+            if !self.store.is_live(h) || policy.is_volatile() && !self.store.has_ttl(h) {
+                continue;
+            }
+            found += 1;
+            let s = self.score(t, h, lruclock, now_min);
+            if best.is_none_or(|(bs, _)| s > bs) {
+                best = Some((s, h));
+            }
+        }
+        if best.is_none() {
+            // Sparse pages: take the first live item of the class deterministically.
+            'pages: for i in 0..npages {
+                let pg = self.tenants[t].classes[c as usize].list[i];
+                for slot in 0..self.store.pages[pg as usize].bump {
+                    let h = self.store.handle(pg, slot);
+                    if self.store.is_live(h) && (!policy.is_volatile() || self.store.has_ttl(h)) {
+                        best = Some((0, h));
+                        break 'pages;
+                    }
+                }
+            }
+        }
+        match best {
+            Some((_, h)) => {
+                self.evict_handle(t, h, reason, true);
+                true
+            }
+            None => false,
+        }
     }
 }

@@ -45,6 +45,8 @@ pub(crate) struct Page {
     pub pool_pos: u32,
     /// Position in the owner's per-class list of pages with free chunks, or `NIL`.
     pub partial_pos: u32,
+    /// Position in the owner's per-class list of all its pages, or `NIL`.
+    pub class_pos: u32,
 }
 
 impl Page {
@@ -60,6 +62,7 @@ impl Page {
             free_head: NIL,
             pool_pos: NIL,
             partial_pos: NIL,
+            class_pos: NIL,
         }
     }
 

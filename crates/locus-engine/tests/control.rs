@@ -226,3 +226,61 @@ fn registry_rejects_unknown_names_and_settings() {
     assert!("0".parse::<Interval>().is_err());
     assert!("soon".parse::<Interval>().is_err());
 }
+
+#[test]
+fn manual_class_mode_evicts_within_the_class_and_moves_pages_only_on_request() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let (mut e, a, _b) = engine(8, clock);
+    e.set_class_mode(locus_engine::ClassMode::Manual);
+    let small = [1u8; 100];
+    let large = [2u8; 3000];
+    // Small items take every page first (calcification).
+    for i in 0..20_000 {
+        e.set(
+            a,
+            format!("s{i:05}").as_bytes(),
+            &small,
+            SetOptions::default(),
+        )
+        .unwrap();
+    }
+    assert_eq!(e.stats().pages_used, 8);
+    // A large item has no page and nothing of its class to evict: memcached's OOM.
+    assert_eq!(
+        e.set(a, b"L0", &large, SetOptions::default()),
+        Err(locus_engine::EngineError::OutOfMemory)
+    );
+    let small_class = e.class_for(6, 100).unwrap();
+    let large_class = e.class_for(2, 3000).unwrap();
+    let before = e.tenant_stats(a).items;
+    // New small items evict small items only; the item count stays.
+    for i in 0..1000 {
+        e.set(
+            a,
+            format!("t{i:05}").as_bytes(),
+            &small,
+            SetOptions::default(),
+        )
+        .unwrap();
+    }
+    assert_eq!(e.tenant_stats(a).items, before);
+    // An explicit move gives the large class a page.
+    e.move_page((PoolId(0), small_class), (PoolId(0), large_class))
+        .unwrap();
+    for i in 0..40 {
+        e.set(a, format!("L{i}").as_bytes(), &large, SetOptions::default())
+            .unwrap();
+    }
+    let large_pages = e
+        .class_stats(a)
+        .into_iter()
+        .find(|c| c.class == large_class)
+        .unwrap()
+        .pages;
+    assert_eq!(large_pages, 1, "the large class keeps to its one page");
+    assert!(
+        e.get(a, b"L39").is_some(),
+        "the newest large item is stored"
+    );
+    e.check_invariants();
+}
