@@ -1,0 +1,417 @@
+//! The partition DP shared by kRedis, pRedis, mPart and LAMA.
+//!
+//! Problem (units are abstract; the caller picks the granularity):
+//!
+//! ```text
+//! minimise   sum_i cost_i[u_i]
+//! subject to sum_i u_i <= total
+//!            lo_i <= u_i <= hi_i
+//!   lo_i = max(floor_i, current_i - max_move)          (radius only with current + max_move)
+//!   hi_i = min(cap_i, len(cost_i) - 1, current_i + max_move)
+//! ```
+//!
+//! Solved over suffixes of the pool list, `G[i][j]` = best key of pools `i..n` with at most `j`
+//! units above their lower bounds (`v_i = u_i - lo_i`, `B = min(total, sum hi) - sum lo`):
+//!
+//! ```text
+//! G[n][j] = 0                                               for j = 0..=B
+//! G[i][j] = min over k = 0..=min(hi_i - lo_i, j) of  cost_i[lo_i + k] + G[i+1][j - k]
+//! answer  = G[0][B], read forward: pool 0 takes the largest optimal k, then pool 1, ...
+//! ```
+//!
+//! "At most" makes `G[i]` non-increasing in `j`, so the solver may leave units unspent when a
+//! curve rises; with non-increasing curves it spends `min(total, sum hi)`, the papers' `sum = M`.
+//! Time `O(n * B * max span) <= O(n * total^2)`, memory `O(n * B)`.
+
+use crate::AllocError;
+
+/// Upper bound on `pools * (budget + 1)` DP cells (each 28 bytes), about 120 MB.
+pub const MAX_DP_CELLS: u64 = 1 << 22;
+
+/// One partition problem for [`solve_dp`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DpProblem {
+    /// `costs[i][u]`: cost of pool `i` holding `u` units (lower is better), `u = 0..len`. A curve
+    /// may be longer than `total`; a pool never gets more units than its curve covers. `+inf`
+    /// marks a forbidden size; NaN and `-inf` are rejected.
+    pub costs: Vec<Vec<f64>>,
+    /// Units to share (the solver may spend less, see the tie rule).
+    pub total: u64,
+    /// Least units per pool; empty means all 0.
+    pub floors: Vec<u64>,
+    /// Most units per pool; empty means none.
+    pub caps: Vec<Option<u64>>,
+    /// The allocation in force, for the move radius and the "fewest moves" tie break.
+    pub current: Option<Vec<u64>>,
+    /// At most this many units gained or lost per pool this interval (needs `current`).
+    pub max_move: Option<u64>,
+}
+
+/// A solver's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Allocation {
+    /// Units per pool, in pool order.
+    pub units: Vec<u64>,
+    /// `sum_i cost_i[units_i]`, summed from the last pool to the first.
+    pub cost: f64,
+}
+
+/// The bounds of one pool after validation.
+#[derive(Clone, Copy, Debug)]
+struct Range {
+    lo: u64,
+    hi: u64,
+}
+
+/// Checks `p` and computes each pool's `[lo, hi]`.
+fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
+    let n = p.costs.len();
+    if !p.floors.is_empty() && p.floors.len() != n {
+        return Err(AllocError::bad(format!(
+            "{} floors for {n} pools (give one per pool or none)",
+            p.floors.len()
+        )));
+    }
+    if !p.caps.is_empty() && p.caps.len() != n {
+        return Err(AllocError::bad(format!(
+            "{} caps for {n} pools (give one per pool or none)",
+            p.caps.len()
+        )));
+    }
+    if let Some(cur) = &p.current
+        && cur.len() != n
+    {
+        return Err(AllocError::bad(format!(
+            "current allocation has {} entries for {n} pools",
+            cur.len()
+        )));
+    }
+    if p.max_move.is_some() && p.current.is_none() {
+        return Err(AllocError::bad(
+            "max_move given without the current allocation to measure moves from",
+        ));
+    }
+    let mut floor_sum: u128 = 0;
+    let mut ranges = Vec::with_capacity(n);
+    for (i, curve) in p.costs.iter().enumerate() {
+        if curve.is_empty() {
+            return Err(AllocError::bad(format!("pool {i}: empty cost curve")));
+        }
+        if let Some(u) = curve
+            .iter()
+            .position(|c| c.is_nan() || *c == f64::NEG_INFINITY)
+        {
+            return Err(AllocError::bad(format!(
+                "pool {i}: cost at {u} units is {}",
+                curve[u]
+            )));
+        }
+        let floor = p.floors.get(i).copied().unwrap_or(0);
+        let cap = p.caps.get(i).copied().flatten();
+        if let Some(cap) = cap
+            && floor > cap
+        {
+            return Err(AllocError::bad(format!(
+                "pool {i}: floor {floor} is above cap {cap}"
+            )));
+        }
+        floor_sum += u128::from(floor);
+        let last = (curve.len() - 1) as u64;
+        if floor > last {
+            return Err(AllocError::infeasible(format!(
+                "pool {i}: floor {floor} is beyond its cost curve (0..={last} units)"
+            )));
+        }
+        let mut lo = floor;
+        let mut hi = cap.map_or(last, |c| c.min(last));
+        if let (Some(cur), Some(r)) = (&p.current, p.max_move) {
+            let c = cur[i];
+            lo = lo.max(c.saturating_sub(r));
+            hi = hi.min(c.saturating_add(r));
+            if lo > hi {
+                return Err(AllocError::infeasible(format!(
+                    "pool {i}: holds {c} units and may move at most {r}, which cannot reach \
+                     [{floor}, {}] (floor, min(cap, curve end))",
+                    cap.map_or(last, |c| c.min(last))
+                )));
+            }
+        }
+        ranges.push(Range { lo, hi });
+    }
+    if floor_sum > u128::from(p.total) {
+        return Err(AllocError::bad(format!(
+            "floors add up to {floor_sum} units, more than the total {}",
+            p.total
+        )));
+    }
+    let lo_sum: u128 = ranges.iter().map(|r| u128::from(r.lo)).sum();
+    if lo_sum > u128::from(p.total) {
+        return Err(AllocError::infeasible(format!(
+            "with the move radius the pools need at least {lo_sum} units, more than the total {}",
+            p.total
+        )));
+    }
+    Ok(ranges)
+}
+
+/// Solves the partition problem exactly (see the module docs for the recurrence).
+///
+/// Tie rule, applied in order among allocations of equal cost:
+/// 1. more units spent in total (idle memory helps nobody);
+/// 2. fewer units moved, `sum_i |u_i - current_i|` (only with `current`);
+/// 3. lexicographically larger `(u_0, u_1, ...)`: lower pool ids get the spare units.
+///
+/// Costs tie when their sums are bit-for-bit equal (sums run from the last pool to the first);
+/// integer-valued costs, and flat stretches of any curve, tie exactly. Zero pools give an empty
+/// allocation of cost 0.
+///
+/// # Errors
+/// `BadInput`: lengths of `floors`/`caps`/`current` differ from the pool count, `max_move`
+/// without `current`, an empty curve, a NaN or `-inf` cost, a floor above its cap, floors that
+/// add up to more than `total`, or a problem larger than [`MAX_DP_CELLS`].
+/// `Infeasible`: a floor beyond its curve, a move radius that cannot reach `[floor, cap]` or
+/// needs more than `total` in all, or every allowed allocation has an infinite cost.
+pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
+    let ranges = validate(p)?;
+    let n = ranges.len();
+    let lo_sum: u64 = ranges.iter().map(|r| r.lo).sum();
+    let hi_sum: u128 = ranges.iter().map(|r| u128::from(r.hi)).sum();
+    // Budget above the lower bounds; never more than the pools can hold.
+    let budget = (u128::from(p.total).min(hi_sum) - u128::from(lo_sum)) as u64;
+    let cells = (n as u128) * (u128::from(budget) + 1);
+    if cells > u128::from(MAX_DP_CELLS) {
+        return Err(AllocError::bad(format!(
+            "{n} pools x {budget} units is {cells} DP cells, above the limit {MAX_DP_CELLS}: \
+             use a coarser unit"
+        )));
+    }
+    let width = budget as usize + 1;
+
+    // Suffix tables, row i = pools i..n. Row n is all zeros.
+    let mut cost = vec![0.0_f64; (n + 1) * width];
+    let mut used = vec![0_u64; (n + 1) * width];
+    let mut moved = vec![0_u64; (n + 1) * width];
+    let mut choice = vec![0_u32; n * width];
+
+    for i in (0..n).rev() {
+        let Range { lo, hi } = ranges[i];
+        let span = (hi - lo) as usize;
+        let curve = &p.costs[i][lo as usize..=hi as usize];
+        let cur = p.current.as_ref().map(|c| c[i]);
+        let move_of = |k: usize| cur.map_or(0, |c| (lo + k as u64).abs_diff(c));
+        let (head, tail) = cost.split_at_mut((i + 1) * width);
+        let (row, next) = (&mut head[i * width..], &tail[..width]);
+        let (uhead, utail) = used.split_at_mut((i + 1) * width);
+        let (urow, unext) = (&mut uhead[i * width..], &utail[..width]);
+        let (mhead, mtail) = moved.split_at_mut((i + 1) * width);
+        let (mrow, mnext) = (&mut mhead[i * width..], &mtail[..width]);
+        let crow = &mut choice[i * width..(i + 1) * width];
+        for j in 0..width {
+            let mut best_c = f64::INFINITY;
+            let mut best_u = 0_u64;
+            let mut best_m = u64::MAX;
+            let mut best_k = 0_usize;
+            let mut found = false;
+            for k in 0..=span.min(j) {
+                let c = curve[k] + next[j - k];
+                let u = k as u64 + unext[j - k];
+                let m = move_of(k) + mnext[j - k];
+                // `>=`-style update on an exact tie of the whole key keeps the largest k.
+                let better = !found
+                    || c < best_c
+                    || (c == best_c && (u > best_u || (u == best_u && m <= best_m)));
+                if better {
+                    best_c = c;
+                    best_u = u;
+                    best_m = m;
+                    best_k = k;
+                    found = true;
+                }
+            }
+            row[j] = best_c;
+            urow[j] = best_u;
+            mrow[j] = best_m;
+            crow[j] = best_k as u32;
+        }
+    }
+
+    let total_cost = if n == 0 { 0.0 } else { cost[budget as usize] };
+    if total_cost == f64::INFINITY {
+        return Err(AllocError::infeasible(
+            "every allocation within the bounds has an infinite cost (or the sum overflows f64)",
+        ));
+    }
+    let mut units = Vec::with_capacity(n);
+    let mut left = budget as usize;
+    for (i, r) in ranges.iter().enumerate() {
+        let k = choice[i * width + left] as usize;
+        units.push(r.lo + k as u64);
+        left -= k;
+    }
+    Ok(Allocation {
+        units,
+        cost: total_cost,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(costs: Vec<Vec<f64>>, total: u64) -> DpProblem {
+        DpProblem {
+            costs,
+            total,
+            ..DpProblem::default()
+        }
+    }
+
+    #[test]
+    fn two_pools_worked_example() {
+        // Pool 0 gains 50, 30, 10 misses from its 1st, 2nd, 3rd unit; pool 1 gains 40, 35, 5.
+        // With 3 units the best picks are 50 (p0), 40 (p1), 35 (p1): u = [1, 2], cost 50 + 25.
+        let p = problem(
+            vec![vec![100.0, 50.0, 20.0, 10.0], vec![100.0, 60.0, 25.0, 20.0]],
+            3,
+        );
+        let a = solve_dp(&p).unwrap();
+        assert_eq!(a.units, vec![1, 2]);
+        assert_eq!(a.cost, 75.0);
+    }
+
+    #[test]
+    fn cliff_beats_greedy() {
+        // Pool 1 has a cliff: nothing until 3 units, then everything. Greedy by first-unit gain
+        // would feed pool 0; the DP sees the cliff.
+        let p = problem(
+            vec![vec![10.0, 8.0, 6.0, 4.0], vec![30.0, 30.0, 30.0, 0.0]],
+            3,
+        );
+        let a = solve_dp(&p).unwrap();
+        assert_eq!(a.units, vec![0, 3]);
+        assert_eq!(a.cost, 10.0);
+    }
+
+    #[test]
+    fn ties_spend_units_then_favour_low_ids() {
+        // Flat curves: every split costs 0. Rule 1 spends all 5, rule 3 gives pool 0 the most.
+        let p = problem(vec![vec![0.0; 4], vec![0.0; 4]], 5);
+        assert_eq!(solve_dp(&p).unwrap().units, vec![3, 2]);
+        // With a current allocation the fewest moves win before rule 3.
+        let p = DpProblem {
+            current: Some(vec![1, 3]),
+            ..p
+        };
+        assert_eq!(solve_dp(&p).unwrap().units, vec![2, 3]);
+    }
+
+    #[test]
+    fn rising_curve_leaves_units_unspent() {
+        // Pool 0 gets worse with memory past 1 unit; pool 1 is capped at 1.
+        let p = DpProblem {
+            costs: vec![vec![5.0, 1.0, 2.0, 3.0], vec![4.0, 0.0, 0.0]],
+            total: 6,
+            caps: vec![None, Some(1)],
+            ..DpProblem::default()
+        };
+        let a = solve_dp(&p).unwrap();
+        assert_eq!(a.units, vec![1, 1]);
+        assert_eq!(a.cost, 1.0);
+    }
+
+    #[test]
+    fn floors_caps_and_radius() {
+        let costs = vec![vec![9.0, 7.0, 5.0, 3.0, 1.0], vec![9.0, 6.0, 3.0, 0.0, 0.0]];
+        // Unconstrained, 4 units: pool 1 takes 3 (gains 3 each), pool 0 takes 1.
+        let a = solve_dp(&problem(costs.clone(), 4)).unwrap();
+        assert_eq!(a.units, vec![1, 3]);
+        // Floor of 2 on pool 0.
+        let p = DpProblem {
+            floors: vec![2, 0],
+            ..problem(costs.clone(), 4)
+        };
+        assert_eq!(solve_dp(&p).unwrap().units, vec![2, 2]);
+        // Cap of 1 on pool 1: the rest goes to pool 0.
+        let p = DpProblem {
+            caps: vec![None, Some(1)],
+            ..problem(costs.clone(), 4)
+        };
+        assert_eq!(solve_dp(&p).unwrap().units, vec![3, 1]);
+        // From [4, 0] moving at most 1 per pool: pool 1 can only reach 1.
+        let p = DpProblem {
+            current: Some(vec![4, 0]),
+            max_move: Some(1),
+            ..problem(costs, 4)
+        };
+        assert_eq!(solve_dp(&p).unwrap().units, vec![3, 1]);
+    }
+
+    #[test]
+    fn infinite_cost_forbids_a_size() {
+        let p = problem(vec![vec![5.0, f64::INFINITY, 0.0], vec![5.0, 4.0, 3.0]], 2);
+        assert_eq!(solve_dp(&p).unwrap().units, vec![2, 0]);
+        let p = problem(vec![vec![f64::INFINITY; 3], vec![1.0]], 2);
+        assert!(matches!(solve_dp(&p), Err(AllocError::Infeasible { .. })));
+    }
+
+    #[test]
+    fn bad_inputs_are_typed_errors() {
+        let ok = vec![vec![1.0, 0.0], vec![1.0, 0.0]];
+        let bad = |p: DpProblem| matches!(solve_dp(&p), Err(AllocError::BadInput { .. }));
+        let infeasible = |p: DpProblem| matches!(solve_dp(&p), Err(AllocError::Infeasible { .. }));
+        assert!(bad(problem(vec![vec![1.0, f64::NAN]], 1)));
+        assert!(bad(problem(vec![vec![f64::NEG_INFINITY]], 1)));
+        assert!(bad(problem(vec![vec![]], 1)));
+        assert!(bad(DpProblem {
+            floors: vec![2, 0],
+            caps: vec![Some(1), None],
+            ..problem(ok.clone(), 5)
+        }));
+        assert!(bad(DpProblem {
+            floors: vec![1, 1],
+            ..problem(ok.clone(), 1)
+        }));
+        assert!(bad(DpProblem {
+            floors: vec![1],
+            ..problem(ok.clone(), 1)
+        }));
+        assert!(bad(DpProblem {
+            caps: vec![None],
+            ..problem(ok.clone(), 1)
+        }));
+        assert!(bad(DpProblem {
+            current: Some(vec![0]),
+            ..problem(ok.clone(), 1)
+        }));
+        assert!(bad(DpProblem {
+            max_move: Some(1),
+            ..problem(ok.clone(), 1)
+        }));
+        // 4 pools x 2^22 units is over the cell limit (the curves alone are 32 MB).
+        assert!(bad(problem(vec![vec![0.0; (1 << 20) + 1]; 4], 1 << 22)));
+        // Floor beyond the curve, radius that cannot reach the bounds.
+        assert!(infeasible(DpProblem {
+            floors: vec![2, 0],
+            ..problem(ok.clone(), 5)
+        }));
+        assert!(infeasible(DpProblem {
+            current: Some(vec![9, 0]),
+            max_move: Some(2),
+            ..problem(ok.clone(), 5)
+        }));
+        assert!(infeasible(DpProblem {
+            costs: vec![vec![0.0; 10], vec![0.0; 10]],
+            current: Some(vec![5, 5]),
+            max_move: Some(1),
+            ..problem(vec![], 7)
+        }));
+        // Zero pools is a valid, empty problem.
+        assert_eq!(
+            solve_dp(&problem(vec![], 3)),
+            Ok(Allocation {
+                units: vec![],
+                cost: 0.0
+            })
+        );
+    }
+}
