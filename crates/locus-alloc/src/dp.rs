@@ -58,13 +58,13 @@ pub struct Allocation {
 
 /// The bounds of one pool after validation.
 #[derive(Clone, Copy, Debug)]
-struct Range {
+pub(crate) struct Range {
     lo: u64,
     hi: u64,
 }
 
 /// Checks `p` and computes each pool's `[lo, hi]`.
-fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
+pub(crate) fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
     let n = p.costs.len();
     if !p.floors.is_empty() && p.floors.len() != n {
         return Err(AllocError::bad(format!(
