@@ -93,6 +93,8 @@ pub(crate) fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
     }
     let mut floor_sum: u128 = 0;
     let mut ranges = Vec::with_capacity(n);
+    // Malformed input is reported before infeasibility, whichever pool comes first.
+    let mut infeasible = None;
     for (i, curve) in p.costs.iter().enumerate() {
         if curve.is_empty() {
             return Err(AllocError::bad(format!("pool {i}: empty cost curve")));
@@ -118,9 +120,11 @@ pub(crate) fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
         floor_sum += u128::from(floor);
         let last = (curve.len() - 1) as u64;
         if floor > last {
-            return Err(AllocError::infeasible(format!(
-                "pool {i}: floor {floor} is beyond its cost curve (0..={last} units)"
-            )));
+            infeasible.get_or_insert_with(|| {
+                AllocError::infeasible(format!(
+                    "pool {i}: floor {floor} is beyond its cost curve (0..={last} units)"
+                ))
+            });
         }
         let mut lo = floor;
         let mut hi = cap.map_or(last, |c| c.min(last));
@@ -129,11 +133,13 @@ pub(crate) fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
             lo = lo.max(c.saturating_sub(r));
             hi = hi.min(c.saturating_add(r));
             if lo > hi {
-                return Err(AllocError::infeasible(format!(
-                    "pool {i}: holds {c} units and may move at most {r}, which cannot reach \
-                     [{floor}, {}] (floor, min(cap, curve end))",
-                    cap.map_or(last, |c| c.min(last))
-                )));
+                infeasible.get_or_insert_with(|| {
+                    AllocError::infeasible(format!(
+                        "pool {i}: holds {c} units and may move at most {r}, which cannot reach \
+                         [{floor}, {}] (floor, min(cap, curve end))",
+                        cap.map_or(last, |c| c.min(last))
+                    ))
+                });
             }
         }
         ranges.push(Range { lo, hi });
@@ -143,6 +149,9 @@ pub(crate) fn validate(p: &DpProblem) -> Result<Vec<Range>, AllocError> {
             "floors add up to {floor_sum} units, more than the total {}",
             p.total
         )));
+    }
+    if let Some(e) = infeasible {
+        return Err(e);
     }
     let lo_sum: u128 = ranges.iter().map(|r| u128::from(r.lo)).sum();
     if lo_sum > u128::from(p.total) {
