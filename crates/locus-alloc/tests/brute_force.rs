@@ -60,7 +60,7 @@ fn feasible(p: &DpProblem, u: &[u64], extra_lo: &[u64]) -> bool {
 fn cost_of(p: &DpProblem, u: &[u64]) -> f64 {
     let mut acc = 0.0;
     for i in (0..u.len()).rev() {
-        acc = p.costs[i][u[i] as usize] + acc;
+        acc += p.costs[i][u[i] as usize];
     }
     acc
 }
