@@ -4,14 +4,21 @@
 //! default configuration and a misspelt key is an error. [`ServerConfig::validate`] reports every
 //! problem at once, each with its key path (`tenant[1].policy: ...`). `CONFIG SET` and
 //! `LOCUS.TENANT ... SET` re-validate through the same functions.
+//!
+//! The `[controller]` section names a memory controller of [`locus_engine::control`] and its
+//! `[controller.settings]`; validation builds the controller once, so an unknown name or setting
+//! is reported like any other problem, and [`ServerConfig::install_controller`] builds it again
+//! for the engine at start.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
 use locus_common::{ByteSize, parse_duration};
-use locus_engine::{EngineConfig, LruClockMode, PartitionMode, Policy, TenantConfig};
+use locus_engine::control::{self, ControlConfig, ControlError, Controller, Interval, Settings};
+use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, TenantConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Default listen address: loopback only.
@@ -30,6 +37,10 @@ pub const DEFAULT_DATABASES: u32 = 16;
 pub const DEFAULT_QUERY_BUFFER_LIMIT: u64 = 1 << 30;
 /// The tenant created when none is configured.
 pub const DEFAULT_TENANT_NAME: &str = "default";
+/// `[controller].name` meaning "no controller": the `memory.partition` arbiter alone.
+pub const NO_CONTROLLER: &str = "none";
+/// Default decision interval of a controller.
+pub const DEFAULT_CONTROL_INTERVAL: &str = "1s";
 
 /// A duration written as text ("0s", "5m", "100ms") in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -83,6 +94,8 @@ pub struct ServerConfig {
     pub eviction: EvictionSection,
     /// `[tenancy]`: how connections and keys map to tenants.
     pub tenancy: TenancySection,
+    /// `[controller]`: the memory controller that partitions memory between tenants.
+    pub controller: ControllerSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -213,6 +226,182 @@ impl Default for EvictionSection {
     }
 }
 
+/// A text value that may also be written as a bare number in the file (`interval = 100000` or
+/// `interval = "1s"`); kept as text so `validate()` reports a bad value with its key path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TextOrNumber(pub String);
+
+impl Serialize for TextOrNumber {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for TextOrNumber {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(i64),
+            Text(String),
+        }
+        Ok(TextOrNumber(match Raw::deserialize(d)? {
+            Raw::Num(n) => n.to_string(),
+            Raw::Text(t) => t,
+        }))
+    }
+}
+
+/// `[controller]`: which memory controller runs, how often, and its settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ControllerSection {
+    /// A name of [`locus_engine::control::NAMES`], or `none` (the `memory.partition` arbiter).
+    pub name: String,
+    /// Decisions every this many data-path requests (`100000`, `"100000req"`) or this long
+    /// (`"1s"`, `"500ms"`).
+    pub interval: TextOrNumber,
+    /// Pages released (by pools above target) plus explicit page moves, per decision.
+    pub max_moves: u32,
+    /// `[controller.settings]`: the controller's own settings; values of any TOML type
+    /// (arrays become comma-separated lists).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, toml::Value>,
+}
+
+impl Default for ControllerSection {
+    fn default() -> Self {
+        Self {
+            name: NO_CONTROLLER.to_string(),
+            interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
+            max_moves: ControlConfig::default().max_moves,
+            settings: BTreeMap::new(),
+        }
+    }
+}
+
+/// A setting's TOML value as the text [`Settings`] parses: strings as they are, numbers and
+/// booleans in their usual form, arrays of those joined with `,`.
+fn setting_text(v: &toml::Value) -> Result<String, String> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(n) => Ok(n.to_string()),
+        toml::Value::Float(f) => Ok(f.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        toml::Value::Datetime(d) => Ok(d.to_string()),
+        toml::Value::Array(items) => {
+            let parts: Result<Vec<String>, String> = items
+                .iter()
+                .map(|x| match x {
+                    toml::Value::Array(_) | toml::Value::Table(_) => {
+                        Err("nested arrays and tables are not allowed in a list".to_string())
+                    }
+                    other => setting_text(other),
+                })
+                .collect();
+            parts.map(|p| p.join(","))
+        }
+        toml::Value::Table(_) => {
+            Err("a table is not a setting value (use key = value pairs)".to_string())
+        }
+    }
+}
+
+impl ControllerSection {
+    /// Whether a controller is configured (`name` other than `none`).
+    pub fn enabled(&self) -> bool {
+        !self.name.eq_ignore_ascii_case(NO_CONTROLLER)
+    }
+
+    /// The settings as text pairs, or every value that cannot be one (with its key path).
+    fn settings_pairs(&self) -> Result<Vec<(String, String)>, Vec<String>> {
+        let mut pairs = Vec::new();
+        let mut bad = Vec::new();
+        for (k, v) in &self.settings {
+            match setting_text(v) {
+                Ok(t) => pairs.push((k.clone(), t)),
+                Err(e) => bad.push(format!("controller.settings.{k}: {e}")),
+            }
+        }
+        if bad.is_empty() { Ok(pairs) } else { Err(bad) }
+    }
+
+    /// The decision interval.
+    ///
+    /// # Errors
+    /// The problem, prefixed `controller.interval`.
+    pub fn parsed_interval(&self) -> Result<Interval, String> {
+        self.interval
+            .0
+            .parse::<Interval>()
+            .map_err(|e| format!("controller.interval: {e}"))
+    }
+
+    /// How the engine runs the controller.
+    ///
+    /// # Errors
+    /// The problem, prefixed `controller.interval`.
+    pub fn control_config(&self) -> Result<ControlConfig, String> {
+        Ok(ControlConfig {
+            interval: self.parsed_interval()?,
+            max_moves: self.max_moves,
+        })
+    }
+
+    /// Builds the configured controller (`None` for `none`).
+    ///
+    /// # Errors
+    /// Every problem with its key path (`controller.name: ...`, `controller.settings.k: ...`).
+    pub fn build(&self) -> Result<Option<Box<dyn Controller>>, Vec<String>> {
+        if !self.enabled() {
+            return if self.settings.is_empty() {
+                Ok(None)
+            } else {
+                Err(vec![format!(
+                    "controller.settings: settings given but controller.name is \"{NO_CONTROLLER}\" (choose one of {})",
+                    control::NAMES.join(", ")
+                )])
+            };
+        }
+        let pairs = self.settings_pairs()?;
+        let name = self.name.to_ascii_lowercase();
+        control::build(&name, Settings::new(&name, pairs))
+            .map(Some)
+            .map_err(|e| vec![control_problem(&e)])
+    }
+}
+
+/// A controller construction error as a configuration problem with its key path.
+fn control_problem(e: &ControlError) -> String {
+    match e {
+        ControlError::UnknownController { name, known } => format!(
+            "controller.name: unknown controller {name:?} (one of {NO_CONTROLLER}, {})",
+            known.join(", ")
+        ),
+        ControlError::NotAvailable { .. } => format!("controller.name: {e}"),
+        ControlError::BadSetting {
+            controller,
+            key,
+            value,
+            expected,
+        } => format!(
+            "controller.settings.{key}: {value:?} is not valid for controller '{controller}': expected {expected}"
+        ),
+        ControlError::UnknownSetting {
+            controller,
+            key,
+            known,
+        } => format!(
+            "controller.settings.{key}: controller '{controller}' has no such setting (its settings: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ),
+    }
+}
+
 /// How connections and keys map to tenants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -300,6 +489,10 @@ pub struct TenantSection {
     /// `maxmemory-samples` (default: `[eviction].samples`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<u32>,
+    /// Mean miss penalty in µs, a hint for cost-aware controllers (absent = measured: the gap
+    /// from a GET miss to the SET of the same key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub penalty_us: Option<f64>,
 }
 
 /// Why a configuration could not be loaded.
@@ -476,11 +669,53 @@ impl ServerConfig {
             ));
         }
         self.validate_tenants(&mut p);
+        self.validate_controller(&mut p);
         if p.is_empty() {
             Ok(())
         } else {
             Err(ConfigError::Invalid { problems: p })
         }
+    }
+
+    fn validate_controller(&self, p: &mut Vec<String>) {
+        let c = &self.controller;
+        if let Err(e) = c.parsed_interval() {
+            p.push(e);
+        }
+        if c.max_moves == 0 {
+            p.push(
+                "controller.max_moves: must be at least 1 (pools above their target release pages through it)"
+                    .to_string(),
+            );
+        }
+        if let Err(errs) = c.build() {
+            p.extend(errs);
+        }
+    }
+
+    /// Installs the configured controller and the tenants' miss-penalty hints in `eng`, whose
+    /// tenants were created from [`ServerConfig::tenant_sections`]. With `name = "none"` the
+    /// engine keeps the `memory.partition` arbiter.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] if the section does not validate.
+    pub fn install_controller(&self, eng: &mut Engine) -> Result<(), ConfigError> {
+        let invalid = |problems: Vec<String>| ConfigError::Invalid { problems };
+        for t in self.tenant_sections() {
+            if let Some(us) = t.penalty_us
+                && let Some(id) = eng.tenant_by_name(&t.name)
+            {
+                eng.set_penalty_hint(id, Some(us));
+            }
+        }
+        let cfg = self
+            .controller
+            .control_config()
+            .map_err(|e| invalid(vec![e]))?;
+        if let Some(ctl) = self.controller.build().map_err(invalid)? {
+            eng.set_controller(ctl, cfg);
+        }
+        Ok(())
     }
 
     fn validate_tenants(&self, p: &mut Vec<String>) {
@@ -577,6 +812,13 @@ impl ServerConfig {
             {
                 p.push(format!("{at}.samples: {k} is not in 1..=64"));
             }
+            if let Some(us) = t.penalty_us
+                && !(us.is_finite() && us >= 0.0)
+            {
+                p.push(format!(
+                    "{at}.penalty_us: {us} is not a non-negative number of microseconds"
+                ));
+            }
             if let Some(max) = t.max
                 && max.0 < t.min.0
             {
@@ -669,5 +911,184 @@ mod tests {
         ] {
             assert!(all.contains(needle), "missing {needle} in:\n{all}");
         }
+    }
+
+    #[test]
+    fn controller_defaults_to_none_and_installs_nothing() {
+        let c = ServerConfig::default();
+        assert!(!c.controller.enabled());
+        assert_eq!(c.controller.interval.0, "1s");
+        assert_eq!(c.controller.max_moves, 64);
+        let mut eng = Engine::new(
+            c.engine_config(),
+            std::sync::Arc::new(locus_common::SystemClock),
+        )
+        .unwrap();
+        eng.add_tenant(c.tenant_config(&c.tenant_sections()[0]))
+            .unwrap();
+        c.install_controller(&mut eng).unwrap();
+        assert_eq!(eng.controller_name(), None);
+    }
+
+    #[test]
+    fn controller_settings_of_every_toml_type_become_text() {
+        let text = r#"
+            [controller]
+            name = "static"
+            interval = 5000
+            max_moves = 8
+            [controller.settings]
+            shares = [1, 3.5]
+        "#;
+        let c = ServerConfig::from_toml(text, "f").unwrap();
+        c.validate().unwrap();
+        assert_eq!(
+            c.controller.parsed_interval().unwrap(),
+            Interval::Requests(5000)
+        );
+        assert_eq!(
+            c.controller.settings_pairs().unwrap(),
+            vec![("shares".to_string(), "1,3.5".to_string())]
+        );
+        for (v, want) in [
+            (toml::Value::String("1,2".into()), "1,2"),
+            (toml::Value::Integer(-3), "-3"),
+            (toml::Value::Float(0.01), "0.01"),
+            (toml::Value::Boolean(true), "true"),
+            (
+                toml::Value::Array(vec![toml::Value::Integer(1), toml::Value::Integer(5)]),
+                "1,5",
+            ),
+        ] {
+            assert_eq!(setting_text(&v).unwrap(), want);
+        }
+        assert!(setting_text(&toml::Value::Table(Default::default())).is_err());
+        assert!(setting_text(&toml::Value::Array(vec![toml::Value::Array(vec![])])).is_err());
+    }
+
+    #[test]
+    fn controller_round_trips_through_print_config() {
+        let text = r#"
+            [controller]
+            name = "static"
+            interval = "250ms"
+            [controller.settings]
+            shares = [1, 2]
+            [[tenant]]
+            name = "a"
+            penalty_us = 1500.0
+        "#;
+        let c = ServerConfig::from_toml(text, "f").unwrap();
+        let printed = c.to_toml();
+        assert!(printed.contains("[controller]"), "{printed}");
+        assert!(printed.contains("[controller.settings]"), "{printed}");
+        let back = ServerConfig::from_toml(&printed, "x").unwrap();
+        assert_eq!(back, c);
+        back.validate().unwrap();
+    }
+
+    #[test]
+    fn every_controller_problem_is_reported_with_its_path() {
+        let problems = |text: &str| -> String {
+            let c = ServerConfig::from_toml(text, "f").unwrap();
+            match c.validate() {
+                Err(ConfigError::Invalid { problems }) => problems.join("\n"),
+                other => panic!("expected problems for {text}, got {other:?}"),
+            }
+        };
+        let all = problems(
+            r#"
+            [controller]
+            name = "kredsi"
+            interval = "soon"
+            max_moves = 0
+            [[tenant]]
+            name = "a"
+            penalty_us = -1.0
+            "#,
+        );
+        for needle in [
+            "controller.name: unknown controller \"kredsi\" (one of none, shared, static,",
+            "controller.interval: interval 'soon'",
+            "controller.max_moves: must be at least 1",
+            "tenant[0].penalty_us: -1 is not a non-negative",
+        ] {
+            assert!(all.contains(needle), "missing {needle} in:\n{all}");
+        }
+        let all =
+            problems("[controller]\nname = \"static\"\n[controller.settings]\nshares = \"1,x\"\n");
+        assert!(
+            all.contains(
+                "controller.settings.shares: \"1,x\" is not valid for controller 'static'"
+            ),
+            "{all}"
+        );
+        let all = problems("[controller]\nname = \"static\"\n[controller.settings]\nsharez = 1\n");
+        assert!(
+            all.contains(
+                "controller.settings.sharez: controller 'static' has no such setting (its settings: shares)"
+            ),
+            "{all}"
+        );
+        let all = problems("[controller]\nname = \"shared\"\n[controller.settings]\nx = 1\n");
+        assert!(
+            all.contains("controller.settings.x: controller 'shared' has no such setting (its settings: none)"),
+            "{all}"
+        );
+        let all = problems("[controller.settings]\nshares = 1\n");
+        assert!(
+            all.contains("controller.settings: settings given but controller.name is \"none\""),
+            "{all}"
+        );
+        let all =
+            problems("[controller]\nname = \"static\"\n[controller.settings.shares]\na = 1\n");
+        assert!(all.contains("controller.settings.shares: a table"), "{all}");
+    }
+
+    #[test]
+    fn install_controller_sets_controller_interval_and_hints() {
+        let text = r#"
+            [memory]
+            maxmemory = "8MiB"
+            page_size = "64KiB"
+            [tenancy]
+            mode = "port"
+            [controller]
+            name = "static"
+            interval = "100"
+            max_moves = 4
+            [controller.settings]
+            shares = [1, 3]
+            [[tenant]]
+            name = "a"
+            port = 0
+            [[tenant]]
+            name = "b"
+            port = 0
+            penalty_us = 250
+        "#;
+        let c = ServerConfig::from_toml(text, "f").unwrap();
+        c.validate().unwrap();
+        let mut eng = Engine::new(
+            c.engine_config(),
+            std::sync::Arc::new(locus_common::SystemClock),
+        )
+        .unwrap();
+        for t in c.tenant_sections() {
+            eng.add_tenant(c.tenant_config(&t)).unwrap();
+        }
+        c.install_controller(&mut eng).unwrap();
+        assert_eq!(eng.controller_name(), Some("static"));
+        assert_eq!(
+            eng.control_config(),
+            Some(ControlConfig {
+                interval: Interval::Requests(100),
+                max_moves: 4
+            })
+        );
+        let b = eng.tenant_by_name("b").unwrap();
+        assert_eq!(eng.penalty(b), (250.0, 0));
+        eng.run_controller();
+        assert_eq!(eng.targets(), vec![Some(32), Some(96)]);
     }
 }

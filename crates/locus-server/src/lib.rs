@@ -106,6 +106,7 @@ impl Server {
         for t in cfg.tenant_sections() {
             ids.push(engine.add_tenant(cfg.tenant_config(&t))?);
         }
+        cfg.install_controller(&mut engine)?;
         let tenancy = Tenancy::new(&cfg, &ids);
         let ip: std::net::IpAddr = cfg.server.bind.parse().map_err(|_| ServerError::Bind {
             addr: cfg.server.bind.clone(),

@@ -1,10 +1,12 @@
-//! Server commands: COMMAND, CONFIG, INFO, MEMORY, OBJECT, SHUTDOWN and `LOCUS.TENANT`.
+//! Server commands: COMMAND, CONFIG, INFO, MEMORY, OBJECT, SHUTDOWN, `LOCUS.TENANT` and
+//! `LOCUS.CONTROLLER` (the memory controller: its state, targets, decision log, decide now).
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
 use locus_common::ByteSize;
-use locus_engine::{Policy, TenantId};
+use locus_engine::control::IntervalRecord;
+use locus_engine::{Engine, Policy, TenantId};
 
 use super::table::{COMMANDS, CommandSpec};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, key_positions, lookup, lower};
@@ -560,7 +562,51 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             );
         }
     }
+    if want("locus") || want("controller") {
+        sep(&mut out);
+        locus_section(&mut out, ctx.eng, ctx.shared);
+    }
     out
+}
+
+/// The `# Locus` INFO section: the memory controller and, per tenant, pages, target, K and miss
+/// penalty (`pool_<tenant>:pages=..,target=..|none,samples=..,penalty_us=..,penalty_samples=..`).
+fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::Shared) {
+    let st = eng.stats();
+    let cc = eng.control_config();
+    let last = eng.control_records().last().map(|r| r.at_request);
+    let _ = write!(
+        out,
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
+        eng.controller_name()
+            .unwrap_or(crate::config::NO_CONTROLLER),
+        cc.map_or("none".to_string(), |c| c.interval.to_string()),
+        cc.map_or(0, |c| c.max_moves),
+        eng.control_decisions(),
+        eng.control_requests(),
+        last.map_or("none".to_string(), |r| r.to_string()),
+        st.pages_total,
+        st.pages_used,
+    );
+    let targets = eng.targets();
+    for t in eng.tenant_ids() {
+        let ts = eng.tenant_stats(t);
+        let (penalty, samples) = eng.penalty(t);
+        let _ = write!(
+            out,
+            "pool_{}:pages={},target={},samples={},penalty_us={:.1},penalty_samples={}\r\n",
+            sh.tenancy.name(t),
+            ts.pages,
+            targets
+                .get(t.0 as usize)
+                .copied()
+                .flatten()
+                .map_or("none".to_string(), |x| x.to_string()),
+            ts.samples,
+            penalty,
+            samples,
+        );
+    }
 }
 
 /// `INFO [section ...]`
@@ -803,5 +849,230 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         _ => return Err(bad_opt()),
     }
     ctx.w.ok();
+    Ok(())
+}
+
+// ---------------------------------------------------------------- LOCUS.CONTROLLER
+
+/// Decisions `LOCUS.CONTROLLER RECORDS` returns without a count.
+const DEFAULT_RECORDS: usize = 10;
+
+/// The error for subcommands that need a running controller.
+fn no_controller() -> CmdError {
+    CmdError::msg(
+        "ERR no memory controller is running (set [controller] name in the configuration)",
+    )
+}
+
+/// Tenant names in pool order (pool `i` is tenant `i`).
+fn pool_names(ctx: &Ctx<'_>) -> Vec<String> {
+    ctx.eng
+        .tenant_ids()
+        .into_iter()
+        .map(|t| ctx.shared.tenancy.name(t).to_string())
+        .collect()
+}
+
+/// A map from tenant name to one value per pool, written by `each`.
+fn per_pool<T>(ctx: &mut Ctx<'_>, names: &[String], vals: &[T], each: fn(&mut Ctx<'_>, &T)) {
+    let n = names.len().min(vals.len());
+    ctx.w.map(n);
+    for (name, v) in names.iter().zip(vals).take(n) {
+        ctx.w.bulk(name.as_bytes());
+        each(ctx, v);
+    }
+}
+
+fn write_u64(ctx: &mut Ctx<'_>, v: &u64) {
+    ctx.w.integer(i64::try_from(*v).unwrap_or(i64::MAX));
+}
+
+fn write_u32(ctx: &mut Ctx<'_>, v: &u32) {
+    ctx.w.integer(i64::from(*v));
+}
+
+fn write_f64(ctx: &mut Ctx<'_>, v: &f64) {
+    ctx.w.double(*v);
+}
+
+fn write_target(ctx: &mut Ctx<'_>, v: &Option<u64>) {
+    match v {
+        Some(x) => write_u64(ctx, x),
+        None => ctx.w.null(),
+    }
+}
+
+/// One decision as a map (RESP3) / flat key-value array (RESP2).
+fn write_record(ctx: &mut Ctx<'_>, names: &[String], r: &IntervalRecord) {
+    ctx.w.map(13);
+    for (k, v) in [
+        ("interval", r.interval),
+        ("at_us", r.at_us),
+        ("at_request", r.at_request),
+        ("moves", r.moves_done),
+        ("evicted_by_moves", r.items_evicted_by_moves),
+    ] {
+        ctx.w.bulk(k.as_bytes());
+        write_u64(ctx, &v);
+    }
+    ctx.w.bulk(b"pages");
+    per_pool(ctx, names, &r.pages, write_u64);
+    ctx.w.bulk(b"targets");
+    per_pool(ctx, names, &r.targets, write_target);
+    ctx.w.bulk(b"samples");
+    per_pool(ctx, names, &r.samples, write_u32);
+    ctx.w.bulk(b"penalty_us");
+    per_pool(ctx, names, &r.penalty_us, write_f64);
+    ctx.w.bulk(b"hits");
+    per_pool(ctx, names, &r.hits, write_u64);
+    ctx.w.bulk(b"misses");
+    per_pool(ctx, names, &r.misses, write_u64);
+    ctx.w.bulk(b"notes");
+    ctx.w.map(r.notes.len());
+    for (k, v) in &r.notes {
+        ctx.w.bulk(k.as_bytes());
+        ctx.w.double(*v);
+    }
+    ctx.w.bulk(b"curves");
+    ctx.w.array(r.curves.len());
+    for c in &r.curves {
+        ctx.w.map(3);
+        ctx.w.bulk(b"tenant");
+        let name = names.get(c.pool.0 as usize).map_or("?", String::as_str);
+        ctx.w.bulk(name.as_bytes());
+        ctx.w.bulk(b"label");
+        ctx.w.bulk(c.label.as_bytes());
+        ctx.w.bulk(b"points");
+        ctx.w.integer(c.mrc.points().len() as i64);
+    }
+}
+
+/// `LOCUS.CONTROLLER INFO`: the controller and every tenant's pages, target, K and penalty.
+fn controller_info(ctx: &mut Ctx<'_>) {
+    let names = pool_names(ctx);
+    let st = ctx.eng.stats();
+    let cc = ctx.eng.control_config();
+    let targets = ctx.eng.targets();
+    ctx.w.map(8);
+    ctx.w.bulk(b"controller");
+    let name = ctx
+        .eng
+        .controller_name()
+        .unwrap_or(crate::config::NO_CONTROLLER);
+    ctx.w.bulk(name.as_bytes());
+    ctx.w.bulk(b"interval");
+    match cc {
+        Some(c) => ctx.w.bulk(c.interval.to_string().as_bytes()),
+        None => ctx.w.null(),
+    }
+    ctx.w.bulk(b"max_moves");
+    match cc {
+        Some(c) => ctx.w.integer(i64::from(c.max_moves)),
+        None => ctx.w.null(),
+    }
+    let decisions = ctx.eng.control_decisions();
+    let requests = ctx.eng.control_requests();
+    for (k, v) in [
+        ("decisions", decisions),
+        ("requests", requests),
+        ("pages_total", st.pages_total),
+        ("pages_used", st.pages_used),
+    ] {
+        ctx.w.bulk(k.as_bytes());
+        write_u64(ctx, &v);
+    }
+    ctx.w.bulk(b"tenants");
+    let ids = ctx.eng.tenant_ids();
+    ctx.w.map(ids.len());
+    for (t, name) in ids.into_iter().zip(&names) {
+        let ts = ctx.eng.tenant_stats(t);
+        let (penalty, samples) = ctx.eng.penalty(t);
+        ctx.w.bulk(name.as_bytes());
+        ctx.w.map(5);
+        ctx.w.bulk(b"pages");
+        write_u64(ctx, &ts.pages);
+        ctx.w.bulk(b"target");
+        write_target(ctx, &targets.get(t.0 as usize).copied().flatten());
+        ctx.w.bulk(b"samples");
+        write_u32(ctx, &ts.samples);
+        ctx.w.bulk(b"penalty_us");
+        ctx.w.double(penalty);
+        ctx.w.bulk(b"penalty_samples");
+        write_u64(ctx, &samples);
+    }
+}
+
+/// `LOCUS.CONTROLLER INFO | TARGETS | RECORDS [count] | RUN | HELP`
+pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let sub = lower(&a[1]);
+    let arity = |max: usize| {
+        if a.len() > max {
+            Err(CmdError::WrongArity(format!("locus.controller|{sub}")))
+        } else {
+            Ok(())
+        }
+    };
+    match sub.as_str() {
+        "info" => {
+            arity(2)?;
+            controller_info(ctx);
+        }
+        "targets" => {
+            arity(2)?;
+            let names = pool_names(ctx);
+            let targets = ctx.eng.targets();
+            per_pool(ctx, &names, &targets, write_target);
+        }
+        "records" => {
+            arity(3)?;
+            let count = match a.get(2) {
+                None => DEFAULT_RECORDS,
+                Some(c) => super::parse_i64(c)
+                    .filter(|n| *n > 0)
+                    .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+                    .ok_or_else(|| CmdError::msg("ERR value is out of range, must be positive"))?,
+            };
+            let names = pool_names(ctx);
+            let records = ctx.eng.control_records();
+            let tail = &records[records.len().saturating_sub(count)..];
+            ctx.w.array(tail.len());
+            for r in tail {
+                write_record(ctx, &names, r);
+            }
+        }
+        "run" => {
+            arity(2)?;
+            if ctx.eng.controller_name().is_none() {
+                return Err(no_controller());
+            }
+            ctx.eng.run_controller();
+            let names = pool_names(ctx);
+            let records = ctx.eng.control_records();
+            let Some(r) = records.last() else {
+                return Err(no_controller());
+            };
+            write_record(ctx, &names, r);
+        }
+        "help" => {
+            arity(2)?;
+            help(
+                ctx,
+                &[
+                    "LOCUS.CONTROLLER <subcommand> [<arg> ...]. Subcommands are:",
+                    "INFO",
+                    "    The memory controller (name, interval, decisions) and per tenant: pages, target, K, miss penalty.",
+                    "TARGETS",
+                    "    Page target per tenant (nil: none).",
+                    "RECORDS [<count>]",
+                    "    The last <count> decisions (default 10), oldest first: pages, targets, K, moves, notes.",
+                    "RUN",
+                    "    Decide now and return the decision.",
+                    "HELP",
+                    "    Print this help.",
+                ],
+            );
+        }
+        _ => return Err(unknown_sub("locus.controller", &a[1])),
+    }
     Ok(())
 }

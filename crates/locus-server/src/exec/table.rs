@@ -1027,6 +1027,27 @@ pub static COMMANDS: &[CommandSpec] = &[
         None,
         admin::tenant
     ),
+    cmd!(
+        "locus.controller",
+        -2,
+        ["admin"],
+        0,
+        0,
+        0,
+        ["@admin", "@slow"],
+        "server",
+        "0.1.0",
+        "Shows the memory controller's state, targets and decisions, or makes it decide now (Locus).",
+        None,
+        admin::controller,
+        [
+            "locus.controller|info",
+            "locus.controller|targets",
+            "locus.controller|records",
+            "locus.controller|run",
+            "locus.controller|help"
+        ]
+    ),
 ];
 
 static INDEX: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {

@@ -49,6 +49,9 @@ pub struct Args {
     /// Password of the default user (server.requirepass).
     #[arg(long, value_name = "PASS")]
     requirepass: Option<String>,
+    /// Memory controller, e.g. static, kredis; none = memory.partition alone (controller.name).
+    #[arg(long, value_name = "NAME")]
+    controller: Option<String>,
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     print_config: bool,
@@ -92,6 +95,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(v) = args.requirepass {
         cfg.server.requirepass = v;
+    }
+    if let Some(v) = args.controller {
+        cfg.controller.name = v;
     }
     cfg.validate()?;
     if args.print_config {
