@@ -41,7 +41,12 @@ use locus_mrc::Mrc;
 use crate::ids::{ClassId, PoolId, TenantId};
 
 pub use basic::{SharedController, StaticController};
+pub use mpart::{Mpart, MpartConfig};
+pub use oracle::{
+    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, curve_in_pages, plan,
+};
 pub(crate) use penalty::PenaltyTracker;
+pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
 pub use settings::Settings;
 
 /// What happened on the data path.
