@@ -21,17 +21,24 @@
 //! [`Settings`] that reject unknown keys. One file per controller. Solvers are pure functions in
 //! `locus-alloc`; controllers only turn curves into its inputs and its answers into decisions.
 
+mod automove;
 mod basic;
 mod dlru;
+mod facebook;
 mod kredis;
+mod lama;
+mod memcached;
 mod memshare;
 mod memsweeper;
 mod mpart;
 mod oracle;
 mod penalty;
 mod predis;
+mod psa;
 mod settings;
+mod slabs;
 pub(crate) mod target;
+mod twemcache;
 
 use std::fmt;
 use std::str::FromStr;
@@ -40,7 +47,13 @@ use locus_mrc::Mrc;
 
 use crate::ids::{ClassId, PoolId, TenantId};
 
+pub use automove::Automove;
 pub use basic::{SharedController, StaticController};
+pub use facebook::{Facebook, FacebookConfig};
+pub use lama::{Lama, LamaConfig, LamaObjective};
+pub use memcached::Memcached;
+pub use psa::{Psa, PsaConfig};
+pub use twemcache::Twemcache;
 pub use mpart::{Mpart, MpartConfig};
 pub use oracle::{
     Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, curve_in_pages, plan,
@@ -56,7 +69,8 @@ pub enum AccessKind {
     GetHit,
     /// A GET that did not find the key (or found it expired).
     GetMiss,
-    /// A SET that stored the item.
+    /// A SET request: stored, or refused for memory (profilers model the request stream, not
+    /// what this cache kept).
     Set,
     /// A DEL (of a present or missing key).
     Delete,
@@ -237,6 +251,12 @@ pub trait Controller: Send + fmt::Debug {
 
     /// An interval boundary: decide.
     fn decide(&mut self, view: &ControlView<'_>) -> Decision;
+
+    /// The class mode this controller needs (memcached-style slab controllers return
+    /// [`crate::ClassMode::Manual`]); applied when it is installed. Default: keep the engine's.
+    fn class_mode(&self) -> Option<crate::ClassMode> {
+        None
+    }
 }
 
 /// When decisions happen.
@@ -391,6 +411,12 @@ pub const NAMES: &[&str] = &[
     "memsweeper-fair",
     "memshare",
     "oracle",
+    "lama",
+    "memcached",
+    "automove",
+    "psa",
+    "facebook",
+    "twemcache",
 ];
 
 /// Builds the controller `name` from its settings.
@@ -410,6 +436,12 @@ pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, Cont
         "memsweeper-fair" => memsweeper::build_fair(settings),
         "memshare" => memshare::build(settings),
         "oracle" => oracle::build(settings),
+        "lama" => lama::build(settings),
+        "memcached" => memcached::build(settings),
+        "automove" => automove::build(settings),
+        "psa" => psa::build(settings),
+        "facebook" => facebook::build(settings),
+        "twemcache" => twemcache::build(settings),
         _ => Err(ControlError::UnknownController {
             name: name.to_string(),
             known: NAMES.to_vec(),
