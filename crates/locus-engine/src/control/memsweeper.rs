@@ -1,13 +1,765 @@
-//! The `memsweeper-max` and `memsweeper-fair` controllers (being written, issue #4).
+//! The `memsweeper-max` and `memsweeper-fair` controllers: MemSweeper (Seyri, Pan and Vamanan,
+//! ISMM '22) on the engine's pools.
+//!
+//! MemSweeper keeps every evicted key in a per-tenant shadow queue and finds each shadow hit's
+//! reuse distance beyond the cache in O(log N) (§2.2, §3.1; here [`super::shadow`]). From the hit
+//! counts per shadow page it computes the *marginal utility* of growing by `x` pages, the hits per
+//! page of the first `x` shadow pages (Algorithm 1), and takes the best `x`: a loop a few hundred
+//! pages longer than the allocation shows up as a positive utility at that distance, a cliff that
+//! gradient methods (Cliffhanger, Memshare: [`super::memshare`]) never see. Pages then move one at
+//! a time from a *victim* to a *victor* (§3.2, Algorithm 2), a fresh victim for every page:
+//!
+//! ```text
+//!   shadow hits by distance ─┐                       ┌─ victor: max S (shadow side)
+//!   recency-stack hits ──────┼─► hits per page ─► S ─┤
+//!   (sampled LRU position)   │   (absolute axis)     └─ victim: min S (main-queue side)
+//!   counters (hits, misses) ─┘            locus_alloc::sweep_move, one page per call
+//! ```
+//!
+//! * **Max** (`memsweeper-max`): `S = MU`; the victor is the pool whose next pages would gain the
+//!   most hits per page, the victim the pool whose last page has the fewest hits.
+//! * **Fair** (`memsweeper-fair`): the paper's score (eq. 2)
+//!   `S = MU × (N_r/N_g) × MR_inst × T / M`, released over gained pages (smoothed as
+//!   `(N_r+1)/(N_g+1)`), misses in the last interval, decision intervals since the pool last
+//!   gained a page, and its size (`locus_alloc::fair_score` documents the reading of the paper).
+//!
+//! How the paper's pieces map onto this engine (documented choices):
+//! * Units are engine pages. A distance in item bytes becomes pages through the pool's measured
+//!   footprint (`pages × page_size / item_bytes`: chunk rounding, headers and slack included).
+//! * The victim side needs hits per page of the *main* queue. Redis-style K-LRU keeps no LRU
+//!   list, so a recency stack over a spatially sampled subset of keys (the same order-statistics
+//!   structure, `recency_rate`) gives each GET hit's LRU position; the victim's loss of one page
+//!   is the hits on its last page.
+//! * Moves are carried out as page *targets*: each move shifts one page of target from victim to
+//!   victor, and the engine converges (the victim evicts and releases pages, at most `max_moves`
+//!   per interval, the victor grows into them). Targets, not explicit `PageMove`s, because the
+//!   engine keeps them after the move (an explicit move into a pool without a target would be
+//!   competed away again) and because the engine, not the controller, knows which class of the
+//!   victor needs the page. The initial targets are equal shares (`start = "equal"`), as
+//!   MemSweeper's preset shares, or the pages owned at the first decision (`start = "current"`).
+//! * Counters are per decision interval (the paper's one second), histograms decay by `decay` per
+//!   interval and are rescaled to per-interval rates.
 
-use super::{ControlError, Controller, Settings};
+use locus_alloc::{FairHistory, PoolScore, SweepMode, sweep_move_with_history};
+use locus_mrc::{Metric, Mrc, Unit};
+
+use super::shadow::{PoolShadows, ShadowLimits};
+use super::{
+    Access, ControlError, ControlView, Controller, CurveRecord, Decision, Evicted, Settings,
+};
+
+/// How the first targets are chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemSweeperStart {
+    /// `pages_total / pools` each (MemSweeper's default preset shares).
+    Equal,
+    /// The pages each pool owns at the first decision (free pages split equally).
+    Current,
+}
+
+/// Settings of `memsweeper-max` / `memsweeper-fair`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemSweeperConfig {
+    /// Shadow queue depth as a fraction of `maxmemory` (item bytes): 1.0 sees a cliff as far as
+    /// the whole memory beyond the current allocation.
+    pub shadow_fraction: f64,
+    /// Keys per shadow queue (memory bound: ~40 B per key).
+    pub shadow_entries: u64,
+    /// Spatial sampling rate of the recency stack (LRU positions of GET hits).
+    pub recency_rate: f64,
+    /// Keys per recency stack.
+    pub recency_entries: u64,
+    /// Weight kept by the hit histograms per interval (0 = only the last interval).
+    pub decay: f64,
+    /// Page moves per decision (each moves one page of target).
+    pub max_moves: u64,
+    /// No pool's target goes below this many pages (nor below its configured floor).
+    pub min_pages: u64,
+    /// Initial targets.
+    pub start: MemSweeperStart,
+}
+
+impl Default for MemSweeperConfig {
+    fn default() -> Self {
+        MemSweeperConfig {
+            shadow_fraction: 1.0,
+            shadow_entries: 1 << 20,
+            recency_rate: 1.0 / 16.0,
+            recency_entries: 1 << 18,
+            decay: 0.5,
+            max_moves: 16,
+            min_pages: 1,
+            start: MemSweeperStart::Equal,
+        }
+    }
+}
+
+fn bad(controller: &str, key: &str, value: impl ToString, expected: &str) -> ControlError {
+    ControlError::BadSetting {
+        controller: controller.to_string(),
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: expected.to_string(),
+    }
+}
+
+impl MemSweeperConfig {
+    /// Reads the settings (defaults for missing keys) and rejects unknown keys.
+    ///
+    /// # Errors
+    /// [`ControlError::BadSetting`] for a value out of range, [`ControlError::UnknownSetting`]
+    /// for a key this controller does not read.
+    pub fn from_settings(mut s: Settings) -> Result<Self, ControlError> {
+        let d = MemSweeperConfig::default();
+        let name = s.controller().to_string();
+        let cfg = MemSweeperConfig {
+            shadow_fraction: s.f64("shadow_fraction", d.shadow_fraction)?,
+            shadow_entries: s.u64("shadow_entries", d.shadow_entries)?,
+            recency_rate: s.f64("recency_rate", d.recency_rate)?,
+            recency_entries: s.u64("recency_entries", d.recency_entries)?,
+            decay: s.f64("decay", d.decay)?,
+            max_moves: s.u64("max_moves", d.max_moves)?,
+            min_pages: s.u64("min_pages", d.min_pages)?,
+            start: match s.string("start", "equal")?.as_str() {
+                "equal" => MemSweeperStart::Equal,
+                "current" => MemSweeperStart::Current,
+                other => return Err(bad(&name, "start", other, "equal or current")),
+            },
+        };
+        s.finish()?;
+        cfg.validate(&name)?;
+        Ok(cfg)
+    }
+
+    fn validate(&self, name: &str) -> Result<(), ControlError> {
+        if !(self.shadow_fraction > 0.0 && self.shadow_fraction <= 64.0) {
+            return Err(bad(
+                name,
+                "shadow_fraction",
+                self.shadow_fraction,
+                "a number in (0, 64]",
+            ));
+        }
+        if self.shadow_entries == 0 || self.recency_entries == 0 {
+            let key = if self.shadow_entries == 0 {
+                "shadow_entries"
+            } else {
+                "recency_entries"
+            };
+            return Err(bad(name, key, 0, "at least 1"));
+        }
+        if locus_mrc::sampling::SpatialFilter::new(self.recency_rate, 0).is_err() {
+            return Err(bad(
+                name,
+                "recency_rate",
+                self.recency_rate,
+                "a rate in (0, 1]",
+            ));
+        }
+        if !(0.0..1.0).contains(&self.decay) {
+            return Err(bad(name, "decay", self.decay, "a number in [0, 1)"));
+        }
+        Ok(())
+    }
+}
+
+/// Per-pool bookkeeping between decisions.
+#[derive(Clone, Debug, Default)]
+struct Book {
+    last_hits: u64,
+    last_misses: u64,
+    /// GETs, decayed like the histograms (for the curves' miss ratios).
+    gets_decayed: f64,
+    released: u64,
+    gained: u64,
+    /// Intervals since the pool last gained a page (≥ 1).
+    wait: u64,
+}
+
+/// The MemSweeper controller (Max or Fair).
+#[derive(Debug)]
+pub struct MemSweeper {
+    mode: SweepMode,
+    cfg: MemSweeperConfig,
+    shadows: PoolShadows,
+    books: Vec<Book>,
+    targets: Vec<u64>,
+}
+
+/// One pool's hits per page on the absolute page axis, as prefix sums (`prefix[j]` = hits that
+/// need at most `j` pages).
+struct Curve {
+    prefix: Vec<f64>,
+}
+
+impl Curve {
+    fn new(per_page: &[f64]) -> Curve {
+        let mut prefix = Vec::with_capacity(per_page.len());
+        let mut s = 0.0;
+        prefix.push(0.0);
+        for w in per_page.iter().skip(1) {
+            s += w;
+            prefix.push(s);
+        }
+        Curve { prefix }
+    }
+
+    fn last(&self) -> u64 {
+        (self.prefix.len() - 1) as u64
+    }
+
+    fn at(&self, u: u64) -> f64 {
+        self.prefix[u.min(self.last()) as usize]
+    }
+
+    /// Algorithm 1 from `u` pages: the best hits per page over the next `y` pages, and that `y`.
+    fn gain_up(&self, u: u64, cap: u64) -> (f64, u64) {
+        let mut best = (0.0, 0);
+        let top = self.last().min(cap);
+        let base = self.at(u);
+        for v in u.saturating_add(1)..=top {
+            let mu = (self.at(v) - base) / (v - u) as f64;
+            if mu > best.0 {
+                best = (mu, v - u);
+            }
+        }
+        best
+    }
+
+    /// Hits on the `u`-th page (what giving it up loses).
+    fn loss_down(&self, u: u64) -> f64 {
+        if u == 0 {
+            0.0
+        } else {
+            self.at(u) - self.at(u - 1)
+        }
+    }
+}
+
+impl MemSweeper {
+    /// A controller in `mode` with `cfg`.
+    pub fn new(mode: SweepMode, cfg: MemSweeperConfig) -> Self {
+        let shadows = PoolShadows::new(ShadowLimits {
+            shadow_entries: cfg.shadow_entries as usize,
+            recency_rate: Some(cfg.recency_rate),
+            recency_entries: cfg.recency_entries as usize,
+        });
+        MemSweeper {
+            mode,
+            cfg,
+            shadows,
+            books: Vec::new(),
+            targets: Vec::new(),
+        }
+    }
+
+    /// The targets in force (pages per pool; empty before the first decision).
+    pub fn targets(&self) -> &[u64] {
+        &self.targets
+    }
+
+    fn floor(&self, view: &ControlView<'_>, i: usize) -> u64 {
+        view.pools[i].min_pages.max(self.cfg.min_pages)
+    }
+
+    fn cap(view: &ControlView<'_>, i: usize) -> u64 {
+        view.pools[i]
+            .max_pages
+            .unwrap_or(u64::MAX)
+            .min(view.pages_total)
+    }
+
+    fn initial_targets(&self, view: &ControlView<'_>) -> Vec<u64> {
+        let n = view.pools.len() as u64;
+        let mut t: Vec<u64> = match self.cfg.start {
+            MemSweeperStart::Equal => (0..n)
+                .map(|i| view.pages_total / n + u64::from(i < view.pages_total % n))
+                .collect(),
+            MemSweeperStart::Current => {
+                let free = view.pages_total.saturating_sub(view.pages_used);
+                (0..n)
+                    .map(|i| view.pools[i as usize].pages + free / n + u64::from(i < free % n))
+                    .collect()
+            }
+        };
+        for (i, x) in t.iter_mut().enumerate() {
+            *x = (*x).clamp(
+                self.floor(view, i).min(Self::cap(view, i)),
+                Self::cap(view, i),
+            );
+        }
+        t
+    }
+
+    fn score(
+        &self,
+        view: &ControlView<'_>,
+        i: usize,
+        curve: &Curve,
+        rate: f64,
+        hr: f64,
+    ) -> (PoolScore, u64) {
+        let u = self.targets[i];
+        let (gain_up, want) = curve.gain_up(u, Self::cap(view, i));
+        (
+            PoolScore {
+                units: u,
+                gain_up,
+                loss_down: curve.loss_down(u),
+                hit_ratio: hr,
+                rate,
+                floor: self.floor(view, i),
+            },
+            want,
+        )
+    }
+}
+
+impl Controller for MemSweeper {
+    fn name(&self) -> &'static str {
+        match self.mode {
+            SweepMode::Max => "memsweeper-max",
+            SweepMode::Fair => "memsweeper-fair",
+        }
+    }
+
+    fn on_access(&mut self, a: &Access) {
+        self.shadows.on_access(a);
+    }
+
+    fn on_evict(&mut self, e: &Evicted) {
+        self.shadows.on_evict(e);
+    }
+
+    fn decide(&mut self, view: &ControlView<'_>) -> Decision {
+        let n = view.pools.len();
+        if n == 0 || view.page_size == 0 {
+            return Decision::default();
+        }
+        let page = view.page_size;
+        if self.targets.len() != n {
+            // First decision (or a pool was added): preset shares, shadow depth from maxmemory.
+            self.books.resize(
+                n,
+                Book {
+                    wait: 1,
+                    ..Book::default()
+                },
+            );
+            self.targets = self.initial_targets(view);
+            let depth = (view.pages_total as f64 * page as f64 * self.cfg.shadow_fraction) as u64;
+            self.shadows.set_max_bytes(depth.max(1));
+        }
+        // Per-interval rates: a steady stream of r per interval sums to r / (1 - decay).
+        let per_interval = 1.0 - self.cfg.decay;
+        let mut notes = Vec::new();
+        let mut curves = Vec::with_capacity(n);
+        let mut rates = Vec::with_capacity(n);
+        let mut records = Vec::new();
+        for (i, ps) in view.pools.iter().enumerate() {
+            let b = &mut self.books[i];
+            let hits = ps.hits.saturating_sub(b.last_hits);
+            let misses = ps.misses.saturating_sub(b.last_misses);
+            (b.last_hits, b.last_misses) = (ps.hits, ps.misses);
+            b.gets_decayed += (hits + misses) as f64;
+            let gets = hits + misses;
+            let hr = if gets == 0 {
+                0.0
+            } else {
+                hits as f64 / gets as f64
+            };
+            rates.push((gets as f64, hr));
+
+            let factor = if ps.item_bytes > 0 && ps.pages > 0 {
+                ((ps.pages * page) as f64 / ps.item_bytes as f64).clamp(1.0, 1e3)
+            } else {
+                1.0
+            };
+            let horizon = view.pages_total.saturating_sub(ps.pages) + 1;
+            let mut per_page = self.shadows.page_hits(i, ps.pages, horizon, factor, page);
+            for w in &mut per_page {
+                *w *= per_interval;
+            }
+            let curve = Curve::new(&per_page);
+            let gets_rate = b.gets_decayed * per_interval;
+            if gets_rate > 0.0 {
+                let last = curve.last();
+                let step = (last / 64).max(1);
+                let points: Vec<(f64, f64)> = (0..=last)
+                    .step_by(step as usize)
+                    .map(|u| ((u * page) as f64, 1.0 - curve.at(u) / gets_rate))
+                    .collect();
+                if let Ok(mrc) = Mrc::new(Unit::Bytes, Metric::Requests, points) {
+                    records.push(CurveRecord {
+                        pool: ps.pool,
+                        label: "shadow+recency".to_string(),
+                        mrc,
+                    });
+                }
+            }
+            curves.push(curve);
+        }
+
+        let mut scored: Vec<PoolScore> = Vec::with_capacity(n);
+        for (i, curve) in curves.iter().enumerate() {
+            let (s, want) = self.score(view, i, curve, rates[i].0, rates[i].1);
+            notes.push((format!("pool{i}.gain_up"), s.gain_up));
+            notes.push((format!("pool{i}.loss_down"), s.loss_down));
+            notes.push((format!("pool{i}.want_pages"), want as f64));
+            scored.push(s);
+        }
+
+        // One page per call, re-scoring victim and victor after each (Algorithm 2).
+        let mut moves = 0u64;
+        let mut gained_now = vec![false; n];
+        while moves < self.cfg.max_moves {
+            let history: Vec<FairHistory> = self
+                .books
+                .iter()
+                .map(|b| FairHistory {
+                    released: b.released,
+                    gained: b.gained,
+                    since_gain: b.wait.max(1) as f64,
+                })
+                .collect();
+            let pick = match sweep_move_with_history(&scored, &history, self.mode) {
+                Ok(p) => p,
+                Err(_) => {
+                    notes.push(("sweep_bad_input".to_string(), 1.0));
+                    None
+                }
+            };
+            let Some((victim, victor)) = pick else {
+                break;
+            };
+            if victim == victor || self.targets[victim] <= scored[victim].floor {
+                break;
+            }
+            self.targets[victim] -= 1;
+            self.targets[victor] += 1;
+            self.books[victim].released += 1;
+            self.books[victor].gained += 1;
+            gained_now[victor] = true;
+            for i in [victim, victor] {
+                scored[i] = self.score(view, i, &curves[i], rates[i].0, rates[i].1).0;
+            }
+            moves += 1;
+        }
+        for (b, g) in self.books.iter_mut().zip(&gained_now) {
+            b.wait = if *g { 1 } else { b.wait + 1 };
+            b.gets_decayed *= self.cfg.decay;
+        }
+        self.shadows.decay(self.cfg.decay);
+
+        notes.push(("moves".to_string(), moves as f64));
+        for i in 0..n {
+            if let Some(p) = self.shadows.pool(i) {
+                notes.push((format!("pool{i}.shadow_keys"), p.shadow.len() as f64));
+                notes.push((format!("pool{i}.shadow_hits_total"), p.hits_total as f64));
+            }
+        }
+        Decision {
+            pool_pages: Some(self.targets.clone()),
+            curves: records,
+            notes,
+            ..Decision::default()
+        }
+    }
+}
 
 /// Builds `memsweeper-max`.
-pub(crate) fn build_max(_s: Settings) -> Result<Box<dyn Controller>, ControlError> {
-    super::not_built("memsweeper-max")
+pub(crate) fn build_max(s: Settings) -> Result<Box<dyn Controller>, ControlError> {
+    Ok(Box::new(MemSweeper::new(
+        SweepMode::Max,
+        MemSweeperConfig::from_settings(s)?,
+    )))
 }
 
 /// Builds `memsweeper-fair`.
-pub(crate) fn build_fair(_s: Settings) -> Result<Box<dyn Controller>, ControlError> {
-    super::not_built("memsweeper-fair")
+pub(crate) fn build_fair(s: Settings) -> Result<Box<dyn Controller>, ControlError> {
+    Ok(Box::new(MemSweeper::new(
+        SweepMode::Fair,
+        MemSweeperConfig::from_settings(s)?,
+    )))
+}
+
+/// A small driver for controller tests: a real [`crate::Engine`] on a virtual clock, tenants
+/// with seeded synthetic key streams, cache-aside (GET, then SET on a miss).
+#[cfg(test)]
+pub(crate) mod testkit {
+    use std::sync::Arc;
+
+    use locus_common::{Rng, VirtualClock};
+
+    use crate::control::{self, ControlConfig, Interval, Settings};
+    use crate::{Engine, EngineConfig, Policy, SetOptions, TenantConfig, TenantId};
+
+    /// A tenant's key stream.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) enum Stream {
+        /// Keys 0, 1, ..., len-1, 0, 1, ... (a loop: LRU hits nothing unless all of it fits).
+        Loop(u64),
+        /// Keys drawn uniformly from 0..n.
+        Uniform(u64),
+        /// Three of four requests from a loop of the first length, one uniform over the second
+        /// (MemSweeper §5.3's random-sequential combination).
+        LoopMix(u64, u64),
+    }
+
+    /// What a run measured.
+    #[derive(Clone, Debug)]
+    pub(crate) struct Outcome {
+        /// Hit ratio per tenant over the last quarter of the run.
+        pub tail_hit_ratio: Vec<f64>,
+        /// Targets at the end.
+        pub targets: Vec<Option<u64>>,
+        /// Pages owned at the end.
+        pub pages: Vec<u64>,
+    }
+
+    pub(crate) const PAGE: u64 = 16 << 10;
+    pub(crate) const VALUE: usize = 200;
+
+    /// Items of a `VALUE`-byte value with key `t{i}:{k}` per page (for sizing workloads).
+    pub(crate) fn items_per_page() -> u64 {
+        let e = Engine::new(EngineConfig::default(), Arc::new(VirtualClock::new(0))).unwrap();
+        let class = e.class_for(10, VALUE).unwrap();
+        let chunk = e
+            .size_classes()
+            .into_iter()
+            .find(|(c, _)| *c == class)
+            .unwrap()
+            .1;
+        PAGE / u64::from(chunk)
+    }
+
+    /// Runs `requests` GETs (plus SETs on misses) over `tenants` (stream, relative rate) in an
+    /// engine of `pages` pages with controller `name` (`None`: free competition). Tenants use
+    /// exact LRU, as memcached (MemSweeper's and Memshare's platform) does.
+    pub(crate) fn run(
+        name: Option<&str>,
+        settings: &[(&str, &str)],
+        tenants: &[(Stream, u64)],
+        pages: u64,
+        requests: u64,
+        interval: u64,
+        seed: u64,
+    ) -> (Outcome, Engine) {
+        let cfg = EngineConfig {
+            maxmemory: pages * PAGE,
+            page_size: PAGE,
+            seed,
+            ..EngineConfig::default()
+        };
+        let clock = Arc::new(VirtualClock::new(0));
+        let mut e = Engine::new(cfg, clock.clone()).unwrap();
+        let ids: Vec<TenantId> = (0..tenants.len())
+            .map(|i| {
+                let mut tc = TenantConfig::new(format!("t{i}"));
+                tc.policy = Policy::AllkeysExactLru;
+                e.add_tenant(tc).unwrap()
+            })
+            .collect();
+        if let Some(name) = name {
+            let s = Settings::new(
+                name,
+                settings.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            );
+            e.set_controller(
+                control::build(name, s).unwrap(),
+                ControlConfig {
+                    interval: Interval::Requests(interval),
+                    max_moves: 64,
+                },
+            );
+        }
+        let mut rng = Rng::new(seed);
+        let mut pos = vec![0u64; tenants.len()];
+        let total_rate: u64 = tenants.iter().map(|t| t.1).sum();
+        let value = [b'v'; VALUE];
+        let mut at_tail = Vec::new();
+        for r in 0..requests {
+            if r == requests * 3 / 4 {
+                at_tail = ids.iter().map(|&t| e.tenant_stats(t)).collect();
+            }
+            let mut pick = rng.below(total_rate);
+            let ti = tenants
+                .iter()
+                .position(|t| {
+                    if pick < t.1 {
+                        true
+                    } else {
+                        pick -= t.1;
+                        false
+                    }
+                })
+                .unwrap();
+            let key = match tenants[ti].0 {
+                Stream::Loop(len) => {
+                    pos[ti] = (pos[ti] + 1) % len;
+                    pos[ti]
+                }
+                Stream::Uniform(n) => rng.below(n),
+                Stream::LoopMix(len, n) => {
+                    if rng.below(4) < 3 {
+                        pos[ti] = (pos[ti] + 1) % len;
+                        pos[ti]
+                    } else {
+                        len + rng.below(n)
+                    }
+                }
+            };
+            let k = format!("t{ti}:{key:06}");
+            clock.advance_us(10);
+            if e.get(ids[ti], k.as_bytes()).is_none() {
+                e.set(ids[ti], k.as_bytes(), &value, SetOptions::default())
+                    .unwrap();
+            }
+        }
+        let tail_hit_ratio = ids
+            .iter()
+            .zip(&at_tail)
+            .map(|(&t, before)| {
+                let now = e.tenant_stats(t);
+                let h = now.hits - before.hits;
+                let m = now.misses - before.misses;
+                h as f64 / (h + m).max(1) as f64
+            })
+            .collect();
+        let out = Outcome {
+            tail_hit_ratio,
+            targets: e.targets(),
+            pages: ids.iter().map(|&t| e.tenant_stats(t).pages).collect(),
+        };
+        (out, e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testkit::{Stream, items_per_page, run};
+    use super::*;
+
+    #[test]
+    fn settings_are_typed_and_checked() {
+        let s = |pairs: &[(&str, &str)]| {
+            Settings::new(
+                "memsweeper-max",
+                pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            )
+        };
+        let cfg =
+            MemSweeperConfig::from_settings(s(&[("decay", "0.25"), ("start", "current")])).unwrap();
+        assert_eq!(cfg.decay, 0.25);
+        assert_eq!(cfg.start, MemSweeperStart::Current);
+        assert_eq!(cfg.max_moves, MemSweeperConfig::default().max_moves);
+        for bad in [
+            ("decay", "1"),
+            ("recency_rate", "0"),
+            ("shadow_fraction", "-1"),
+            ("start", "later"),
+            ("max_moves", "many"),
+        ] {
+            assert!(
+                matches!(
+                    MemSweeperConfig::from_settings(s(&[bad])),
+                    Err(ControlError::BadSetting { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            super::super::build("memsweeper-fair", s(&[("shadow_depth", "3")])),
+            Err(ControlError::UnknownSetting { .. })
+        ));
+        assert_eq!(
+            super::super::build("memsweeper-fair", s(&[]))
+                .unwrap()
+                .name(),
+            "memsweeper-fair"
+        );
+    }
+
+    #[test]
+    fn curve_utilities_follow_algorithm_1() {
+        // Hits per page: 5 on page 2, nothing on 3..=5, 30 on page 6 (a far-off cliff).
+        let c = Curve::new(&[0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 30.0, 0.0]);
+        assert_eq!(c.loss_down(2), 5.0);
+        assert_eq!(c.loss_down(3), 0.0);
+        // From 2 pages: one more page gains nothing, four more gain 30 (7.5 per page).
+        assert_eq!(c.gain_up(2, u64::MAX), (7.5, 4));
+        // A cap below the cliff hides it.
+        assert_eq!(c.gain_up(2, 5), (0.0, 0));
+        assert_eq!(c.gain_up(7, u64::MAX), (0.0, 0));
+    }
+
+    /// Tenant 0 loops over 30 pages of keys with a 24-page share; tenant 1 needs 8 pages. Max
+    /// moves pages to the loop until it fits and its hit ratio jumps; free competition and the
+    /// initial split cannot.
+    #[test]
+    fn memsweeper_moves_pages_to_a_loop_just_larger_than_its_allocation() {
+        let per_page = items_per_page();
+        let tenants = [
+            (Stream::Loop(30 * per_page), 1),
+            (Stream::Uniform(8 * per_page), 1),
+        ];
+        for name in ["memsweeper-max", "memsweeper-fair"] {
+            let (out, e) = run(Some(name), &[], &tenants, 48, 240_000, 4000, 7);
+            let recs = e.control_records();
+            eprintln!("{name}: {out:?}");
+            let loop_target = out.targets[0].unwrap();
+            assert!(
+                loop_target >= 31 && out.pages[0] >= 30,
+                "{name}: the loop's target/pages grow past it: {out:?}"
+            );
+            assert!(
+                out.tail_hit_ratio[0] > 0.9 && out.tail_hit_ratio[1] > 0.9,
+                "{name}: both fit at the end: {out:?}"
+            );
+            assert_eq!(
+                recs[0].targets,
+                vec![Some(24), Some(24)],
+                "{name}: equal start"
+            );
+            assert!(
+                recs.iter()
+                    .any(|r| r.notes.iter().any(|(k, v)| k == "moves" && *v > 0.0))
+            );
+            e.check_invariants();
+        }
+        // Static halves: the loop thrashes.
+        let (out, _) = run(Some("static"), &[], &tenants, 48, 240_000, 4000, 7);
+        eprintln!("static: {out:?}");
+        assert!(out.tail_hit_ratio[0] < 0.3, "static: {out:?}");
+    }
+}
+
+#[cfg(test)]
+mod fairness_tests {
+    use super::testkit::{Stream, items_per_page, run};
+
+    /// MemSweeper §5.5: two memory-hungry tenants with the same random-sequential workload, one
+    /// at twice the other's request rate. Max lets the fast one take the memory its loop needs;
+    /// Fair's score keeps the split closer to even.
+    #[test]
+    fn max_favours_the_fast_tenant_and_fair_does_less() {
+        let per_page = items_per_page();
+        let w = Stream::LoopMix(30 * per_page, 6 * per_page);
+        let tenants = [(w, 2), (w, 1)];
+        let mut res = Vec::new();
+        for name in ["memsweeper-max", "memsweeper-fair"] {
+            let (out, e) = run(Some(name), &[], &tenants, 48, 300_000, 4000, 11);
+            eprintln!("{name}: {out:?}");
+            e.check_invariants();
+            res.push(out);
+        }
+        let (max, fair) = (&res[0], &res[1]);
+        let (mf, ff) = (max.targets[0].unwrap(), fair.targets[0].unwrap());
+        assert!(mf > 24, "max gives the fast tenant more than half: {max:?}");
+        assert!(ff < mf, "fair gives it less than max: {fair:?} vs {max:?}");
+        assert!(
+            fair.tail_hit_ratio[1] >= max.tail_hit_ratio[1],
+            "the slow tenant does at least as well under fair"
+        );
+    }
 }

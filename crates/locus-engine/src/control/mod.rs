@@ -21,24 +21,18 @@
 //! [`Settings`] that reject unknown keys. One file per controller. Solvers are pure functions in
 //! `locus-alloc`; controllers only turn curves into its inputs and its answers into decisions.
 
-mod automove;
 mod basic;
 mod dlru;
-mod facebook;
 mod kredis;
-mod lama;
-mod memcached;
 mod memshare;
 mod memsweeper;
 mod mpart;
 mod oracle;
 mod penalty;
 mod predis;
-mod psa;
 mod settings;
-mod slabs;
+mod shadow;
 pub(crate) mod target;
-mod twemcache;
 
 use std::fmt;
 use std::str::FromStr;
@@ -47,19 +41,10 @@ use locus_mrc::Mrc;
 
 use crate::ids::{ClassId, PoolId, TenantId};
 
-pub use automove::Automove;
 pub use basic::{SharedController, StaticController};
-pub use facebook::{Facebook, FacebookConfig};
-pub use lama::{Lama, LamaConfig, LamaObjective};
-pub use memcached::Memcached;
-pub use psa::{Psa, PsaConfig};
-pub use twemcache::Twemcache;
-pub use mpart::{Mpart, MpartConfig};
-pub use oracle::{
-    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, curve_in_pages, plan,
-};
+pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
+pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
 pub(crate) use penalty::PenaltyTracker;
-pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
 pub use settings::Settings;
 
 /// What happened on the data path.
@@ -69,8 +54,7 @@ pub enum AccessKind {
     GetHit,
     /// A GET that did not find the key (or found it expired).
     GetMiss,
-    /// A SET request: stored, or refused for memory (profilers model the request stream, not
-    /// what this cache kept).
+    /// A SET that stored the item.
     Set,
     /// A DEL (of a present or missing key).
     Delete,
@@ -251,12 +235,6 @@ pub trait Controller: Send + fmt::Debug {
 
     /// An interval boundary: decide.
     fn decide(&mut self, view: &ControlView<'_>) -> Decision;
-
-    /// The class mode this controller needs (memcached-style slab controllers return
-    /// [`crate::ClassMode::Manual`]); applied when it is installed. Default: keep the engine's.
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        None
-    }
 }
 
 /// When decisions happen.
@@ -411,12 +389,6 @@ pub const NAMES: &[&str] = &[
     "memsweeper-fair",
     "memshare",
     "oracle",
-    "lama",
-    "memcached",
-    "automove",
-    "psa",
-    "facebook",
-    "twemcache",
 ];
 
 /// Builds the controller `name` from its settings.
@@ -436,12 +408,6 @@ pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, Cont
         "memsweeper-fair" => memsweeper::build_fair(settings),
         "memshare" => memshare::build(settings),
         "oracle" => oracle::build(settings),
-        "lama" => lama::build(settings),
-        "memcached" => memcached::build(settings),
-        "automove" => automove::build(settings),
-        "psa" => psa::build(settings),
-        "facebook" => facebook::build(settings),
-        "twemcache" => twemcache::build(settings),
         _ => Err(ControlError::UnknownController {
             name: name.to_string(),
             known: NAMES.to_vec(),
