@@ -1,1 +1,321 @@
-//! Trace-driven experiments on the Locus engine (work in progress, issue #4).
+//! Trace-driven experiments on the Locus engine: memory controllers compared on the same requests
+//! with a virtual clock (issue #4).
+//!
+//! An experiment file ([`experiment`]) names the tenants (trace files or generators, rates, miss
+//! penalties, hit times), the memory and the controllers to compare. Every controller gets its own
+//! [`locus_engine::Engine`] and replays the same request stream ([`workload`]) through the
+//! production data path ([`run`]): GET, and on a miss the virtual clock advances by the miss
+//! penalty before the SET, so the engine's pRedis-style monitor measures the penalty as a server
+//! would. Nothing here re-implements a policy: controllers are built by name from
+//! [`locus_engine::control::build`]; the offline optimum (`oracle`) gets exact LRU curves of the
+//! whole run from a first pass ([`exact`]).
+//!
+//! ```text
+//!  EXPERIMENT.toml ─► Experiment ─┬─ job: controller A ─ Workload ─► Engine + A ─► RunResult ─┐
+//!                                 ├─ job: controller B ─ Workload ─► Engine + B ─► RunResult ─┼─► Report
+//!                                 └─ job: oracle ─ exact pass ─ curves ─► Engine + oracle ────┘  table, CSV,
+//!     jobs run on min(cores, jobs) threads (std::thread::scope); every run is deterministic     JSON, plots
+//! ```
+//!
+//! Components: [`experiment`] (file format, validation with key paths), [`workload`] (generators,
+//! traces, phases, interleaving), [`run`] (one controller's replay), [`exact`] (exact MRCs for the
+//! oracle), [`report`] (table, CSV, JSON, plots).
+
+pub mod exact;
+pub mod experiment;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod workload;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use locus_common::VirtualClock;
+use locus_engine::control::{self, ControlError, Settings};
+use serde::Serialize;
+
+pub use experiment::{Experiment, Memory};
+pub use run::{IntervalRow, RunResult, TenantResult};
+
+/// Everything that can go wrong in a simulation.
+#[derive(thiserror::Error, Debug)]
+pub enum SimError {
+    /// A file could not be read or written.
+    #[error("{what}: {source}")]
+    Io {
+        /// The file.
+        what: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The experiment is not valid TOML, has an unknown key or a value of the wrong type.
+    #[error("{what}: {message}")]
+    Parse {
+        /// The file.
+        what: String,
+        /// The TOML error (with line and column).
+        message: String,
+    },
+    /// The experiment has invalid values.
+    #[error("{what}: invalid experiment:\n  {}", problems.join("\n  "))]
+    Invalid {
+        /// The file.
+        what: String,
+        /// Every problem, each starting with its key path.
+        problems: Vec<String>,
+    },
+    /// A trace could not be opened or read.
+    #[error("{what}: {source:#}")]
+    Trace {
+        /// The trace.
+        what: String,
+        /// The cause.
+        source: locus_trace::TraceError,
+    },
+    /// The request stream cannot be built or replayed.
+    #[error("{what}: {message}")]
+    Workload {
+        /// What.
+        what: String,
+        /// Why.
+        message: String,
+    },
+    /// The engine refused its configuration.
+    #[error("engine: {0}")]
+    Engine(#[from] locus_engine::EngineError),
+    /// A controller could not be built.
+    #[error("controller '{label}': {source}")]
+    Control {
+        /// The controller entry's label.
+        label: String,
+        /// The cause.
+        source: ControlError,
+    },
+    /// A curve could not be built.
+    #[error("exact curves: {0}")]
+    Mrc(#[from] locus_mrc::MrcError),
+}
+
+/// How to run an experiment.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Worker threads (0: available cores).
+    pub threads: usize,
+    /// Only these controller labels (empty: all).
+    pub only: Vec<String>,
+}
+
+/// What a whole experiment produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Experiment name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// `maxmemory` the engines got (bytes).
+    pub maxmemory: u64,
+    /// Page size (bytes).
+    pub page_size: u64,
+    /// Pages of memory.
+    pub pages_total: u64,
+    /// Tenant names.
+    pub tenants: Vec<String>,
+    /// The headline metric: `mean_latency_us` when some tenant has a miss penalty, else
+    /// `miss_ratio`.
+    pub metric: String,
+    /// Controller labels from best to worst by the headline metric.
+    pub ordering: Vec<String>,
+    /// Successful runs, in the experiment's order.
+    pub runs: Vec<RunResult>,
+    /// Runs that failed: (label, error).
+    pub failed: Vec<(String, String)>,
+    /// Share of the oracle's gain over the baseline per label (needs `baseline` and `oracle`).
+    pub oracle_gain: Vec<(String, f64)>,
+    /// The oracle's curves and partitions (when it ran).
+    pub oracle: Option<exact::OracleCurves>,
+}
+
+impl Report {
+    /// The headline value of a run (lower is better).
+    pub fn headline(&self, r: &RunResult) -> f64 {
+        if self.metric == "mean_latency_us" {
+            r.overall.mean_latency_us
+        } else {
+            1.0 - r.overall.hit_ratio
+        }
+    }
+}
+
+/// `maxmemory` for the experiment: bytes as given, or room for the object count.
+///
+/// # Errors
+/// The reference item cannot be measured (trace errors) or is larger than a page.
+pub fn resolve_memory(exp: &Experiment) -> Result<u64, SimError> {
+    let pages = |b: u64| b.div_ceil(exp.page_size) * exp.page_size;
+    match exp.memory {
+        Memory::Bytes(b) => Ok(b),
+        Memory::Objects { objects, item_size } => {
+            let item = match item_size {
+                Some(s) => s,
+                None => {
+                    let mut wl = workload::Workload::open(exp)?;
+                    let mut it = workload::Item::default();
+                    let mut sizes = Vec::new();
+                    while sizes.len() < 10_000 && wl.next(&mut it)? {
+                        let klen = (it.req.key_size as u64).clamp(8, run::MAX_KEY_BYTES as u64);
+                        sizes.push(klen + it.req.value_size);
+                    }
+                    sizes.sort_unstable();
+                    sizes.get(sizes.len() / 2).copied().unwrap_or(9)
+                }
+            };
+            let clock = VirtualClock::new(0);
+            let probe = run::build_engine(exp, exp.page_size, &clock)?;
+            let class = probe
+                .class_for(0, item as usize)
+                .ok_or_else(|| SimError::Workload {
+                    what: "memory.objects".into(),
+                    message: format!("the reference item ({item} bytes) is larger than a page"),
+                })?;
+            let chunk = probe
+                .size_classes()
+                .iter()
+                .find(|(c, _)| *c == class)
+                .map(|(_, b)| u64::from(*b))
+                .unwrap_or(item);
+            // One page per tenant for the partly filled page of its class.
+            Ok(pages(objects * chunk) + exp.tenants.len() as u64 * exp.page_size)
+        }
+    }
+}
+
+/// Runs every controller of `exp` (in parallel) and gathers the report.
+///
+/// `progress(label, requests)` is called from the worker threads.
+///
+/// # Errors
+/// Only errors that stop every run (memory resolution). A failing controller is reported in
+/// [`Report::failed`] and the others go on.
+pub fn simulate(
+    exp: &Experiment,
+    opts: &Options,
+    progress: &(dyn Fn(&str, u64) + Sync),
+) -> Result<Report, SimError> {
+    let maxmemory = resolve_memory(exp)?;
+    let jobs: Vec<&experiment::ControllerRun> = exp
+        .controllers
+        .iter()
+        .filter(|c| opts.only.is_empty() || opts.only.contains(&c.label))
+        .collect();
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        opts.threads
+    }
+    .clamp(1, jobs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
+        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let oracle_curves: Mutex<Option<exact::OracleCurves>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else {
+                        break;
+                    };
+                    let label = job.label.clone();
+                    let report = |n: u64| progress(&label, n);
+                    let r = run_job(exp, maxmemory, job, &report, &oracle_curves);
+                    results.lock().expect("no worker panics holding the lock")[i] = Some(r);
+                }
+            });
+        }
+    });
+    let mut runs = Vec::new();
+    let mut failed = Vec::new();
+    let results = results.into_inner().expect("workers joined");
+    for (job, r) in jobs.iter().zip(results) {
+        match r {
+            Some(Ok(run)) => runs.push(run),
+            Some(Err(e)) => failed.push((job.label.clone(), e.to_string())),
+            None => failed.push((job.label.clone(), "not run".into())),
+        }
+    }
+    let with_penalty = exp
+        .tenants
+        .iter()
+        .any(|t| t.penalty.mean().is_none_or(|m| m > 0.0));
+    let mut report = Report {
+        name: exp.name.clone(),
+        description: exp.description.clone(),
+        maxmemory,
+        page_size: exp.page_size,
+        pages_total: maxmemory / exp.page_size,
+        tenants: exp.tenants.iter().map(|t| t.name.clone()).collect(),
+        metric: if with_penalty {
+            "mean_latency_us"
+        } else {
+            "miss_ratio"
+        }
+        .into(),
+        ordering: Vec::new(),
+        runs,
+        failed,
+        oracle_gain: Vec::new(),
+        oracle: oracle_curves.into_inner().expect("workers joined"),
+    };
+    let mut order: Vec<(f64, String)> = report
+        .runs
+        .iter()
+        .map(|r| (report.headline(r), r.label.clone()))
+        .collect();
+    order.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    report.ordering = order.into_iter().map(|(_, l)| l).collect();
+    if let Some(base) = &exp.baseline {
+        let find = |pred: &dyn Fn(&RunResult) -> bool| report.runs.iter().find(|r| pred(r));
+        if let (Some(b), Some(o)) = (
+            find(&|r| &r.label == base),
+            find(&|r| r.controller == "oracle"),
+        ) {
+            let (hb, ho) = (report.headline(b), report.headline(o));
+            if (hb - ho).abs() > 1e-12 {
+                report.oracle_gain = report
+                    .runs
+                    .iter()
+                    .map(|r| (r.label.clone(), (hb - report.headline(r)) / (hb - ho)))
+                    .collect();
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn run_job(
+    exp: &Experiment,
+    maxmemory: u64,
+    job: &experiment::ControllerRun,
+    progress: &(dyn Fn(u64) + Sync),
+    oracle_out: &Mutex<Option<exact::OracleCurves>>,
+) -> Result<RunResult, SimError> {
+    let ctl = if job.name == "oracle" {
+        let curves = exact::exact_curves(exp, maxmemory)?;
+        let ctl = exact::oracle_controller(exp, &curves).map_err(|source| SimError::Control {
+            label: job.label.clone(),
+            source,
+        })?;
+        *oracle_out
+            .lock()
+            .expect("no worker panics holding the lock") = Some(curves);
+        ctl
+    } else {
+        let settings = Settings::new(&job.name, job.settings.clone());
+        control::build(&job.name, settings).map_err(|source| SimError::Control {
+            label: job.label.clone(),
+            source,
+        })?
+    };
+    run::run(exp, maxmemory, &job.label, ctl, progress)
+}

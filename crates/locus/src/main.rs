@@ -3,6 +3,7 @@
 //! * `locus serve`: the cache server (Redis protocol), see `locus-server`.
 //! * `locus trace`: trace statistics, generation and conversion, see `locus-trace`.
 //! * `locus mrc`: miss ratio curves from a trace, see `locus-mrc`.
+//! * `locus simulate`: memory controllers compared on a trace-driven experiment, see `locus-sim`.
 //!
 //! Only this file decides exit codes: every subcommand returns `anyhow::Result`, and an error is
 //! printed as `locus: <error>` with its causes, exit status 1 (2 for usage errors, from clap).
@@ -28,6 +29,8 @@ enum Command {
     Trace(cmd::trace::TraceCommand),
     /// Build miss ratio curves from a trace with one or more models.
     Mrc(cmd::mrc::Args),
+    /// Compare memory controllers on an experiment (traces or generators, virtual clock).
+    Simulate(cmd::simulate::Args),
 }
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Trace(sub) => cmd::trace::run(sub),
         Command::Mrc(args) => cmd::mrc::run(args),
+        Command::Simulate(args) => cmd::simulate::run(args),
     };
     if let Err(e) = result {
         eprintln!("locus: {e:#}");

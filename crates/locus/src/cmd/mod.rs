@@ -2,4 +2,5 @@
 
 pub mod mrc;
 pub mod serve;
+pub mod simulate;
 pub mod trace;

@@ -1,0 +1,199 @@
+//! The oracle's first pass: exact LRU miss ratio curves of the whole run (and of each phase) per
+//! tenant, from one pass over the experiment's request stream.
+//!
+//! Capacities are in bytes of what the engine charges (the chunk of the item's size class), at
+//! page multiples, so a curve point is "the miss ratio of this tenant alone with `p` pages". A
+//! per-phase curve keeps the LRU stack across the boundary (the history is forgotten with
+//! `Profiler::decay(0)`), so the first accesses of a phase are not wrongly cold.
+
+use locus_common::VirtualClock;
+use locus_engine::control::{ControlError, Controller};
+use locus_mrc::{ExactLru, Metric, Mrc, Op, Profiler, Unit};
+use locus_trace::Op as TraceOp;
+use serde::Serialize;
+
+use crate::SimError;
+use crate::experiment::Experiment;
+use crate::run::{MAX_KEY_BYTES, build_engine, penalty_draw};
+use crate::workload::{Item, Workload};
+
+/// Most points per curve (the partition DP's cost grows with the square of the points).
+pub const MAX_POINTS: u64 = 2048;
+
+/// One tenant's exact curve.
+#[derive(Clone, Debug, Serialize)]
+pub struct TenantCurve {
+    /// Tenant name.
+    pub tenant: String,
+    /// GETs in the span.
+    pub gets: u64,
+    /// Mean miss penalty over those GETs (µs; the model's draws at each request).
+    pub mean_penalty_us: f64,
+    /// Miss ratio at capacities in bytes (page multiples, step `pages_per_point` pages).
+    pub mrc: Mrc,
+}
+
+/// Curves of one span of the run (the whole run, or one phase).
+#[derive(Clone, Debug, Serialize)]
+pub struct SpanCurves {
+    /// `whole` or the phase name.
+    pub name: String,
+    /// First request of the span.
+    pub start_request: u64,
+    /// Requests in it.
+    pub requests: u64,
+    /// One curve per tenant, in experiment order.
+    pub tenants: Vec<TenantCurve>,
+}
+
+/// What the first pass found.
+#[derive(Clone, Debug, Serialize)]
+pub struct OracleCurves {
+    /// Page size (bytes).
+    pub page_size: u64,
+    /// Pages of memory.
+    pub pages_total: u64,
+    /// Pages between curve points.
+    pub pages_per_point: u64,
+    /// The whole run.
+    pub whole: SpanCurves,
+    /// Each phase (empty without phases).
+    pub phases: Vec<SpanCurves>,
+}
+
+struct Span {
+    name: String,
+    start: u64,
+    profilers: Vec<ExactLru>,
+    gets: Vec<u64>,
+    penalty: Vec<f64>,
+}
+
+impl Span {
+    fn new(name: String, start: u64, n: usize) -> Self {
+        Span {
+            name,
+            start,
+            profilers: (0..n)
+                .map(|_| ExactLru::new(Unit::Bytes, Metric::Requests))
+                .collect(),
+            gets: vec![0; n],
+            penalty: vec![0.0; n],
+        }
+    }
+
+    fn finish(&self, exp: &Experiment, end: u64, caps: &[f64]) -> Result<SpanCurves, SimError> {
+        let mut tenants = Vec::new();
+        for (i, p) in self.profilers.iter().enumerate() {
+            tenants.push(TenantCurve {
+                tenant: exp.tenants[i].name.clone(),
+                gets: self.gets[i],
+                mean_penalty_us: if self.gets[i] > 0 {
+                    self.penalty[i] / self.gets[i] as f64
+                } else {
+                    0.0
+                },
+                mrc: p.mrc(caps)?,
+            });
+        }
+        Ok(SpanCurves {
+            name: self.name.clone(),
+            start_request: self.start,
+            requests: end - self.start,
+            tenants,
+        })
+    }
+}
+
+/// One pass over the experiment's requests: exact curves per tenant, whole run and per phase.
+///
+/// # Errors
+/// Trace errors; engine configuration errors (the probe engine that gives chunk sizes).
+pub fn exact_curves(exp: &Experiment, maxmemory: u64) -> Result<OracleCurves, SimError> {
+    let clock = VirtualClock::new(0);
+    let probe = build_engine(exp, exp.page_size, &clock)?;
+    let chunks: Vec<u32> = probe.size_classes().iter().map(|(_, b)| *b).collect();
+    let n = exp.tenants.len();
+    let pages_total = maxmemory / exp.page_size;
+    let step = pages_total.div_ceil(MAX_POINTS).max(1);
+    let caps: Vec<f64> = (1..=pages_total / step)
+        .map(|k| (k * step * exp.page_size) as f64)
+        .collect();
+    let mut whole = Span::new("whole".into(), 0, n);
+    let mut phase: Option<Span> =
+        (!exp.phases.is_empty()).then(|| Span::new(exp.phases[0].name.clone(), 0, n));
+    let mut phases = Vec::new();
+    let mut phase_idx = 0usize;
+    let mut wl = Workload::open(exp)?;
+    let mut it = Item::default();
+    let mut index = 0u64;
+    let seed = exp.seed ^ crate::run::PENALTY_SEED;
+    while wl.next(&mut it)? {
+        if let Some(ph) = &mut phase
+            && it.phase < exp.phases.len()
+            && it.phase != phase_idx
+        {
+            phase_idx = it.phase;
+            phases.push(ph.finish(exp, index, &caps)?);
+            let mut next = Span::new(exp.phases[it.phase].name.clone(), index, n);
+            // Keep the stacks (reuse across the boundary), forget the recorded history.
+            next.profilers = std::mem::take(&mut ph.profilers);
+            for p in &mut next.profilers {
+                p.decay(0.0)?;
+            }
+            *ph = next;
+        }
+        let t = it.tenant;
+        let r = &it.req;
+        let klen = (r.key_size as usize).clamp(8, MAX_KEY_BYTES);
+        let charged = probe
+            .class_for(klen, r.value_size.min(u32::MAX as u64) as usize)
+            .map_or(u32::MAX, |c| chunks[c.0 as usize]);
+        let op = match r.op {
+            TraceOp::Get => Op::Get,
+            TraceOp::Set => Op::Set,
+            TraceOp::Delete => Op::Del,
+        };
+        if op == Op::Get {
+            let pen = exp.tenants[t]
+                .penalty
+                .draw(penalty_draw(seed, index), r.penalty_us)
+                .unwrap_or(0.0);
+            whole.gets[t] += 1;
+            whole.penalty[t] += pen;
+            if let Some(ph) = &mut phase {
+                ph.gets[t] += 1;
+                ph.penalty[t] += pen;
+            }
+        }
+        whole.profilers[t].access(r.key, charged, op);
+        if let Some(ph) = &mut phase {
+            ph.profilers[t].access(r.key, charged, op);
+        }
+        index += 1;
+    }
+    if let Some(ph) = &phase {
+        phases.push(ph.finish(exp, index, &caps)?);
+    }
+    Ok(OracleCurves {
+        page_size: exp.page_size,
+        pages_total,
+        pages_per_point: step,
+        whole: whole.finish(exp, index, &caps)?,
+        phases,
+    })
+}
+
+/// The oracle controller for these curves.
+///
+/// # Errors
+/// [`ControlError::NotAvailable`] until the engine's oracle can be built from curves.
+pub fn oracle_controller(
+    _exp: &Experiment,
+    _curves: &OracleCurves,
+) -> Result<Box<dyn Controller>, ControlError> {
+    Err(ControlError::NotAvailable {
+        name: "oracle".into(),
+        why: "the engine's oracle controller (control/oracle.rs) does not take curves yet".into(),
+    })
+}

@@ -1,0 +1,243 @@
+//! Outputs of a simulation: a text table, CSV files, JSON and plots.
+//!
+//! ```text
+//!  Report ─► table()                    (stdout)
+//!         ─► write_dir(DIR): summary.csv     one row per controller × tenant (+ overall)
+//!                            intervals.csv   one row per controller × decision × tenant
+//!                            oracle_curves.csv (when the oracle ran)
+//!                            report.json     everything above
+//!                            plots           (see `plot_files`)
+//! ```
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::{Report, RunResult, SimError, TenantResult};
+
+fn fmt_opt(v: Option<u64>) -> String {
+    v.map_or_else(|| "-".to_string(), |x| x.to_string())
+}
+
+/// The result table (controllers × tenants, then the overall row of each controller).
+pub fn table(r: &Report) -> String {
+    let mut rows: Vec<[String; 10]> = vec![[
+        "controller".into(),
+        "tenant".into(),
+        "gets".into(),
+        "hit%".into(),
+        "misses".into(),
+        "miss_cost_s".into(),
+        "latency_us".into(),
+        "pages".into(),
+        "target".into(),
+        "K".into(),
+    ]];
+    let line = |run: &RunResult, t: &TenantResult| -> [String; 10] {
+        [
+            run.label.clone(),
+            t.name.clone(),
+            t.gets.to_string(),
+            format!("{:.2}", 100.0 * t.hit_ratio),
+            t.misses.to_string(),
+            format!("{:.3}", t.miss_cost_us / 1e6),
+            format!("{:.1}", t.mean_latency_us),
+            t.final_pages.to_string(),
+            fmt_opt(t.final_target),
+            if t.name == "overall" {
+                "-".into()
+            } else {
+                t.final_samples.to_string()
+            },
+        ]
+    };
+    for run in &r.runs {
+        for t in &run.tenants {
+            rows.push(line(run, t));
+        }
+        rows.push(line(run, &run.overall));
+    }
+    let mut widths = [0usize; 10];
+    for row in &rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "experiment {}: {} tenant(s), {} bytes = {} pages of {} bytes",
+        r.name,
+        r.tenants.len(),
+        r.maxmemory,
+        r.pages_total,
+        r.page_size
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let mut l = String::new();
+        for (j, (c, w)) in row.iter().zip(widths).enumerate() {
+            if j < 2 {
+                let _ = write!(l, "{c:<w$}  ");
+            } else {
+                let _ = write!(l, "{c:>w$}  ");
+            }
+        }
+        let _ = writeln!(out, "{}", l.trim_end());
+        if i == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * 9;
+            let _ = writeln!(out, "{}", "-".repeat(total));
+        }
+    }
+    for run in &r.runs {
+        let _ = writeln!(
+            out,
+            "{}: {} requests in {:.2} s ({:.0} req/s), {} decisions",
+            run.label,
+            run.requests,
+            run.wall_secs,
+            run.requests_per_sec,
+            run.intervals.len()
+        );
+    }
+    let metric = if r.metric == "mean_latency_us" {
+        "modelled mean latency"
+    } else {
+        "miss ratio"
+    };
+    let _ = writeln!(out, "best to worst by {metric}: {}", r.ordering.join(" < "));
+    for (label, g) in &r.oracle_gain {
+        let _ = writeln!(out, "{label}: {:.1}% of the oracle's gain", 100.0 * g);
+    }
+    for (label, e) in &r.failed {
+        let _ = writeln!(out, "FAILED {label}: {e}");
+    }
+    out
+}
+
+/// `summary.csv`.
+pub fn summary_csv(r: &Report) -> String {
+    let mut s = String::from(
+        "controller,name,tenant,gets,hits,misses,hit_ratio,miss_cost_us,mean_latency_us,final_pages,final_target,final_samples,engine_penalty_us,evictions,too_large\n",
+    );
+    for run in &r.runs {
+        for t in run.tenants.iter().chain(std::iter::once(&run.overall)) {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{:.6},{:.1},{:.3},{},{},{},{:.1},{},{}",
+                run.label,
+                run.controller,
+                t.name,
+                t.gets,
+                t.hits,
+                t.misses,
+                t.hit_ratio,
+                t.miss_cost_us,
+                t.mean_latency_us,
+                t.final_pages,
+                t.final_target.map_or(String::new(), |x| x.to_string()),
+                if t.name == "overall" {
+                    String::new()
+                } else {
+                    t.final_samples.to_string()
+                },
+                t.engine_penalty_us,
+                t.evictions,
+                t.too_large
+            );
+        }
+    }
+    s
+}
+
+/// `intervals.csv`.
+pub fn intervals_csv(r: &Report) -> String {
+    let mut s = String::from(
+        "controller,interval,at_request,at_us,tenant,pages,target,samples,hit_ratio,penalty_us,moves\n",
+    );
+    for run in &r.runs {
+        for row in &run.intervals {
+            for (i, name) in r.tenants.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{},{},{},{},{:.1},{}",
+                    run.label,
+                    row.interval,
+                    row.at_request,
+                    row.at_us,
+                    name,
+                    row.pages.get(i).copied().unwrap_or(0),
+                    row.targets
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .map_or(String::new(), |x| x.to_string()),
+                    row.samples.get(i).copied().unwrap_or(0),
+                    row.hit_ratio
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .map_or(String::new(), |x| format!("{x:.6}")),
+                    row.penalty_us.get(i).copied().unwrap_or(0.0),
+                    row.moves
+                );
+            }
+        }
+    }
+    s
+}
+
+/// `oracle_curves.csv` (empty string without the oracle).
+pub fn oracle_csv(r: &Report) -> String {
+    let Some(o) = &r.oracle else {
+        return String::new();
+    };
+    let mut s = String::from("span,tenant,pages,capacity_bytes,miss_ratio\n");
+    for span in std::iter::once(&o.whole).chain(&o.phases) {
+        for t in &span.tenants {
+            for (c, m) in t.mrc.points() {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{:.6}",
+                    span.name,
+                    t.tenant,
+                    (*c as u64) / o.page_size,
+                    *c as u64,
+                    m
+                );
+            }
+        }
+    }
+    s
+}
+
+fn write(path: PathBuf, text: &str) -> Result<PathBuf, SimError> {
+    std::fs::write(&path, text).map_err(|e| SimError::Io {
+        what: path.display().to_string(),
+        source: e,
+    })?;
+    Ok(path)
+}
+
+/// Writes the CSV, JSON and plot files into `dir` (created if needed); returns the paths.
+///
+/// # Errors
+/// [`SimError::Io`] when a file cannot be written.
+pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
+    std::fs::create_dir_all(dir).map_err(|e| SimError::Io {
+        what: dir.display().to_string(),
+        source: e,
+    })?;
+    let mut files = vec![
+        write(dir.join("summary.csv"), &summary_csv(r))?,
+        write(dir.join("intervals.csv"), &intervals_csv(r))?,
+    ];
+    if r.oracle.is_some() {
+        files.push(write(dir.join("oracle_curves.csv"), &oracle_csv(r))?);
+    }
+    let json = serde_json::to_string_pretty(r).map_err(|e| SimError::Workload {
+        what: "report.json".into(),
+        message: e.to_string(),
+    })?;
+    files.push(write(dir.join("report.json"), &json)?);
+    files.extend(crate::plot::write_plots(r, dir)?);
+    Ok(files)
+}

@@ -1,0 +1,396 @@
+//! One run: one controller on one engine, fed the experiment's request stream.
+//!
+//! ```text
+//!  Item ─► clock = max(clock, start + time) ─► GET ─ hit ─► clock += hit time
+//!                                               └── miss ─► clock += penalty ─► SET (the engine's
+//!                                                           GET miss → SET gap is the penalty)
+//!  SET ─► SET      DELETE ─► DEL      after each request: new decisions → IntervalRow
+//! ```
+//!
+//! Keys are the request's 64-bit id (8 bytes, little endian) padded with zeros to the trace's key
+//! size; values are zeros of the request's value size, so the engine charges what the trace
+//! says. An item larger than a page cannot be cached: its GETs miss and its SETs are counted as
+//! `too_large`.
+
+use std::time::Instant;
+
+use locus_common::VirtualClock;
+use locus_engine::control::{ControlConfig, Controller, IntervalRecord};
+use locus_engine::{
+    Engine, EngineConfig, EngineError, PartitionMode, SetOptions, TenantConfig, TenantId,
+};
+use locus_trace::Op;
+use serde::Serialize;
+
+use crate::SimError;
+use crate::experiment::Experiment;
+use crate::workload::{Item, Workload};
+
+/// Requests between progress callbacks.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Totals of one tenant in one run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TenantResult {
+    /// Tenant name.
+    pub name: String,
+    /// GETs.
+    pub gets: u64,
+    /// GET hits.
+    pub hits: u64,
+    /// GET misses.
+    pub misses: u64,
+    /// SETs of the trace (not the fills after misses).
+    pub sets: u64,
+    /// DELETEs of the trace.
+    pub deletes: u64,
+    /// Hit ratio (hits / GETs; 0 without GETs).
+    pub hit_ratio: f64,
+    /// Σ miss penalties (µs).
+    pub miss_cost_us: f64,
+    /// Modelled mean GET latency: hit time + Σ penalties / GETs (µs).
+    pub mean_latency_us: f64,
+    /// Pages owned at the end.
+    pub final_pages: u64,
+    /// Target at the end (pages), if the controller set one.
+    pub final_target: Option<u64>,
+    /// K at the end.
+    pub final_samples: u32,
+    /// The engine's miss penalty estimate at the end (µs: hint or measured).
+    pub engine_penalty_us: f64,
+    /// SETs refused because the item is larger than a page.
+    pub too_large: u64,
+    /// Evictions.
+    pub evictions: u64,
+}
+
+impl TenantResult {
+    fn finish(&mut self, hit_us: f64) {
+        if self.gets > 0 {
+            self.hit_ratio = self.hits as f64 / self.gets as f64;
+            self.mean_latency_us = hit_us + self.miss_cost_us / self.gets as f64;
+        }
+    }
+}
+
+/// One decision interval of a run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct IntervalRow {
+    /// Decision index.
+    pub interval: u64,
+    /// Trace requests replayed before the decision.
+    pub at_request: u64,
+    /// Engine data-path accesses at the decision (GETs, SETs including fills, DELs).
+    pub at_access: u64,
+    /// Engine clock (µs).
+    pub at_us: u64,
+    /// Pages per tenant after the decision.
+    pub pages: Vec<u64>,
+    /// Targets per tenant.
+    pub targets: Vec<Option<u64>>,
+    /// K per tenant.
+    pub samples: Vec<u32>,
+    /// Hit ratio per tenant since the previous decision (`None`: no GETs).
+    pub hit_ratio: Vec<Option<f64>>,
+    /// Hit ratio over all tenants since the previous decision.
+    pub overall_hit_ratio: Option<f64>,
+    /// Miss penalty per tenant the decision saw (µs).
+    pub penalty_us: Vec<f64>,
+    /// Page moves and releases carried out.
+    pub moves: u64,
+    /// The controller's named figures.
+    pub notes: Vec<(String, f64)>,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct RunResult {
+    /// Label of the controller entry.
+    pub label: String,
+    /// Controller registry name.
+    pub controller: String,
+    /// Per tenant.
+    pub tenants: Vec<TenantResult>,
+    /// All tenants together (latency: GET-weighted mean).
+    pub overall: TenantResult,
+    /// Decisions, oldest first.
+    pub intervals: Vec<IntervalRow>,
+    /// Requests replayed.
+    pub requests: u64,
+    /// Wall-clock seconds of the replay.
+    pub wall_secs: f64,
+    /// Requests per wall-clock second.
+    pub requests_per_sec: f64,
+}
+
+/// The engine for `exp` with its tenants (no controller yet).
+///
+/// # Errors
+/// [`SimError::Engine`] when the configuration is refused.
+pub fn build_engine(
+    exp: &Experiment,
+    maxmemory: u64,
+    clock: &VirtualClock,
+) -> Result<Engine, SimError> {
+    let cfg = EngineConfig {
+        maxmemory,
+        page_size: exp.page_size,
+        partition: PartitionMode::Shared,
+        lru_clock: exp.lru_clock,
+        seed: exp.seed,
+        ..EngineConfig::default()
+    };
+    let mut engine =
+        Engine::new(cfg, std::sync::Arc::new(clock.clone())).map_err(SimError::Engine)?;
+    for t in &exp.tenants {
+        let mut tc = TenantConfig::new(&t.name);
+        tc.policy = t.policy;
+        tc.samples = t.samples;
+        tc.evpool_size = t.evpool_size;
+        let id = engine.add_tenant(tc).map_err(SimError::Engine)?;
+        if t.penalty_hint {
+            engine.set_penalty_hint(id, t.penalty.mean());
+        }
+    }
+    Ok(engine)
+}
+
+/// The key bytes of a request: id (8 bytes LE) padded with zeros to `key_size`.
+#[inline]
+pub fn key_bytes(buf: &mut Vec<u8>, key: u64, key_size: u32) {
+    buf.clear();
+    buf.extend_from_slice(&key.to_le_bytes());
+    let want = (key_size as usize).min(MAX_KEY_BYTES);
+    if want > 8 {
+        buf.resize(want, 0);
+    }
+}
+
+/// Mixed into the experiment seed for the penalty draws.
+pub const PENALTY_SEED: u64 = 0x00C0_FFEE_D00D_0001;
+
+/// Longest key the simulator builds (longer trace keys are charged this much).
+pub const MAX_KEY_BYTES: usize = 4096;
+
+/// A uniform draw in `[0, 1)` from the seed and the request index: every controller sees the same
+/// penalty for the same request, whatever its earlier misses were.
+#[inline]
+pub fn penalty_draw(seed: u64, index: u64) -> f64 {
+    let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Replays the experiment with controller `ctl`.
+///
+/// `progress(requests)` is called every [`PROGRESS_EVERY`] requests.
+///
+/// # Errors
+/// Trace errors, a trace-column penalty missing on a request, engine configuration errors.
+pub fn run(
+    exp: &Experiment,
+    maxmemory: u64,
+    label: &str,
+    ctl: Box<dyn Controller>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<RunResult, SimError> {
+    let clock = VirtualClock::new(0);
+    let mut engine = build_engine(exp, maxmemory, &clock)?;
+    let controller = ctl.name().to_string();
+    engine.set_controller(
+        ctl,
+        ControlConfig {
+            interval: exp.interval,
+            max_moves: exp.max_moves,
+        },
+    );
+    let n = exp.tenants.len();
+    let ids: Vec<TenantId> = engine.tenant_ids();
+    let mut res: Vec<TenantResult> = exp
+        .tenants
+        .iter()
+        .map(|t| TenantResult {
+            name: t.name.clone(),
+            ..TenantResult::default()
+        })
+        .collect();
+    let hit_us: Vec<f64> = exp.tenants.iter().map(|t| t.hit_us).collect();
+    let hit_tick: Vec<u64> = hit_us.iter().map(|h| h.round() as u64).collect();
+    let value = vec![0u8; exp.page_size as usize];
+    let mut key = Vec::with_capacity(64);
+    let mut wl = Workload::open(exp)?;
+    let mut item = Item::default();
+    let mut intervals = Vec::new();
+    let mut seen = 0u64;
+    let mut last_cum = (vec![0u64; n], vec![0u64; n]);
+    let mut index = 0u64;
+    let started = Instant::now();
+    let penalty_seed = exp.seed ^ PENALTY_SEED;
+    while wl.next(&mut item)? {
+        let t = item.tenant;
+        let tid = ids[t];
+        let r = &item.req;
+        clock.set_us(item.time_us);
+        key_bytes(&mut key, r.key, r.key_size);
+        let vlen = (r.value_size.min(value.len() as u64)) as usize;
+        let tr = &mut res[t];
+        match r.op {
+            Op::Get => {
+                tr.gets += 1;
+                if engine.get(tid, &key).is_some() {
+                    tr.hits += 1;
+                    clock.advance_us(hit_tick[t]);
+                } else {
+                    tr.misses += 1;
+                    let pen = exp.tenants[t]
+                        .penalty
+                        .draw(penalty_draw(penalty_seed, index), r.penalty_us)
+                        .ok_or_else(|| SimError::Workload {
+                            what: format!("tenant '{}'", exp.tenants[t].name),
+                            message: format!(
+                                "request {index} has no penalty column and penalty = \"trace\" gives no default"
+                            ),
+                        })?;
+                    tr.miss_cost_us += pen;
+                    clock.advance_us(pen.round() as u64);
+                    store(&mut engine, tid, &key, &value[..vlen], r.value_size, tr)?;
+                }
+            }
+            Op::Set => {
+                tr.sets += 1;
+                store(&mut engine, tid, &key, &value[..vlen], r.value_size, tr)?;
+            }
+            Op::Delete => {
+                tr.deletes += 1;
+                engine.delete(tid, &key);
+            }
+        }
+        index += 1;
+        let d = engine.control_decisions();
+        if d != seen {
+            collect(&engine, d - seen, index - 1, &mut intervals, &mut last_cum);
+            seen = d;
+        }
+        if index.is_multiple_of(PROGRESS_EVERY) {
+            progress(index);
+        }
+    }
+    progress(index);
+    let wall = started.elapsed().as_secs_f64();
+    let targets = engine.targets();
+    let mut overall = TenantResult {
+        name: "overall".into(),
+        ..TenantResult::default()
+    };
+    let mut latency_sum = 0.0;
+    for (i, tr) in res.iter_mut().enumerate() {
+        let st = engine.tenant_stats(ids[i]);
+        tr.final_pages = st.pages;
+        tr.final_samples = st.samples;
+        tr.final_target = targets.get(i).copied().flatten();
+        tr.evictions = st.evictions;
+        tr.engine_penalty_us = engine.penalty(ids[i]).0;
+        tr.finish(hit_us[i]);
+        overall.gets += tr.gets;
+        overall.hits += tr.hits;
+        overall.misses += tr.misses;
+        overall.sets += tr.sets;
+        overall.deletes += tr.deletes;
+        overall.miss_cost_us += tr.miss_cost_us;
+        overall.final_pages += tr.final_pages;
+        overall.too_large += tr.too_large;
+        overall.evictions += tr.evictions;
+        latency_sum += tr.mean_latency_us * tr.gets as f64;
+    }
+    if overall.gets > 0 {
+        overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
+        overall.mean_latency_us = latency_sum / overall.gets as f64;
+    }
+    Ok(RunResult {
+        label: label.to_string(),
+        controller,
+        tenants: res,
+        overall,
+        intervals,
+        requests: index,
+        wall_secs: wall,
+        requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
+    })
+}
+
+/// SET with the simulator's accounting: an item larger than a page is counted, not an error.
+#[inline]
+fn store(
+    engine: &mut Engine,
+    t: TenantId,
+    key: &[u8],
+    value: &[u8],
+    want_len: u64,
+    tr: &mut TenantResult,
+) -> Result<(), SimError> {
+    if want_len > value.len() as u64 {
+        tr.too_large += 1;
+        return Ok(());
+    }
+    match engine.set(t, key, value, SetOptions::default()) {
+        Ok(_) => Ok(()),
+        Err(EngineError::ItemTooLarge { .. }) | Err(EngineError::OutOfMemory) => {
+            tr.too_large += 1;
+            Ok(())
+        }
+        Err(e) => Err(SimError::Engine(e)),
+    }
+}
+
+/// Appends the `new` newest decisions as rows.
+fn collect(
+    engine: &Engine,
+    new: u64,
+    at_request: u64,
+    out: &mut Vec<IntervalRow>,
+    last: &mut (Vec<u64>, Vec<u64>),
+) {
+    let recs = engine.control_records();
+    let skip = recs.len().saturating_sub(new as usize);
+    for r in &recs[skip..] {
+        out.push(row(r, at_request, last));
+    }
+}
+
+fn row(r: &IntervalRecord, at_request: u64, last: &mut (Vec<u64>, Vec<u64>)) -> IntervalRow {
+    let n = r.hits.len();
+    last.0.resize(n, 0);
+    last.1.resize(n, 0);
+    let mut hr = Vec::with_capacity(n);
+    let (mut th, mut tg) = (0u64, 0u64);
+    for i in 0..n {
+        let h = r.hits[i].saturating_sub(last.0[i]);
+        let m = r
+            .misses
+            .get(i)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(last.1[i]);
+        th += h;
+        tg += h + m;
+        hr.push((h + m > 0).then(|| h as f64 / (h + m) as f64));
+        last.0[i] = r.hits[i];
+        last.1[i] = r.misses.get(i).copied().unwrap_or(0);
+    }
+    IntervalRow {
+        interval: r.interval,
+        at_request,
+        at_access: r.at_request,
+        at_us: r.at_us,
+        pages: r.pages.clone(),
+        targets: r.targets.clone(),
+        samples: r.samples.clone(),
+        hit_ratio: hr,
+        overall_hit_ratio: (tg > 0).then(|| th as f64 / tg as f64),
+        penalty_us: r.penalty_us.clone(),
+        moves: r.moves_done,
+        notes: r.notes.clone(),
+    }
+}

@@ -1,0 +1,172 @@
+//! `locus simulate EXPERIMENT.toml`: compare memory controllers on a trace-driven experiment.
+//!
+//! ```text
+//!  EXPERIMENT.toml ─► locus_sim::Experiment ─► locus_sim::simulate (one engine per controller,
+//!                                               in parallel) ─► table on stdout
+//!                                                             ─► --out DIR: CSV, JSON, plots
+//! ```
+//! This file only parses options, shows progress on stderr (when it is a terminal) and writes
+//! the outputs; everything else is `locus-sim`.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use locus_sim::{Experiment, Options, report};
+
+/// Arguments of `locus simulate`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The experiment file (format: experiments/README.md).
+    pub experiment: PathBuf,
+    /// Write summary.csv, intervals.csv, report.json and plots into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Run only these controller labels (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Worker threads (default: available cores, at most one per controller).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Run the scaled-down version of the experiment's [golden] table (what the golden test runs).
+    #[arg(long)]
+    pub golden: bool,
+    /// Override the total number of requests (generated workloads; caps traces).
+    #[arg(long)]
+    pub requests: Option<String>,
+    /// Print the report as JSON on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Validate the experiment and print what would run, without running it.
+    #[arg(long)]
+    pub check: bool,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Progress lines on stderr: requests per controller label, redrawn at most 5 times a second.
+struct Progress {
+    on: bool,
+    total: Option<u64>,
+    state: Mutex<(BTreeMap<String, u64>, Instant)>,
+}
+
+impl Progress {
+    fn tick(&self, label: &str, n: u64) {
+        if !self.on {
+            return;
+        }
+        let Ok(mut st) = self.state.lock() else {
+            return;
+        };
+        st.0.insert(label.to_string(), n);
+        if st.1.elapsed().as_millis() < 200 {
+            return;
+        }
+        st.1 = Instant::now();
+        let parts: Vec<String> =
+            st.0.iter()
+                .map(|(l, n)| match self.total {
+                    Some(t) if t > 0 => format!("{l} {:.0}%", 100.0 * *n as f64 / t as f64),
+                    _ => format!("{l} {n}"),
+                })
+                .collect();
+        let mut line = parts.join("  ");
+        line.truncate(110);
+        eprint!("\r{line:110}\r");
+        let _ = std::io::stderr().flush();
+    }
+
+    fn done(&self) {
+        if self.on {
+            eprint!("\r{:110}\r", "");
+        }
+    }
+}
+
+/// Runs `locus simulate`.
+///
+/// # Errors
+/// An invalid experiment, a failing controller (after the others were reported), or an output
+/// that cannot be written.
+pub fn run(args: Args) -> Result<()> {
+    let mut exp = Experiment::load(&args.experiment)?;
+    if args.golden {
+        exp = exp.golden_scaled();
+    }
+    if let Some(r) = &args.requests {
+        let Some(n) = locus_sim::experiment::parse_count(r) else {
+            bail!("--requests {r}: expected a count (100000, 1e6, 2M)");
+        };
+        if exp.phases.is_empty() {
+            exp.requests = Some(n);
+        } else {
+            let total = exp.total_requests().unwrap_or(1).max(1);
+            for p in &mut exp.phases {
+                p.requests = ((p.requests as f64 * n as f64 / total as f64).round() as u64).max(1);
+            }
+        }
+    }
+    for l in &args.only {
+        if !exp.controllers.iter().any(|c| &c.label == l) {
+            bail!(
+                "--only {l}: no controller with that label in {}",
+                args.experiment.display()
+            );
+        }
+    }
+    if args.check {
+        let mem = locus_sim::resolve_memory(&exp)?;
+        println!(
+            "{}: valid; {} tenant(s), {} controller(s), {} bytes of memory ({} pages), {} requests",
+            exp.name,
+            exp.tenants.len(),
+            exp.controllers.len(),
+            mem,
+            mem / exp.page_size,
+            exp.total_requests()
+                .map_or_else(|| "all".to_string(), |n| n.to_string())
+        );
+        return Ok(());
+    }
+    let progress = Progress {
+        on: !args.quiet && std::io::stderr().is_terminal(),
+        total: exp.total_requests(),
+        state: Mutex::new((BTreeMap::new(), Instant::now())),
+    };
+    let opts = Options {
+        threads: args.threads,
+        only: args.only.clone(),
+    };
+    let rep = locus_sim::simulate(&exp, &opts, &|l, n| progress.tick(l, n))?;
+    progress.done();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        print!("{}", report::table(&rep));
+    }
+    if let Some(dir) = &args.out {
+        let files = report::write_dir(&rep, dir)?;
+        if !args.quiet {
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        }
+    }
+    if !rep.failed.is_empty() {
+        bail!(
+            "{} controller run(s) failed: {}",
+            rep.failed.len(),
+            rep.failed
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
