@@ -41,7 +41,7 @@ impl TargetArbiter {
             .filter(|v| v.pool != p && (v.evicts || v.items == 0))
             .filter_map(|v| {
                 let t = self.target(v.pool)?;
-                (v.pages > t).then_some((v.pages - t, v.pool))
+                v.pages.checked_sub(t).filter(|&over| over > 0).map(|over| (over, v.pool))
             })
             .max_by_key(|(over, pool)| (*over, std::cmp::Reverse(pool.0)))
             .map(|(_, pool)| pool)
