@@ -44,7 +44,12 @@ use crate::ids::{ClassId, PoolId, TenantId};
 pub use basic::{SharedController, StaticController};
 pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
 pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
+pub use mpart::{Mpart, MpartConfig};
+pub use oracle::{
+    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, curve_in_pages, plan,
+};
 pub(crate) use penalty::PenaltyTracker;
+pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
 pub use settings::Settings;
 
 /// What happened on the data path.
