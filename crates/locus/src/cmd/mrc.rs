@@ -4,11 +4,11 @@
 //!  locus_trace::open(FILE) ──► Request ──► (key, size, op) ──► every profiler of the request's
 //!                                                              tenant (one per model × K)
 //!  end of trace: capacities = N points on (0, max working set] per tenant
-//!             ──► CSV rows `model,k,tenant,capacity,unit,miss_ratio`, JSON, SVG plot
+//!             ──► CSV rows `model,k,tenant,capacity,unit,miss_ratio`, JSON, SVG or PNG plot
 //! ```
 //! The models live in `locus-mrc`; miniature simulation (`mini`) lives in `locus-engine` because it
-//! runs the engine's own policies. This file only parses options, reads the trace, shows progress
-//! and writes the outputs.
+//! runs the engine's own policies; plots are drawn by `locus-plot`. This file only parses options,
+//! reads the trace, shows progress and writes the outputs.
 //!
 //! `mini` simulates fixed capacities chosen up front: with `--max-capacity` they span
 //! (0, max]; otherwise a first pass over the file measures each tenant's working set (SHARDS at
@@ -83,9 +83,12 @@ pub struct Args {
     /// Write the curves as JSON.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Write a plot (SVG).
+    /// Write a plot of every curve; the format follows the name: .svg or .png.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Plot the capacity axis on a log-10 scale (capacity 0 is left out).
+    #[arg(long, requires = "plot")]
+    pub log_x: bool,
     /// Print each curve's mean absolute error against the exact curve (needs `exact` among the
     /// models).
     #[arg(long)]
@@ -365,13 +368,7 @@ pub fn run(args: Args) -> Result<()> {
         bail!("--max-capacity must be a positive number, got {m}");
     }
     if let Some(p) = &args.plot {
-        let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if !ext.eq_ignore_ascii_case("svg") {
-            bail!(
-                "--plot {}: only SVG output is supported (PNG is not implemented); use a .svg name",
-                p.display()
-            );
-        }
+        locus_plot::Format::from_path(p).with_context(|| format!("--plot {}", p.display()))?;
     }
     if args.mae && !models.contains(&ModelKind::Exact) {
         bail!("--mae compares against the exact curve: add exact to --model");
@@ -533,7 +530,7 @@ pub fn run(args: Args) -> Result<()> {
         write_out(p, &text)?;
     }
     if let Some(p) = &args.plot {
-        write_out(p, &svg_plot(&curves, &args.file.display().to_string()))?;
+        plot(&curves, &args.file, args.log_x).save(p)?;
     }
     Ok(())
 }
@@ -583,131 +580,46 @@ fn print_mae(curves: &[Curve]) -> Result<()> {
     Ok(())
 }
 
-/// A self-contained SVG line plot: axes with ticks, one polyline per curve, a legend.
-fn svg_plot(curves: &[Curve], title: &str) -> String {
-    const W: f64 = 900.0;
-    const H: f64 = 560.0;
-    const L: f64 = 80.0; // left margin
-    const R: f64 = 220.0; // right margin (legend)
-    const T: f64 = 50.0;
-    const B: f64 = 60.0;
-    const COLORS: [&str; 10] = [
-        "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-        "#bcbd22", "#17becf",
-    ];
-    let xmax = curves
-        .iter()
-        .flat_map(|c| c.points.iter().map(|p| p.0))
-        .fold(0.0, f64::max)
-        .max(1.0);
-    let pw = W - L - R;
-    let ph = H - T - B;
-    let x = |c: f64| L + c / xmax * pw;
-    let y = |m: f64| T + (1.0 - m) * ph;
-    let unit = curves.first().map_or(Unit::Objects, |c| c.unit);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
+/// The curves as a chart: one series per curve starting at (0, 1) (an empty cache misses every
+/// request), capacity axis from 0 (or the smallest capacity with `log_x`) to the largest.
+fn plot(curves: &[Curve], file: &Path, log_x: bool) -> locus_plot::Chart {
+    let (unit, metric) = curves
+        .first()
+        .map_or((Unit::Objects, Metric::Requests), |c| (c.unit, c.metric));
+    let name = file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
     );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="24" text-anchor="middle" font-size="15">Miss ratio curve: {}</text>"#,
-        L + pw / 2.0,
-        xml_escape(title)
+    let mut chart = locus_plot::Chart::new(
+        format!("Miss ratio curve: {name}"),
+        format!("cache capacity ({unit})"),
+        match metric {
+            Metric::Requests => "miss ratio",
+            Metric::Bytes => "byte miss ratio",
+        },
     );
-    // Grid and ticks.
-    for i in 0..=5 {
-        let f = i as f64 / 5.0;
-        let (gx, gy) = (x(f * xmax), y(f));
-        let _ = writeln!(
-            s,
-            "<line x1=\"{gx:.1}\" y1=\"{T}\" x2=\"{gx:.1}\" y2=\"{:.1}\" stroke=\"#e5e5e5\"/>",
-            T + ph
-        );
-        let _ = writeln!(
-            s,
-            "<line x1=\"{L}\" y1=\"{gy:.1}\" x2=\"{:.1}\" y2=\"{gy:.1}\" stroke=\"#e5e5e5\"/>",
-            L + pw
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{gx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            T + ph + 18.0,
-            human(f * xmax)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{f:.1}</text>"#,
-            L - 8.0,
-            gy + 4.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<rect x="{L}" y="{T}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">cache capacity ({unit})</text>"#,
-        L + pw / 2.0,
-        H - 15.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="20" y="{:.1}" text-anchor="middle" transform="rotate(-90 20 {:.1})">miss ratio</text>"#,
-        T + ph / 2.0,
-        T + ph / 2.0
-    );
-    for (i, c) in curves.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
-        let mut pts = format!("{:.1},{:.1}", x(0.0), y(1.0));
-        for &(cap, mr) in &c.points {
-            let _ = write!(pts, " {:.1},{:.1}", x(cap), y(mr));
-        }
-        let _ = writeln!(
-            s,
-            r#"<polyline fill="none" stroke="{color}" stroke-width="1.8" points="{pts}"/>"#
-        );
-        let ly = T + 10.0 + i as f64 * 18.0;
-        let lx = L + pw + 15.0;
+    chart.log_x = log_x;
+    chart.y_range = Some((0.0, 1.0));
+    for c in curves {
         let label = match (c.k, c.tenant.as_str()) {
             (Some(k), "all") => format!("{} K={k}", c.model),
             (Some(k), t) => format!("{} K={k} t{t}", c.model),
             (None, "all") => c.name.clone(),
             (None, t) => format!("{} t{t}", c.name),
         };
-        let _ = writeln!(
-            s,
-            r#"<line x1="{lx}" y1="{ly}" x2="{:.1}" y2="{ly}" stroke="{color}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            lx + 20.0,
-            lx + 26.0,
-            ly + 4.0,
-            xml_escape(&label)
-        );
+        let mut points = if log_x { Vec::new() } else { vec![(0.0, 1.0)] };
+        points.extend(c.points.iter().copied().filter(|p| !log_x || p.0 > 0.0));
+        chart.add_series(label, points);
     }
-    s.push_str("</svg>\n");
-    s
-}
-
-fn human(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
+    let caps = curves.iter().flat_map(|c| c.points.iter().map(|p| p.0));
+    let xmax = caps.clone().fold(0.0, f64::max);
+    let xmin = caps.filter(|&x| x > 0.0).fold(f64::INFINITY, f64::min);
+    if log_x && xmin < xmax {
+        chart.x_range = Some((xmin, xmax));
+    } else if !log_x && xmax > 0.0 {
+        chart.x_range = Some((0.0, xmax));
     }
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    chart
 }
 
 #[cfg(test)]
@@ -778,7 +690,8 @@ mod tests {
             serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(j.as_array().unwrap().len(), 5);
         let s = std::fs::read_to_string(&svg).unwrap();
-        assert!(s.starts_with("<svg") && s.matches("<polyline").count() == 5);
+        // One clipped polyline per curve (grid lines and the legend are not clipped).
+        assert!(s.starts_with("<svg") && s.matches(r#"clip-path="url(#plot-area)""#).count() == 5);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -841,6 +754,127 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Width and height from a PNG's IHDR chunk (bytes 16..24), after checking the signature.
+    fn png_size(bytes: &[u8]) -> (u32, u32) {
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && &bytes[12..16] == b"IHDR");
+        let be =
+            |i: usize| u32::from_be_bytes([bytes[i], bytes[i + 1], bytes[i + 2], bytes[i + 3]]);
+        (be(16), be(20))
+    }
+
+    #[test]
+    fn plot_writes_png_and_svg_by_extension() {
+        let dir = std::env::temp_dir().join(format!("locus-mrc-png-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.txt");
+        std::fs::write(&trace, "1\n2\n3\n2\n1\n4\n1\n".repeat(3)).unwrap();
+        for (name, log) in [("a.png", false), ("b.PNG", true), ("c.svg", true)] {
+            let out = dir.join(name);
+            let mut line = vec![
+                trace.to_str().unwrap(),
+                "--model",
+                "exact,krr",
+                "--points",
+                "4",
+                "--plot",
+                out.to_str().unwrap(),
+            ];
+            if log {
+                line.push("--log-x");
+            }
+            run(args(&line)).unwrap();
+            let bytes = std::fs::read(&out).unwrap();
+            if name.ends_with(".svg") {
+                let s = String::from_utf8(bytes).unwrap();
+                assert_eq!(
+                    s.matches(r#"clip-path="url(#plot-area)""#).count(),
+                    2,
+                    "{s}"
+                );
+                assert!(s.contains(">krr K=5</text>"), "{s}");
+            } else {
+                assert_eq!(
+                    png_size(&bytes),
+                    (locus_plot::DEFAULT_WIDTH, locus_plot::DEFAULT_HEIGHT)
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `--model mini --sample 1` (no sampling) is the engine's full-size K-LRU: it must equal
+    /// `minisim::simulate_klru` point for point, bit for bit, for both eviction variants, with
+    /// capacities given (`--max-capacity`) or measured by the first pass (as bench/accuracy.sh
+    /// computes its K-LRU ground truth).
+    #[test]
+    fn mini_at_rate_1_equals_simulate_klru() {
+        use locus_engine::minisim::{KlruConfig, simulate_klru};
+        let dir = std::env::temp_dir().join(format!("locus-mrc-klru-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("t.txt");
+        // 20,000 GETs over 1,500 keys, skewed (a squared uniform draw) so capacities matter.
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let keys: Vec<u64> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                1 + (u * u * 1500.0) as u64
+            })
+            .collect();
+        let text: String = keys.iter().map(|k| format!("{k}\n")).collect();
+        std::fs::write(&trace, text).unwrap();
+        let unique = keys.iter().collect::<std::collections::HashSet<_>>().len();
+        let json = dir.join("out.json");
+        for evpool in [0u32, 16] {
+            for max in [Some("900"), None] {
+                let ev = evpool.to_string();
+                let mut line = vec![
+                    trace.to_str().unwrap(),
+                    "--model",
+                    "mini",
+                    "--sample",
+                    "1",
+                    "--k",
+                    "5",
+                    "--evpool",
+                    &ev,
+                    "--points",
+                    "12",
+                    "--mini-sizes",
+                    "12",
+                    "--json",
+                    json.to_str().unwrap(),
+                ];
+                if let Some(m) = max {
+                    line.extend(["--max-capacity", m]);
+                }
+                run(args(&line)).unwrap();
+                let j: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+                let pts: Vec<(f64, f64)> = serde_json::from_value(j[0]["points"].clone()).unwrap();
+                let caps: Vec<f64> = pts.iter().map(|p| p.0).collect();
+                let top = max.map_or(unique as f64, |m| m.parse().unwrap());
+                assert_eq!(
+                    caps,
+                    even_capacities(top, 12),
+                    "evpool {evpool}, max {max:?}"
+                );
+                let truth = simulate_klru(
+                    keys.iter().map(|&k| (k, 1, Op::Get)),
+                    &KlruConfig::new(5, evpool),
+                    &caps,
+                )
+                .unwrap();
+                assert_eq!(pts, truth.points(), "evpool {evpool}, max {max:?}");
+                // Not a flat curve: the comparison means something.
+                assert!(pts[0].1 > pts[11].1 + 0.1, "{pts:?}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn bad_options_are_clear_errors() {
         let e = run(args(&["x.txt", "--model", "lru"])).unwrap_err();
@@ -851,8 +885,11 @@ mod tests {
         assert!(e.to_string().contains("--policy"), "{e}");
         let e = run(args(&["x.txt", "--model", "mini", "--k", "0"])).unwrap_err();
         assert!(e.to_string().contains("samples"), "{e}");
-        let e = run(args(&["x.txt", "--plot", "a.png"])).unwrap_err();
-        assert!(e.to_string().contains("SVG"), "{e}");
+        let e = run(args(&["x.txt", "--plot", "a.gif"])).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("must end in .svg or .png"),
+            "{e:#}"
+        );
         let e = run(args(&["x.txt", "--model", "shards", "--sample", "0"])).unwrap_err();
         assert!(e.to_string().contains("sampling rate"), "{e}");
     }
