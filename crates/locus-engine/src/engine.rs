@@ -152,6 +152,10 @@ pub enum ClassMode {
     /// controller this is memcached without `slab_automove`: the first pages go to whichever
     /// classes ask first and stay there.
     Manual,
+    /// Twemcache's random slab eviction: a class that is out of chunks, when no free page may
+    /// be taken, takes a page chosen uniformly among all its pool's pages (any class, its own
+    /// included), evicting everything on it. No calcification, no locality.
+    RandomSlab,
 }
 
 /// A tenant and its pool (one pool per tenant for now).
@@ -914,7 +918,17 @@ impl Engine {
                 self.grant_page(t, c);
                 continue;
             }
-            if self.class_mode == ClassMode::Manual {
+            if self.class_mode == ClassMode::RandomSlab
+                && self.tenants[t].cfg.policy != Policy::NoEviction
+            {
+                let n = self.tenants[t].pages.len();
+                if n > 0 {
+                    let pg = self.tenants[t].pages[self.rng.below(n as u64) as usize];
+                    self.reassign_page(pg, t, c, EvictionReason::PageReclaim);
+                    continue;
+                }
+            }
+            if self.class_mode != ClassMode::Auto {
                 if self.tenants[t].cfg.policy == Policy::NoEviction
                     || !self.evict_in_class(t, c, EvictionReason::Memory)
                 {
@@ -1371,10 +1385,30 @@ impl Engine {
         value: &[u8],
         opts: SetOptions,
     ) -> Result<bool, EngineError> {
-        let ti = t.0 as usize;
         if self.control_due {
             self.run_controller();
         }
+        let r = self.set_inner(t, key, value, opts);
+        // The controller sees every SET request that was attempted, stored or refused for
+        // memory: profilers model the request stream, not what this cache happened to keep.
+        if self.control.is_some() && matches!(r, Ok(true) | Err(EngineError::OutOfMemory)) {
+            let c = self
+                .classes
+                .class_for((HDR + key.len()) as u64 + value.len() as u64);
+            let size = (key.len() + value.len()) as u32;
+            self.observe(t.0 as usize, AccessKind::Set, hash_key(key), size, c);
+        }
+        r
+    }
+
+    fn set_inner(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
         let size = (HDR + key.len()) as u64 + value.len() as u64;
         let Some(c) = self.classes.class_for(size) else {
             return Err(EngineError::ItemTooLarge {
@@ -1451,10 +1485,6 @@ impl Engine {
         let tn = &mut self.tenants[ti];
         tn.counters.sets += 1;
         tn.class_counters[c as usize].sets += 1;
-        if self.control.is_some() {
-            let size = (key.len() + value.len()) as u32;
-            self.observe(ti, AccessKind::Set, hash, size, Some(c));
-        }
         Ok(true)
     }
 
@@ -2292,6 +2322,9 @@ impl Engine {
             Interval::Millis(ms) => self.clock.now_us() + ms.max(1) * 1000,
         };
         self.arbiter = Box::new(TargetArbiter::default());
+        if let Some(mode) = ctl.class_mode() {
+            self.class_mode = mode;
+        }
         self.control = Some(Box::new(ControlState {
             ctl,
             cfg,

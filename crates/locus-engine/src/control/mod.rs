@@ -21,18 +21,25 @@
 //! [`Settings`] that reject unknown keys. One file per controller. Solvers are pure functions in
 //! `locus-alloc`; controllers only turn curves into its inputs and its answers into decisions.
 
+mod automove;
 mod basic;
 mod dlru;
+mod facebook;
 mod kredis;
+mod lama;
+mod memcached;
 mod memshare;
 mod memsweeper;
 mod mpart;
 mod oracle;
 mod penalty;
 mod predis;
+mod psa;
 mod settings;
 mod shadow;
+mod slabs;
 pub(crate) mod target;
+mod twemcache;
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,7 +48,12 @@ use locus_mrc::Mrc;
 
 use crate::ids::{ClassId, PoolId, TenantId};
 
+pub use automove::Automove;
 pub use basic::{SharedController, StaticController};
+pub use dlru::{Dlru, DlruConfig};
+pub use facebook::{Facebook, FacebookConfig};
+pub use lama::{Lama, LamaConfig, LamaObjective};
+pub use memcached::Memcached;
 pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
 pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
 pub use mpart::{Mpart, MpartConfig};
@@ -50,7 +62,9 @@ pub use oracle::{
 };
 pub(crate) use penalty::PenaltyTracker;
 pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
+pub use psa::{Psa, PsaConfig};
 pub use settings::Settings;
+pub use twemcache::Twemcache;
 
 /// What happened on the data path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +73,8 @@ pub enum AccessKind {
     GetHit,
     /// A GET that did not find the key (or found it expired).
     GetMiss,
-    /// A SET that stored the item.
+    /// A SET request: stored, or refused for memory (profilers model the request stream, not
+    /// what this cache kept).
     Set,
     /// A DEL (of a present or missing key).
     Delete,
@@ -240,6 +255,12 @@ pub trait Controller: Send + fmt::Debug {
 
     /// An interval boundary: decide.
     fn decide(&mut self, view: &ControlView<'_>) -> Decision;
+
+    /// The class mode this controller needs (memcached-style slab controllers return
+    /// [`crate::ClassMode::Manual`]); applied when it is installed. Default: keep the engine's.
+    fn class_mode(&self) -> Option<crate::ClassMode> {
+        None
+    }
 }
 
 /// When decisions happen.
@@ -394,6 +415,12 @@ pub const NAMES: &[&str] = &[
     "memsweeper-fair",
     "memshare",
     "oracle",
+    "lama",
+    "memcached",
+    "automove",
+    "psa",
+    "facebook",
+    "twemcache",
 ];
 
 /// Builds the controller `name` from its settings.
@@ -413,6 +440,12 @@ pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, Cont
         "memsweeper-fair" => memsweeper::build_fair(settings),
         "memshare" => memshare::build(settings),
         "oracle" => oracle::build(settings),
+        "lama" => lama::build(settings),
+        "memcached" => memcached::build(settings),
+        "automove" => automove::build(settings),
+        "psa" => psa::build(settings),
+        "facebook" => facebook::build(settings),
+        "twemcache" => twemcache::build(settings),
         _ => Err(ControlError::UnknownController {
             name: name.to_string(),
             known: NAMES.to_vec(),
