@@ -2375,6 +2375,11 @@ impl Engine {
             .unwrap_or_default()
     }
 
+    /// The newest decision, without copying the log.
+    pub fn last_control_record(&self) -> Option<&IntervalRecord> {
+        self.control.as_ref().and_then(|c| c.records.back())
+    }
+
     /// Page targets per pool (`None`: no target).
     pub fn targets(&self) -> Vec<Option<u64>> {
         match &self.control {
