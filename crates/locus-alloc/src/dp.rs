@@ -195,19 +195,31 @@ pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
         )));
     }
     let width = budget as usize + 1;
+    if n == 0 {
+        return Ok(Allocation {
+            units: vec![],
+            cost: 0.0,
+        });
+    }
 
-    // Suffix tables, row i = pools i..n. Row n is all zeros.
+    // Suffix rows: row i holds the best key of pools i..n for every budget 0..=B; row n is all
+    // zeros. Row 0 is only read at j = B, so it is computed as that one cell. The last pool's
+    // row is a running best over k (its next row is zero), O(B) instead of O(B^2).
     let mut cost = vec![0.0_f64; (n + 1) * width];
     let mut used = vec![0_u64; (n + 1) * width];
     let mut moved = vec![0_u64; (n + 1) * width];
     let mut choice = vec![0_u32; n * width];
-
-    for i in (0..n).rev() {
+    let pool = |i: usize| {
         let Range { lo, hi } = ranges[i];
-        let span = (hi - lo) as usize;
         let curve = &p.costs[i][lo as usize..=hi as usize];
         let cur = p.current.as_ref().map(|c| c[i]);
-        let move_of = |k: usize| cur.map_or(0, |c| (lo + k as u64).abs_diff(c));
+        (curve, move |k: usize| {
+            cur.map_or(0, |c| (lo + k as u64).abs_diff(c))
+        })
+    };
+
+    for i in (1..n).rev() {
+        let (curve, move_of) = pool(i);
         let (head, tail) = cost.split_at_mut((i + 1) * width);
         let (row, next) = (&mut head[i * width..], &tail[..width]);
         let (uhead, utail) = used.split_at_mut((i + 1) * width);
@@ -215,44 +227,47 @@ pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
         let (mhead, mtail) = moved.split_at_mut((i + 1) * width);
         let (mrow, mnext) = (&mut mhead[i * width..], &mtail[..width]);
         let crow = &mut choice[i * width..(i + 1) * width];
-        for j in 0..width {
-            let mut best_c = f64::INFINITY;
-            let mut best_u = 0_u64;
-            let mut best_m = u64::MAX;
-            let mut best_k = 0_usize;
-            let mut found = false;
-            for k in 0..=span.min(j) {
-                let c = curve[k] + next[j - k];
-                let u = k as u64 + unext[j - k];
-                let m = move_of(k) + mnext[j - k];
-                // `>=`-style update on an exact tie of the whole key keeps the largest k.
-                let better = !found
-                    || c < best_c
-                    || (c == best_c && (u > best_u || (u == best_u && m <= best_m)));
-                if better {
-                    best_c = c;
-                    best_u = u;
-                    best_m = m;
-                    best_k = k;
-                    found = true;
+        if i == n - 1 {
+            for j in 0..width {
+                let take = j < curve.len()
+                    && (j == 0 || {
+                        let (c, u, m) = (curve[j] + 0.0, j as u64, move_of(j));
+                        better_or_equal((c, u, m), (row[j - 1], urow[j - 1], mrow[j - 1]))
+                    });
+                if take {
+                    (row[j], urow[j], mrow[j], crow[j]) =
+                        (curve[j] + 0.0, j as u64, move_of(j), j as u32);
+                } else {
+                    (row[j], urow[j], mrow[j], crow[j]) =
+                        (row[j - 1], urow[j - 1], mrow[j - 1], crow[j - 1]);
                 }
             }
-            row[j] = best_c;
-            urow[j] = best_u;
-            mrow[j] = best_m;
-            crow[j] = best_k as u32;
+        } else {
+            for j in 0..width {
+                let (c, u, m, k) = best_cell(curve, next, unext, mnext, j, &move_of);
+                (row[j], urow[j], mrow[j], crow[j]) = (c, u, m, k as u32);
+            }
         }
     }
-
-    let total_cost = if n == 0 { 0.0 } else { cost[budget as usize] };
+    let (curve0, move_of0) = pool(0);
+    let next = &cost[width..2 * width];
+    let (total_cost, _, _, k0) = best_cell(
+        curve0,
+        next,
+        &used[width..2 * width],
+        &moved[width..2 * width],
+        budget as usize,
+        &move_of0,
+    );
     if total_cost == f64::INFINITY {
         return Err(AllocError::infeasible(
             "every allocation within the bounds has an infinite cost (or the sum overflows f64)",
         ));
     }
     let mut units = Vec::with_capacity(n);
-    let mut left = budget as usize;
-    for (i, r) in ranges.iter().enumerate() {
+    units.push(ranges[0].lo + k0 as u64);
+    let mut left = budget as usize - k0;
+    for (i, r) in ranges.iter().enumerate().skip(1) {
         let k = choice[i * width + left] as usize;
         units.push(r.lo + k as u64);
         left -= k;
@@ -261,6 +276,104 @@ pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
         units,
         cost: total_cost,
     })
+}
+
+/// The tie rule on keys `(cost, units, moves)`: lower cost, then more units, then fewer moves;
+/// a full tie counts as "better or equal" so the caller keeps the later (larger) choice.
+#[inline]
+fn better_or_equal(new: (f64, u64, u64), old: (f64, u64, u64)) -> bool {
+    new.0 < old.0 || (new.0 == old.0 && (new.1 > old.1 || (new.1 == old.1 && new.2 <= old.2)))
+}
+
+/// Chunk width of the DP's inner loops.
+const LANES: usize = 8;
+
+/// `min over k of a[k] + b[len - 1 - k]` (never NaN here: validated costs hold no NaN or
+/// `-inf`). The hot loop of the DP: eight independent running minima let the CPU overlap the
+/// adds and compares (and the compiler vectorise them); the minimum of a set does not depend
+/// on the order it is taken in.
+#[inline]
+fn least_sum(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [f64::INFINITY; LANES];
+    let mut a_chunks = a.chunks_exact(LANES);
+    let mut b_chunks = b.rchunks_exact(LANES);
+    for (ca, cb) in (&mut a_chunks).zip(&mut b_chunks) {
+        for t in 0..LANES {
+            let c = ca[t] + cb[LANES - 1 - t];
+            acc[t] = if c < acc[t] { c } else { acc[t] };
+        }
+    }
+    let mut least = f64::INFINITY;
+    for (&ca, &cb) in a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder().iter().rev())
+    {
+        let c = ca + cb;
+        least = if c < least { c } else { least };
+    }
+    for x in acc {
+        least = if x < least { x } else { least };
+    }
+    least
+}
+
+/// `G[i][j]` from the next row: the best `k` for pool `i` with `j` units to spend, and its key.
+/// On a full tie the largest `k` wins.
+#[inline]
+fn best_cell(
+    curve: &[f64],
+    next: &[f64],
+    next_used: &[u64],
+    next_moved: &[u64],
+    j: usize,
+    move_of: &impl Fn(usize) -> u64,
+) -> (f64, u64, u64, usize) {
+    let kmax = (curve.len() - 1).min(j);
+    let tail = &next[j - kmax..=j];
+    let least = least_sum(&curve[..=kmax], tail);
+    // Pass 2: among the k reaching it, the tie rule (more units, fewer moves, larger k). Whole
+    // chunks without a candidate are skipped with one vector compare.
+    let (mut bc, mut bu, mut bm, mut bk) = (f64::INFINITY, 0_u64, u64::MAX, 0_usize);
+    let mut found = false;
+    let mut consider = |k: usize, c: f64| {
+        let u = k as u64 + next_used[j - k];
+        let m = move_of(k) + next_moved[j - k];
+        if !found || better_or_equal((c, u, m), (bc, bu, bm)) {
+            (bc, bu, bm, bk) = (c, u, m, k);
+            found = true;
+        }
+    };
+    let a = &curve[..=kmax];
+    let mut a_chunks = a.chunks_exact(LANES);
+    let mut b_chunks = tail.rchunks_exact(LANES);
+    for (ci, (ca, cb)) in (&mut a_chunks).zip(&mut b_chunks).enumerate() {
+        let mut hit = false;
+        for t in 0..LANES {
+            hit |= ca[t] + cb[LANES - 1 - t] == least;
+        }
+        if hit {
+            for t in 0..LANES {
+                let c = ca[t] + cb[LANES - 1 - t];
+                if c == least {
+                    consider(ci * LANES + t, c);
+                }
+            }
+        }
+    }
+    let base = a.len() - a_chunks.remainder().len();
+    for (t, (&ca, &cb)) in a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder().iter().rev())
+        .enumerate()
+    {
+        let c = ca + cb;
+        if c == least {
+            consider(base + t, c);
+        }
+    }
+    (bc, bu, bm, bk)
 }
 
 #[cfg(test)]
