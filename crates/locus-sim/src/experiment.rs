@@ -655,9 +655,14 @@ impl Experiment {
         e
     }
 
-    /// Total requests the run reads (phases, else `requests`; `None`: to the end of the traces).
+    /// Total requests the run reads: `requests`, else the sum of the phases when every tenant
+    /// is generated; `None`: until every source ends (phases count generated requests only).
     pub fn total_requests(&self) -> Option<u64> {
-        if self.phases.is_empty() {
+        let all_generated = self
+            .tenants
+            .iter()
+            .all(|t| matches!(t.source, Source::Generator(_)));
+        if self.phases.is_empty() || !all_generated {
             self.requests
         } else {
             Some(self.phases.iter().map(|p| p.requests).sum())

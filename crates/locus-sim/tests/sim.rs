@@ -1,0 +1,197 @@
+//! Behaviour of the simulator on small experiments whose outcome is known exactly.
+
+use std::path::Path;
+
+use locus_sim::experiment::Experiment;
+use locus_sim::{Options, Report, simulate};
+
+fn exp(text: &str) -> Experiment {
+    Experiment::parse(text, "test", Path::new(".")).unwrap()
+}
+
+fn run(e: &Experiment) -> Report {
+    let r = simulate(e, &Options::default(), &|_, _| {}).unwrap();
+    assert!(r.failed.is_empty(), "{:?}", r.failed);
+    r
+}
+
+/// Memory holds every key: the only misses are the first access of each key, and each costs
+/// exactly the constant penalty; the engine measures that penalty from the GET miss → SET gap.
+#[test]
+fn cold_misses_only_and_exact_penalty_accounting() {
+    let e = exp(r#"
+name = "cold"
+memory = "4MiB"
+page_size = "4KiB"
+requests = 20000
+interval = 5000
+[[controller]]
+name = "shared"
+[[tenant]]
+name = "a"
+generator = { pattern = "uniform", keys = 500, value_size = 50 }
+penalty = 300
+hit_time = 2
+"#);
+    let r = run(&e);
+    let t = &r.runs[0].tenants[0];
+    assert_eq!(t.gets, 20_000);
+    assert_eq!(t.misses, 500, "one cold miss per key");
+    assert_eq!(t.miss_cost_us, 500.0 * 300.0);
+    let want = 2.0 + 500.0 * 300.0 / 20_000.0;
+    assert!(
+        (t.mean_latency_us - want).abs() < 1e-9,
+        "{}",
+        t.mean_latency_us
+    );
+    assert!(
+        (t.engine_penalty_us - 300.0).abs() < 1.0,
+        "engine measured {} µs",
+        t.engine_penalty_us
+    );
+    // 20000 GETs + 500 fills = 20500 accesses: decisions at 5000, 10000, 15000, 20000.
+    assert_eq!(r.runs[0].intervals.len(), 4);
+    assert_eq!(r.metric, "mean_latency_us");
+}
+
+const TWO: &str = r#"
+name = "two"
+memory = "1MiB"
+page_size = "16KiB"
+requests = 30000
+interval = 3000
+seed = 7
+[[controller]]
+name = "shared"
+[[controller]]
+name = "static"
+label = "static-1-3"
+settings = { shares = "1,3" }
+[[tenant]]
+name = "small"
+generator = { pattern = "zipf", alpha = 0.8, keys = 20000, value_size = 100 }
+penalty = { dist = "exponential", mean = 100 }
+[[tenant]]
+name = "big"
+rate = 3000
+generator = { pattern = "zipf", alpha = 0.8, keys = 20000, value_size = 100 }
+penalty = { dist = "uniform", min = 500, max = 1500 }
+"#;
+
+/// Runs are deterministic (same report twice, whatever the thread count), the static controller
+/// converges to its 1:3 targets, and every controller sees the same request stream.
+#[test]
+fn deterministic_parallel_runs_and_static_targets() {
+    let e = exp(TWO);
+    let a = run(&e);
+    let b = simulate(
+        &e,
+        &Options {
+            threads: 1,
+            ..Options::default()
+        },
+        &|_, _| {},
+    )
+    .unwrap();
+    for (x, y) in a.runs.iter().zip(&b.runs) {
+        assert_eq!(x.tenants, y.tenants);
+        assert_eq!(x.intervals, y.intervals);
+    }
+    let st = a.runs.iter().find(|r| r.label == "static-1-3").unwrap();
+    let total = a.pages_total;
+    assert_eq!(st.tenants[0].final_target, Some(total / 4));
+    assert_eq!(st.tenants[1].final_target, Some(total * 3 / 4));
+    let pages0 = st.tenants[0].final_pages as i64;
+    assert!(
+        (pages0 - (total / 4) as i64).abs() <= 2,
+        "{pages0} of {total}"
+    );
+    // Same requests for every controller.
+    for t in 0..2 {
+        assert_eq!(a.runs[0].tenants[t].gets, a.runs[1].tenants[t].gets);
+    }
+    assert_eq!(a.ordering.len(), 2);
+}
+
+/// Phases switch generator options; an interleaved trace file and a generator feed two tenants;
+/// the exact pass gives one curve per tenant whose value at full memory matches the cold misses.
+#[test]
+fn phases_traces_and_exact_curves() {
+    let dir = std::env::temp_dir().join(format!("locus-sim-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.csv");
+    let mut w = locus_trace::create(&trace, locus_trace::Format::LocusCsv).unwrap();
+    for i in 0..4000u64 {
+        w.write(&locus_trace::Request {
+            time_us: i * 10,
+            key: i % 100,
+            value_size: 10,
+            ..Default::default()
+        })
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let text = format!(
+        r#"
+name = "mix"
+memory = "2MiB"
+page_size = "4KiB"
+interval = 2000
+[[controller]]
+name = "shared"
+[[tenant]]
+name = "gen"
+generator = {{ pattern = "loop", keys = 300, value_size = 20 }}
+[[tenant]]
+name = "file"
+trace = {{ path = "{}" }}
+penalty = 50
+[[phase]]
+requests = 3000
+[[phase]]
+requests = 3000
+tenant.gen = {{ pattern = "uniform", keys = 50 }}
+"#,
+        trace.display()
+    );
+    let e = exp(&text);
+    assert_eq!(
+        e.total_requests(),
+        None,
+        "the phases count generated requests only"
+    );
+    let r = run(&e);
+    let run0 = &r.runs[0];
+    assert_eq!(run0.requests, 6000 + 4000);
+    assert_eq!(run0.tenants[0].gets, 6000);
+    let file = &run0.tenants[1];
+    assert!(
+        file.gets > 0 && file.misses == 100.min(file.gets),
+        "{file:?}"
+    );
+    let curves = locus_sim::exact::exact_curves(&e, r.maxmemory).unwrap();
+    assert_eq!(curves.phases.len(), 2);
+    let whole = &curves.whole.tenants[1];
+    let last = whole.mrc.points().last().unwrap().1;
+    assert!((last - 100.0 / whole.gets as f64).abs() < 1e-9, "{last}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A trace-column penalty without a default is an error naming the tenant, not a silent zero.
+#[test]
+fn missing_trace_penalty_is_an_error() {
+    let e = exp(r#"
+name = "p"
+memory = "1MiB"
+requests = 100
+[[controller]]
+name = "shared"
+[[tenant]]
+name = "a"
+generator = "pattern=uniform,keys=10"
+penalty = "trace"
+"#);
+    let r = simulate(&e, &Options::default(), &|_, _| {}).unwrap();
+    assert_eq!(r.failed.len(), 1);
+    assert!(r.failed[0].1.contains("tenant 'a'"), "{}", r.failed[0].1);
+}
