@@ -37,6 +37,7 @@ mod predis;
 mod psa;
 mod settings;
 mod shadow;
+mod slab_oracle;
 mod slabs;
 pub(crate) mod target;
 mod twemcache;
@@ -64,6 +65,7 @@ pub(crate) use penalty::PenaltyTracker;
 pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
 pub use psa::{Psa, PsaConfig};
 pub use settings::Settings;
+pub use slab_oracle::{ClassCurve, SlabOracle, plan_classes};
 pub use twemcache::Twemcache;
 
 /// What happened on the data path.
@@ -421,6 +423,7 @@ pub const NAMES: &[&str] = &[
     "psa",
     "facebook",
     "twemcache",
+    "slab-oracle",
 ];
 
 /// Builds the controller `name` from its settings.
@@ -446,6 +449,7 @@ pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, Cont
         "psa" => psa::build(settings),
         "facebook" => facebook::build(settings),
         "twemcache" => twemcache::build(settings),
+        "slab-oracle" => slab_oracle::build(settings),
         _ => Err(ControlError::UnknownController {
             name: name.to_string(),
             known: NAMES.to_vec(),
