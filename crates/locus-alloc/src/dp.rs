@@ -338,7 +338,8 @@ fn best_cell(
     let mut found = false;
     let mut consider = |k: usize, c: f64| {
         let u = k as u64 + next_used[j - k];
-        let m = move_of(k) + next_moved[j - k];
+        // Saturating: absurd `current` values must not overflow (they only break ties).
+        let m = move_of(k).saturating_add(next_moved[j - k]);
         if !found || better_or_equal((c, u, m), (bc, bu, bm)) {
             (bc, bu, bm, bk) = (c, u, m, k);
             found = true;
@@ -527,6 +528,12 @@ mod tests {
             max_move: Some(1),
             ..problem(vec![], 7)
         }));
+        // Huge current allocations without a radius only break ties; no overflow.
+        let far = DpProblem {
+            current: Some(vec![u64::MAX, u64::MAX - 1]),
+            ..problem(vec![vec![0.0; 3], vec![0.0; 3]], 4)
+        };
+        assert_eq!(solve_dp(&far).unwrap().units, vec![2, 2]);
         // Zero pools is a valid, empty problem.
         assert_eq!(
             solve_dp(&problem(vec![], 3)),

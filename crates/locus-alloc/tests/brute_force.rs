@@ -459,3 +459,35 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Fair and Max on arbitrary (valid) scores never pick a victim at its floor, never pick the
+    /// same pool twice, and a Fair move always goes to a pool that would gain something.
+    #[test]
+    fn sweep_never_breaks_floors(
+        pools in prop::collection::vec(
+            (0_u64..50, 0.0_f64..1e6, 0.0_f64..1e6, 0.0_f64..=1.0, 0.0_f64..1e9, 0_u64..50),
+            0..6,
+        ),
+        history in prop::collection::vec((0_u64..100, 0_u64..100, 0.0_f64..1e3), 6),
+    ) {
+        let pools: Vec<PoolScore> = pools
+            .into_iter()
+            .map(|(units, gain_up, loss_down, hit_ratio, rate, floor)| PoolScore {
+                units, gain_up, loss_down, hit_ratio, rate, floor,
+            })
+            .collect();
+        let history: Vec<locus_alloc::FairHistory> = history[..pools.len()]
+            .iter()
+            .map(|&(released, gained, since_gain)| locus_alloc::FairHistory { released, gained, since_gain })
+            .collect();
+        for mode in [SweepMode::Max, SweepMode::Fair] {
+            let got = locus_alloc::sweep_move_with_history(&pools, &history, mode).unwrap();
+            if let Some((v, w)) = got {
+                prop_assert!(v != w);
+                prop_assert!(pools[v].units > pools[v].floor);
+                prop_assert!(pools[w].gain_up > 0.0);
+            }
+        }
+    }
+}
