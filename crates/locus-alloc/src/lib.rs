@@ -62,6 +62,20 @@
 //! `cargo run --release -p locus-alloc --example dp_timing`: 4 pools x 4096 units take about
 //! 10 ms of CPU, 8 pools x 4096 about 30 ms.
 //!
+//! # Example
+//!
+//! ```
+//! use locus_alloc::{DpProblem, Objective, miss_cost, solve_dp};
+//!
+//! // Pool 0 improves steadily; pool 1 has a cliff at 3 units. 100 accesses each per interval.
+//! let p0 = miss_cost(&[1.0, 0.5, 0.2, 0.1], 100.0, 0.0, Objective::Misses);
+//! let p1 = miss_cost(&[1.0, 0.9, 0.8, 0.0], 100.0, 0.0, Objective::Misses);
+//! let problem = DpProblem { costs: vec![p0, p1], total: 3, ..DpProblem::default() };
+//! let best = solve_dp(&problem)?;
+//! assert_eq!(best.units, vec![0, 3]); // 100 misses, where greedy [2, 1] gets 110
+//! # Ok::<(), locus_alloc::AllocError>(())
+//! ```
+//!
 //! # Testing
 //!
 //! Unit tests beside each solver hold hand-checked examples (MemSweeper's Table 1 is replayed
