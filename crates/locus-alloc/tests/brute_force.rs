@@ -491,3 +491,30 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Arbitrary input (any f64 including NaN and infinities, mismatched lengths, huge
+    /// numbers): the solvers return a typed error or a feasible answer, never panic.
+    #[test]
+    fn arbitrary_input_never_panics(
+        costs in prop::collection::vec(prop::collection::vec(prop::num::f64::ANY, 0..6), 0..4),
+        total in prop_oneof![0_u64..20, Just(u64::MAX)],
+        floors in prop::collection::vec(prop_oneof![0_u64..6, Just(u64::MAX)], 0..4),
+        caps in prop::collection::vec(prop::option::of(prop_oneof![0_u64..6, Just(u64::MAX)]), 0..4),
+        current in prop::option::of(prop::collection::vec(prop_oneof![0_u64..6, Just(u64::MAX)], 0..4)),
+        max_move in prop::option::of(prop_oneof![0_u64..4, Just(u64::MAX)]),
+        hit in prop::collection::vec(prop::collection::vec(prop::num::f64::ANY, 0..6), 0..4),
+        qos in prop::collection::vec(prop::num::f64::ANY, 0..4),
+    ) {
+        let p = DpProblem { costs, total, floors, caps, current, max_move };
+        if let Ok(a) = solve_dp(&p) {
+            prop_assert!(feasible(&p, &a.units, &[]));
+            prop_assert!(a.units.iter().zip(&p.costs).all(|(&u, c)| (u as usize) < c.len()));
+        }
+        if let Ok(a) = qos_partition(&p, &hit, &qos) {
+            prop_assert!(feasible(&p, &a.units, &[]));
+        }
+        let _ = wss_bonus(&p.floors, total);
+        let _ = locus_alloc::wss_bonus_bounded(&p.floors, &p.floors, &p.caps, total);
+    }
+}
