@@ -875,6 +875,116 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// `n` GETs of Zipf(`alpha`) over `keys` keys (inverse CDF, xorshift draws), one id a line.
+    fn zipf_trace(path: &Path, alpha: f64, keys: u64, n: usize, seed: u64) {
+        let mut cdf = Vec::with_capacity(keys as usize);
+        let mut sum = 0.0;
+        for i in 1..=keys {
+            sum += 1.0 / (i as f64).powf(alpha);
+            cdf.push(sum);
+        }
+        let mut x = seed | 1;
+        let mut text = String::with_capacity(n * 8);
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 11) as f64 / (1u64 << 53) as f64 * sum;
+            // Scatter ranks over ids so the hot keys are not the small integers.
+            let rank = cdf.partition_point(|&c| c < u) as u64;
+            let _ = writeln!(text, "{}", rank.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16);
+        }
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The first curve `locus mrc` writes for this command line (through --json).
+    fn curve(line: &[&str], json: &Path) -> Vec<(f64, f64)> {
+        let mut v = line.to_vec();
+        v.extend(["--json", json.to_str().unwrap()]);
+        run(args(&v)).unwrap();
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+        serde_json::from_value(j[0]["points"].clone()).unwrap()
+    }
+
+    /// MAE of `est` against `truth` on the same capacities.
+    fn mae_same_caps(truth: &[(f64, f64)], est: &[(f64, f64)]) -> f64 {
+        assert_eq!(truth.len(), est.len());
+        truth
+            .iter()
+            .zip(est)
+            .map(|(t, e)| {
+                assert_eq!(t.0, e.0);
+                (t.1 - e.1).abs()
+            })
+            .sum::<f64>()
+            / truth.len() as f64
+    }
+
+    /// bench/accuracy.sh's K-LRU pipeline on a trace small enough for the suite: truth =
+    /// `mini --sample 1` (textbook and Redis-pool K-LRU at 10 sizes); models = KRR at the
+    /// exponent of each variant and miniature simulation, sampled at R, on the same capacities.
+    /// Returns (KRR MAE, mini MAE) per evpool 0 and 16.
+    fn klru_pipeline(trace: &Path, rate: &str, points: &str, json: &Path) -> Vec<(f64, f64)> {
+        let t = trace.to_str().unwrap();
+        let mut out = Vec::new();
+        for (ev, x) in [("0", "1.4"), ("16", "1.9")] {
+            let common = ["--k", "5", "--points", points, "--mini-sizes", points];
+            let mut line = vec![t, "--model", "mini", "--sample", "1", "--evpool", ev];
+            line.extend(common);
+            let truth = curve(&line, json);
+            let cap = truth.last().unwrap().0.to_string();
+            let mut line = vec![t, "--model", "krr", "--exponent", x, "--sample", rate];
+            line.extend(common);
+            line.extend(["--max-capacity", &cap]);
+            let krr = curve(&line, json);
+            let mut line = vec![t, "--model", "mini", "--evpool", ev, "--sample", rate];
+            line.extend(common);
+            line.extend(["--max-capacity", &cap]);
+            let mini = curve(&line, json);
+            let (k, m) = (mae_same_caps(&truth, &krr), mae_same_caps(&truth, &mini));
+            eprintln!("evpool {ev}: KRR x={x} MAE {k:.4}, mini MAE {m:.4} (R = {rate})");
+            out.push((k, m));
+        }
+        out
+    }
+
+    #[test]
+    fn krr_and_mini_track_the_engine_klru_small() {
+        let dir = std::env::temp_dir().join(format!("locus-mrc-acc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("zipf.txt");
+        // 8,000 keys at R = 0.1: ~800 sampled keys, the sample size of R = 0.01 on 80 k keys.
+        zipf_trace(&trace, 0.9, 8_000, 60_000, 7);
+        let got = klru_pipeline(&trace, "0.1", "10", &dir.join("c.json"));
+        // Measured (deterministic: fixed trace and seed 0): evpool 0 KRR 0.0074, mini 0.0076;
+        // evpool 16 KRR 0.0082, mini 0.0067. The bound is the table's goal.
+        for ((k, m), ev) in got.into_iter().zip([0, 16]) {
+            assert!(k <= 0.01, "evpool {ev}: KRR MAE {k}");
+            assert!(m <= 0.01, "evpool {ev}: mini MAE {m}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The goal of BENCHMARKS.md's accuracy table, MAE <= 0.01 at R = 0.01, for KRR (at each
+    /// K-LRU variant's exponent) and mini against the engine's K-LRU, on a trace with enough
+    /// keys for R = 0.01 (200 k keys: ~2,000 sampled).
+    #[test]
+    #[ignore = "slow: 2 M requests simulated at 20 sizes twice; run with --release -- --ignored"]
+    fn slow_krr_and_mini_at_one_percent_vs_engine_klru() {
+        let dir = std::env::temp_dir().join(format!("locus-mrc-acc1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let trace = dir.join("zipf.txt");
+        zipf_trace(&trace, 0.9, 200_000, 2_000_000, 11);
+        let got = klru_pipeline(&trace, "0.01", "20", &dir.join("c.json"));
+        // Measured: see the message printed above each assertion.
+        for ((k, m), ev) in got.into_iter().zip([0, 16]) {
+            assert!(k <= 0.01, "evpool {ev}: KRR MAE {k}");
+            assert!(m <= 0.01, "evpool {ev}: mini MAE {m}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn bad_options_are_clear_errors() {
         let e = run(args(&["x.txt", "--model", "lru"])).unwrap_err();
