@@ -50,7 +50,7 @@ fn thread_cpu() -> Option<f64> {
 }
 
 fn main() {
-    println!("pools  total  radius   wall (median of 5)   thread CPU (median)");
+    println!("pools  total  radius   wall (median of 5)   CPU (mean of 5)");
     for &(pools, total, radius) in &[
         (2, 4096, None),
         (4, 1024, None),
