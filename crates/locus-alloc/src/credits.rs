@@ -16,7 +16,7 @@
 //!   strictly more than the victim.
 //! * [`Credits::round_by_need`] (paper 004's rule): the victim is the pool with the lowest need
 //!   `units / in_use`, among pools above their floor. A pool holding nothing (`in_use = 0`) has
-//!   infinite need and is never a victim. (Paper 004 section 4.3 once describes an over-committed
+//!   infinite need and is never a victim. (Paper 004 section 4.1 once describes an over-committed
 //!   pool, "more objects allocated than present", as having need below 1, the reverse of the
 //!   formula; we follow the formula of section 2, which matches "in use above the allocation
 //!   means need below 1".)

@@ -28,7 +28,7 @@
 //! |---|---|---|
 //! | [`solve_dp`] | kRedis (paper 000, ch. 4, eq. 4.3, Alg. 1), pRedis (001, eq. 9-11), mPart (004, eq. 4-5, Alg. 1 with bounds `L_i`, `H_i`), LAMA (002, Alg. 1, radius `N` around the current allocation) | kredis, predis, mpart, lama |
 //! | [`miss_cost`], [`Objective`] | misses (004 eq. 4), miss latency (000 eq. 4.2, 001 eq. 8), hit throughput (000 eq. 4.4) | all DP users |
-//! | [`wss_bonus`], [`wss_bonus_bounded`], [`working_set_size`] | mPart (004 sec. 3.2, Alg. 1 lines 2-11; WSS as in sec. 2) | mpart |
+//! | [`wss_bonus`], [`wss_bonus_bounded`], [`working_set_size`] | mPart (004 sec. 3.2, Alg. 1 lines 2-11; WSS as in sec. 1 and 4.1) | mpart |
 //! | [`least_units_for_hit_ratio`], [`qos_partition`] | LAMA QoS partition (002 sec. 4, Alg. 2) | lama / any QoS tenant |
 //! | [`marginal_utility`], [`marginal_loss`] | MemSweeper's per-page marginal utility (003 sec. 3.1-3.2) | memsweeper |
 //! | [`sweep_move`], [`sweep_move_with_history`], [`Sweeper`], [`fair_score`] | Max_MemSweeper (003 formulas 1.1-1.2) and Fair_MemSweeper (003 formula 2, Alg. 2, Table 1) | memsweeper-max, memsweeper-fair |
