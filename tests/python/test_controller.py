@@ -1,0 +1,286 @@
+"""Memory controllers in the live server (issue #4, Locus only): `locus serve` with a `[controller]`
+section runs the controller on its interval; two tenants (by listener port) are driven with redis-py
+and the page targets are observed through `INFO locus` and `LOCUS.CONTROLLER`.
+
+* `static` with shares 1:3: no targets before the first interval, then exactly 1/4 and 3/4 of the
+  pages, enforced while one tenant floods.
+* `kredis` (KRR per K, DP over pages): tenant `big` loops over a key set larger than memory,
+  tenant `small` over one that fits in a few pages; the targets move toward `big`.
+* the command-line override `--controller` and validation errors of `locus serve`.
+
+Every load loop is bounded in requests and time, on 127.0.0.1 only.
+"""
+
+import random
+import subprocess
+import time
+
+import pytest
+import redis
+
+from conftest import no_retry
+from harness import HOST, free_ports, locus_bin, wait_until
+
+pytestmark = pytest.mark.locus_only
+
+PAGE = 64 * 1024
+PAGES = 64  # maxmemory 4 MiB
+VALUE = "v" * 1000
+
+
+def client(port, protocol=2):
+    return redis.Redis(host=HOST, port=port, protocol=protocol, decode_responses=True,
+                       socket_timeout=10, retry=no_retry())
+
+
+def as_map(x):
+    """A map reply as a dict: RESP3 gives a dict, RESP2 a flat [k, v, k, v] list."""
+    if isinstance(x, dict):
+        return x
+    assert isinstance(x, list) and len(x) % 2 == 0, x
+    return dict(zip(x[0::2], x[1::2]))
+
+
+def ctl_info(c):
+    info = as_map(c.execute_command("LOCUS.CONTROLLER", "INFO"))
+    info["tenants"] = {name: as_map(t) for name, t in as_map(info["tenants"]).items()}
+    return info
+
+
+def targets(c):
+    return as_map(c.execute_command("LOCUS.CONTROLLER", "TARGETS"))
+
+
+def records(c, count=None):
+    args = ["LOCUS.CONTROLLER", "RECORDS"] + ([count] if count else [])
+    out = []
+    for r in c.execute_command(*args):
+        r = as_map(r)
+        for k in ("pages", "targets", "samples", "penalty_us", "hits", "misses", "notes"):
+            r[k] = as_map(r[k])
+        out.append(r)
+    return out
+
+
+def locus_info(c):
+    """INFO locus through redis-py's INFO parser: `pool_<tenant>` lines become dicts."""
+    return c.info("locus")
+
+
+def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None):
+    main, *tp = ports
+    lines = [
+        "[server]", 'bind = "127.0.0.1"', f"port = {main}",
+        "[memory]", 'maxmemory = "4MiB"', 'page_size = "64KiB"',
+        "[tenancy]", 'mode = "port"',
+        "[controller]", f'name = "{name}"', f"interval = {interval}",
+        "[controller.settings]", *settings,
+    ]
+    for t, p in zip(tenants, tp):
+        lines += ["[[tenant]]", f'name = "{t}"', f"port = {p}"]
+        if penalty_us is not None:
+            lines.append(f"penalty_us = {penalty_us}")
+    return "\n".join(lines) + "\n"
+
+
+def set_many(c, prefix, n, batch=500):
+    for start in range(0, n, batch):
+        with c.pipeline(transaction=False) as p:
+            for i in range(start, min(start + batch, n)):
+                p.set(f"{prefix}{i}", VALUE)
+            p.execute()
+
+
+def cache_aside(c, keys, rng, gets):
+    """`gets` GETs of random keys out of `keys`, pipelined; every miss is filled with a SET
+    (cache-aside). Returns the hits."""
+    picked = [rng.randrange(keys) for _ in range(gets)]
+    with c.pipeline(transaction=False) as p:
+        for k in picked:
+            p.get(f"k{k}")
+        got = p.execute()
+    misses = [k for k, v in zip(picked, got) if v is None]
+    if misses:
+        with c.pipeline(transaction=False) as p:
+            for k in misses:
+                p.set(f"k{k}", VALUE)
+            p.execute()
+    return gets - len(misses)
+
+
+# ------------------------------------------------------------------------------------ static
+
+
+@pytest.fixture
+def static_server(start_locus_toml):
+    ports = free_ports(3)
+    toml = config(ports, "static", 2000, ["shares = [1, 3]"], penalty_us=500)
+    start_locus_toml(toml, ports[1])
+    return ports[1], ports[2]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_static_shares_appear_and_hold(static_server, protocol):
+    pa, pb = static_server
+    ca, cb = client(pa, protocol), client(pb, protocol)
+
+    # Before the first interval (2000 requests): no decision, no target.
+    info = ctl_info(ca)
+    assert info["controller"] == "static"
+    assert info["interval"] == "2000req"
+    assert info["decisions"] == 0
+    assert info["pages_total"] == PAGES
+    assert targets(ca) == {"a": None, "b": None}
+    li = locus_info(ca)
+    assert li["controller"] == "static" and li["controller_decisions"] == 0
+    assert li["pool_a"]["target"] == "none" and li["pool_b"]["target"] == "none"
+    assert float(li["pool_b"]["penalty_us"]) == 500.0
+    assert records(ca) == []
+
+    # Tenant a floods (about 2.5 MB: more than its share of 1 MiB); decisions start on the way.
+    set_many(ca, "a:", 2500)
+    assert targets(ca) == {"a": PAGES // 4, "b": 3 * PAGES // 4}
+    # Then tenant b fills up to its share; a must give pages back.
+    set_many(cb, "b:", 3500)
+    set_many(ca, "a2:", 2000)  # a keeps writing: it may not grow back above its target
+
+    t = targets(cb)
+    assert t == {"a": 16, "b": 48}
+    info = ctl_info(cb)
+    assert info["decisions"] >= 3  # due every 2000 requests, carried out on the next one
+    assert info["requests"] >= 8000
+    pages = {n: v["pages"] for n, v in info["tenants"].items()}
+    assert pages["a"] <= 16, pages
+    assert pages["b"] >= 44, pages
+    assert info["tenants"]["a"]["target"] == 16 and info["tenants"]["b"]["target"] == 48
+    assert float(info["tenants"]["b"]["penalty_us"]) == 500.0
+
+    li = locus_info(cb)
+    assert li["pool_a"]["target"] == 16 and li["pool_b"]["target"] == 48
+    assert li["pool_a"]["pages"] == pages["a"]
+
+    recs = records(cb, 3)
+    assert 1 <= len(recs) <= 3
+    last = recs[-1]
+    assert last["targets"] == {"a": 16, "b": 48}
+    assert last["interval"] == info["decisions"] - 1
+    assert last["at_request"] <= info["requests"]
+    # RUN decides now and returns the decision.
+    ran = as_map(cb.execute_command("LOCUS.CONTROLLER", "RUN"))
+    assert ran["interval"] == info["decisions"]
+    assert ctl_info(cb)["decisions"] == info["decisions"] + 1
+
+
+def test_controller_errors(static_server):
+    pa, _ = static_server
+    c = client(pa)
+    with pytest.raises(redis.ResponseError, match="unknown subcommand 'NOPE'"):
+        c.execute_command("LOCUS.CONTROLLER", "NOPE")
+    with pytest.raises(redis.ResponseError, match="must be positive"):
+        c.execute_command("LOCUS.CONTROLLER", "RECORDS", "0")
+    with pytest.raises(redis.ResponseError, match="wrong number of arguments"):
+        c.execute_command("LOCUS.CONTROLLER")
+    helptext = c.execute_command("LOCUS.CONTROLLER", "HELP")
+    assert any("RECORDS" in line for line in helptext)
+    assert c.ping()
+
+
+# ------------------------------------------------------------------------------------ kredis
+
+
+@pytest.fixture
+def kredis_server(start_locus_toml):
+    ports = free_ports(3)
+    # Every access profiled (rate 1: the test's key sets are small), a decision every 4000
+    # data-path requests, both tenants with the same miss penalty so only locality matters.
+    toml = config(ports, "kredis", 4000, ["rate = 1.0", "min_gets = 500"],
+                  tenants=("big", "small"), penalty_us=1000)
+    start_locus_toml(toml, ports[1])
+    return ports[1], ports[2]
+
+
+def test_kredis_moves_targets_toward_the_larger_working_set(kredis_server):
+    # RESP3 here (both protocols are covered by the static test above; this one is the slow one).
+    protocol = 3
+    p_big, p_small = kredis_server
+    big, small = client(p_big, protocol), client(p_small, protocol)
+    rng = random.Random(7)
+    BIG_KEYS, SMALL_KEYS = 6000, 400  # ~6.6 MB (more than all memory) vs ~0.4 MB (~7 pages)
+    assert ctl_info(big)["controller"] == "kredis"
+    assert targets(big) == {"big": None, "small": None}
+
+    history = []
+    deadline = time.monotonic() + 120
+    hits_small = gets_small = 0
+    for rnd in range(40):  # 40 rounds x 2 tenants x 500 GETs (+ SETs of the misses)
+        cache_aside(big, BIG_KEYS, rng, 500)
+        h = cache_aside(small, SMALL_KEYS, rng, 500)
+        if rnd >= 30:
+            hits_small += h
+            gets_small += 500
+        t = targets(big)
+        if t["big"] is not None:
+            history.append(t)
+        assert time.monotonic() < deadline, "load loop took too long"
+
+    assert history, "kredis never set a target"
+    final = targets(small)
+    info = ctl_info(small)
+    print(f"kredis targets over time: {history[::5]} final {final}; "
+          f"small tenant hit ratio (last 10 rounds) {hits_small / gets_small:.3f}; "
+          f"decisions {info['decisions']}")
+    assert info["decisions"] >= 5, info
+    # The targets moved toward the tenant whose working set does not fit: most of memory.
+    assert final["big"] > final["small"], (final, history)
+    assert final["big"] >= PAGES // 2 + 8, (final, history)
+    assert final["big"] + final["small"] <= PAGES
+    # ... while the small tenant keeps enough for its key set: it hits almost always.
+    assert final["small"] >= 4, final
+    assert hits_small / gets_small > 0.8, (hits_small, gets_small, final)
+    pages = {n: v["pages"] for n, v in info["tenants"].items()}
+    assert pages["big"] > pages["small"], pages
+
+    li = locus_info(small)
+    assert li["controller"] == "kredis"
+    assert li["pool_big"]["target"] == final["big"]
+    assert li["pool_small"]["target"] == final["small"]
+
+    # The decision log shows the model at work: curves per pool and its notes.
+    rec = records(big, 1)[-1]
+    assert rec["targets"]["big"] == final["big"]
+    raw = as_map(big.execute_command("LOCUS.CONTROLLER", "RECORDS", "1")[0])
+    labels = {(as_map(c)["tenant"], as_map(c)["label"]) for c in raw["curves"]}
+    assert any(t == "big" and lbl.startswith("krr") for t, lbl in labels), labels
+    assert any(t == "small" for t, _ in labels), labels
+    assert rec["notes"], rec
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_controller_override_and_validation(tmp_path):
+    cfg = tmp_path / "locus.toml"
+    cfg.write_text('[controller]\nname = "static"\n[controller.settings]\nshares = [1, 2]\n')
+    out = subprocess.run([locus_bin(), "serve", "--config", str(cfg), "--print-config"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert '[controller]\nname = "static"' in out.stdout
+    assert "[controller.settings]" in out.stdout and "shares = [1, 2]" in out.stdout
+
+    out = subprocess.run([locus_bin(), "serve", "--config", str(cfg), "--controller", "shared",
+                          "--print-config"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert "controller.settings.shares: controller 'shared' has no such setting" in out.stderr
+
+    out = subprocess.run([locus_bin(), "serve", "--controller", "kredsi", "--print-config"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert 'controller.name: unknown controller "kredsi"' in out.stderr
+
+    cfg.write_text('[controller]\nname = "kredis"\ninterval = "soon"\n'
+                   '[controller.settings]\nrate = 2\n')
+    out = subprocess.run([locus_bin(), "serve", "--config", str(cfg)],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1
+    assert "controller.interval: interval 'soon'" in out.stderr
+    assert "controller.settings.rate:" in out.stderr
