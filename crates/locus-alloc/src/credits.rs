@@ -16,10 +16,10 @@
 //!   strictly more than the victim.
 //! * [`Credits::round_by_need`] (paper 004's rule): the victim is the pool with the lowest need
 //!   `units / in_use`, among pools above their floor. A pool holding nothing (`in_use = 0`) has
-//!   infinite need and is never a victim. (Paper 004 section 4.1 once describes an over-committed
-//!   pool, "more objects allocated than present", as having need below 1, the reverse of the
-//!   formula; we follow the formula of section 2, which matches "in use above the allocation
-//!   means need below 1".)
+//!   infinite need and is never a victim. (In section 4.1 paper 004 calls a pool that has been
+//!   given far more memory than it holds data for a need-below-1 pool, which is the reverse of
+//!   the ratio; we follow the ratio of section 2, under which a pool holding more than its
+//!   allocation is the one below 1.)
 //!
 //! Both move `min(step, units - floor)` units, break ties toward more spare units then the lower
 //! pool id (victim) or the lower pool id (winner), and clear every pool's credits after the

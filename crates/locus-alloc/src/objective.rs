@@ -122,8 +122,8 @@ pub fn marginal_loss(cost: &[f64], u: u64, d: u64) -> f64 {
     (cost[lo as usize] - cost[hi as usize]) / step as f64
 }
 
-/// mPart's working-set size of a pool (paper 004, sections 1 and 4.1: "the minimum cache size beyond which
-/// the hit ratio remains flat"): the least `u` with `mr[u] - min(mr[v], v >= u) <= tolerance`,
+/// mPart's working-set size of a pool (paper 004, sections 1 and 4.1: the smallest size past
+/// which more memory no longer raises the hit ratio): the least `u` with `mr[u] - min(mr[v], v >= u) <= tolerance`,
 /// i.e. no larger size lowers the miss ratio by more than `tolerance`.
 ///
 /// # Errors
