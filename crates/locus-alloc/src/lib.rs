@@ -59,8 +59,9 @@
 //! to (1) more units spent, (2) fewer units moved from `cur`, (3) the lexicographically larger
 //! vector (lower pool ids first); see [`solve_dp`]. Time `O(n * B * max span)`, at most
 //! `O(n * T^2)`; with a radius `r`, `O(n * B * r)` as in LAMA. Measured with
-//! `cargo run --release -p locus-alloc --example dp_timing`: 4 pools x 4096 units take about
-//! 10 ms of CPU, 8 pools x 4096 about 30 ms.
+//! `cargo run --release -p locus-alloc --example dp_timing` on a shared 2-core machine (load
+//! 15-18): 4 pools x 4096 units take 10-12 ms of CPU (20-56 ms wall), 8 pools x 4096 take
+//! 30-36 ms of CPU (100-180 ms wall), 16 pools x 4096 with a radius of 64 take 2 ms of CPU.
 //!
 //! # Example
 //!
