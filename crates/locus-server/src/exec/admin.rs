@@ -574,7 +574,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
 fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::Shared) {
     let st = eng.stats();
     let cc = eng.control_config();
-    let last = eng.control_records().last().map(|r| r.at_request);
+    let last = eng.last_control_record().map(|r| r.at_request);
     let _ = write!(
         out,
         "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
@@ -1047,11 +1047,10 @@ pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             ctx.eng.run_controller();
             let names = pool_names(ctx);
-            let records = ctx.eng.control_records();
-            let Some(r) = records.last() else {
+            let Some(r) = ctx.eng.last_control_record().cloned() else {
                 return Err(no_controller());
             };
-            write_record(ctx, &names, r);
+            write_record(ctx, &names, &r);
         }
         "help" => {
             arity(2)?;
