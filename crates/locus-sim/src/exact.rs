@@ -6,14 +6,15 @@
 //! per-phase curve keeps the LRU stack across the boundary (the history is forgotten with
 //! `Profiler::decay(0)`), so the first accesses of a phase are not wrongly cold.
 
+use locus_alloc::Objective;
 use locus_common::VirtualClock;
-use locus_engine::control::{ControlError, Controller};
+use locus_engine::control::{ControlError, PlanOptions, PoolCurve, curve_in_pages, plan};
 use locus_mrc::{ExactLru, Metric, Mrc, Op, Profiler, Unit};
 use locus_trace::Op as TraceOp;
 use serde::Serialize;
 
 use crate::SimError;
-use crate::experiment::Experiment;
+use crate::experiment::{Experiment, OracleSettings};
 use crate::run::{MAX_KEY_BYTES, build_engine, penalty_draw};
 use crate::workload::{Item, Workload};
 
@@ -59,6 +60,8 @@ pub struct OracleCurves {
     pub whole: SpanCurves,
     /// Each phase (empty without phases).
     pub phases: Vec<SpanCurves>,
+    /// The partitions planned from these curves (set when the oracle runs).
+    pub plan: Option<OraclePlan>,
 }
 
 struct Span {
@@ -181,19 +184,78 @@ pub fn exact_curves(exp: &Experiment, maxmemory: u64) -> Result<OracleCurves, Si
         pages_per_point: step,
         whole: whole.finish(exp, index, &caps)?,
         phases,
+        plan: None,
     })
 }
 
-/// The oracle controller for these curves.
+/// The best partitions the curves allow: one for the whole run, and one per phase.
+#[derive(Clone, Debug, Serialize)]
+pub struct OraclePlan {
+    /// The objective minimised.
+    pub objective: String,
+    /// Pages per tenant for the whole run.
+    pub pages: Vec<u64>,
+    /// Predicted miss ratio per tenant at those pages.
+    pub miss_ratio: Vec<f64>,
+    /// Pages per tenant for each phase (empty without phases).
+    pub phase_pages: Vec<Vec<u64>>,
+}
+
+fn pool_curves(span: &SpanCurves, page_size: u64, pages_total: u64) -> Vec<PoolCurve> {
+    span.tenants
+        .iter()
+        .map(|t| PoolCurve {
+            miss_ratio: curve_in_pages(&t.mrc, page_size as f64, pages_total),
+            rate: t.gets as f64,
+            penalty_us: t.mean_penalty_us,
+        })
+        .collect()
+}
+
+/// Plans the oracle's partitions from the exact curves.
 ///
 /// # Errors
-/// [`ControlError::NotAvailable`] until the engine's oracle can be built from curves.
-pub fn oracle_controller(
-    _exp: &Experiment,
-    _curves: &OracleCurves,
-) -> Result<Box<dyn Controller>, ControlError> {
-    Err(ControlError::NotAvailable {
+/// The planner's error (as [`ControlError::NotAvailable`] naming the reason).
+pub fn plan_oracle(
+    exp: &Experiment,
+    curves: &OracleCurves,
+    settings: &OracleSettings,
+) -> Result<OraclePlan, ControlError> {
+    let with_penalty = exp
+        .tenants
+        .iter()
+        .any(|t| t.penalty.mean().is_none_or(|m| m > 0.0));
+    let objective = settings.objective.unwrap_or(if with_penalty {
+        Objective::MissLatency
+    } else {
+        Objective::Misses
+    });
+    let opts = PlanOptions {
+        step: settings.step,
+        ..PlanOptions::new(curves.pages_total, objective)
+    };
+    let bad = |e: locus_engine::control::PlanError| ControlError::NotAvailable {
         name: "oracle".into(),
-        why: "the engine's oracle controller (control/oracle.rs) does not take curves yet".into(),
+        why: format!("planning failed: {e}"),
+    };
+    let whole = plan(
+        &pool_curves(&curves.whole, curves.page_size, curves.pages_total),
+        &opts,
+    )
+    .map_err(bad)?;
+    let mut phase_pages = Vec::new();
+    for span in &curves.phases {
+        let p = plan(
+            &pool_curves(span, curves.page_size, curves.pages_total),
+            &opts,
+        )
+        .map_err(bad)?;
+        phase_pages.push(p.pages);
+    }
+    Ok(OraclePlan {
+        objective: objective.to_string(),
+        pages: whole.pages,
+        miss_ratio: whole.miss_ratio,
+        phase_pages,
     })
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use locus_common::ByteSize;
 use locus_engine::control::Interval;
-use locus_engine::{LruClockMode, Policy};
+use locus_engine::{ClassMode, LruClockMode, Policy};
 use locus_trace::{CsvOptions, Format};
 use serde::Deserialize;
 
@@ -37,6 +37,7 @@ struct RawExperiment {
     interval: Option<toml::Value>,
     max_moves: Option<u32>,
     lru_clock: Option<String>,
+    class_mode: Option<String>,
     interleave: Option<String>,
     baseline: Option<String>,
     #[serde(default, rename = "controller")]
@@ -267,6 +268,57 @@ pub struct ControllerRun {
     pub settings: Vec<(String, String)>,
 }
 
+/// Settings of the simulator's `oracle` entry (it computes its curves itself).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OracleSettings {
+    /// What the partition minimises (`misses`, `latency`, `hits`); default: `latency` when some
+    /// tenant has a miss penalty, else `misses`.
+    pub objective: Option<locus_alloc::Objective>,
+    /// Pages per DP unit (0 = automatic).
+    pub step: u64,
+    /// One partition per phase instead of one for the whole run.
+    pub per_phase: bool,
+}
+
+impl OracleSettings {
+    /// Parses `objective`, `step`, `per_phase`.
+    ///
+    /// # Errors
+    /// An unknown key or a bad value, as a message.
+    pub fn parse(settings: &[(String, String)]) -> Result<OracleSettings, String> {
+        let mut o = OracleSettings {
+            objective: None,
+            step: 0,
+            per_phase: false,
+        };
+        for (k, v) in settings {
+            match k.as_str() {
+                "objective" => {
+                    o.objective = Some(v.parse().map_err(|_| {
+                        format!("objective = '{v}': expected misses, latency or hits")
+                    })?)
+                }
+                "step" => {
+                    o.step = v
+                        .parse()
+                        .map_err(|_| format!("step = '{v}': expected pages (0 = automatic)"))?
+                }
+                "per_phase" => {
+                    o.per_phase = v
+                        .parse()
+                        .map_err(|_| format!("per_phase = '{v}': expected true or false"))?
+                }
+                other => {
+                    return Err(format!(
+                        "unknown oracle setting '{other}' (objective, step, per_phase)"
+                    ));
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
 /// A phase of a generated workload: the generator options of some tenants change.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Phase {
@@ -321,6 +373,9 @@ pub struct Experiment {
     pub max_moves: u32,
     /// Recency clock (logical by default: idle times in accesses, as the papers simulate).
     pub lru_clock: LruClockMode,
+    /// How size classes get pages (auto = Redis-like, manual = memcached-like, random-slab =
+    /// Twemcache); slab controllers may set their own.
+    pub class_mode: ClassMode,
     /// Stream merging.
     pub interleave: Interleave,
     /// Controller label the "share of the oracle's gain" is measured from.
@@ -737,6 +792,18 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             LruClockMode::Logical
         }
     };
+    let class_mode = match raw.class_mode.as_deref() {
+        None | Some("auto") => ClassMode::Auto,
+        Some("manual") => ClassMode::Manual,
+        Some("random-slab") => ClassMode::RandomSlab,
+        Some(o) => {
+            p.add(
+                "class_mode",
+                format!("'{o}': expected auto, manual or random-slab"),
+            );
+            ClassMode::Auto
+        }
+    };
     let interleave = match raw.interleave.as_deref() {
         None | Some("rate") => Interleave::Rate,
         Some("time") => Interleave::Time,
@@ -775,11 +842,8 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
                 }
                 Err(e) => p.add(&format!("{path}.settings"), e),
             }
-        } else if !settings.is_empty() {
-            p.add(
-                &format!("{path}.settings"),
-                "the simulator's oracle takes no settings (it computes the curves itself)",
-            );
+        } else if let Err(e) = OracleSettings::parse(&settings) {
+            p.add(&format!("{path}.settings"), e);
         }
         controllers.push(ControllerRun {
             label,
@@ -1047,6 +1111,7 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
         interval,
         max_moves: raw.max_moves.unwrap_or(64),
         lru_clock,
+        class_mode,
         interleave,
         baseline: raw.baseline,
         controllers,

@@ -92,6 +92,14 @@ pub enum SimError {
         /// The cause.
         source: ControlError,
     },
+    /// A plot could not be drawn or written.
+    #[error("{what}: {message}")]
+    Plot {
+        /// The file.
+        what: String,
+        /// Why.
+        message: String,
+    },
     /// A curve could not be built.
     #[error("exact curves: {0}")]
     Mrc(#[from] locus_mrc::MrcError),
@@ -300,16 +308,31 @@ fn run_job(
     progress: &(dyn Fn(u64) + Sync),
     oracle_out: &Mutex<Option<exact::OracleCurves>>,
 ) -> Result<RunResult, SimError> {
-    let ctl = if job.name == "oracle" {
-        let curves = exact::exact_curves(exp, maxmemory)?;
-        let ctl = exact::oracle_controller(exp, &curves).map_err(|source| SimError::Control {
+    let mut schedule = None;
+    let ctl: Box<dyn control::Controller> = if job.name == "oracle" {
+        let fail = |source| SimError::Control {
             label: job.label.clone(),
             source,
+        };
+        let settings = experiment::OracleSettings::parse(&job.settings).map_err(|e| {
+            fail(ControlError::NotAvailable {
+                name: "oracle".into(),
+                why: e,
+            })
         })?;
+        let mut curves = exact::exact_curves(exp, maxmemory)?;
+        let plan = exact::plan_oracle(exp, &curves, &settings).map_err(fail)?;
+        let first = if settings.per_phase && !plan.phase_pages.is_empty() {
+            schedule = Some(plan.phase_pages.clone());
+            plan.phase_pages[0].clone()
+        } else {
+            plan.pages.clone()
+        };
+        curves.plan = Some(plan);
         *oracle_out
             .lock()
             .expect("no worker panics holding the lock") = Some(curves);
-        ctl
+        Box::new(control::Oracle::new(first))
     } else {
         let settings = Settings::new(&job.name, job.settings.clone());
         control::build(&job.name, settings).map_err(|source| SimError::Control {
@@ -317,5 +340,5 @@ fn run_job(
             source,
         })?
     };
-    run::run(exp, maxmemory, &job.label, ctl, progress)
+    run::run(exp, maxmemory, &job.label, ctl, schedule, progress)
 }

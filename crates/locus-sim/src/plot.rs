@@ -1,8 +1,7 @@
 //! Plot series of a report: allocation (pages per tenant) over time for each controller, and hit
 //! ratio over time (overall per controller, and per tenant per controller).
 //!
-//! Rendering (SVG + PNG) is done by the `locus-plot` crate once it is in the workspace; until
-//! then [`write_plots`] writes no files and the series are available from `intervals.csv`.
+//! [`charts`] builds the data; [`write_plots`] draws each chart as SVG and PNG with `locus-plot`.
 
 use std::path::{Path, PathBuf};
 
@@ -113,11 +112,32 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-/// Renders [`charts`] into `dir`; returns the files written.
+/// Renders [`charts`] into `dir` as `<file>.svg` and `<file>.png`; returns the files written.
+/// Charts without any point (a run without decisions) are skipped.
 ///
 /// # Errors
-/// [`SimError::Io`] when a file cannot be written.
+/// [`SimError::Plot`] when a chart cannot be drawn or written.
 pub fn write_plots(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
-    let _ = (charts(r), dir);
-    Ok(Vec::new())
+    let mut files = Vec::new();
+    for c in charts(r) {
+        if c.series.iter().all(|s| s.points.is_empty()) {
+            continue;
+        }
+        let mut chart = locus_plot::Chart::new(&c.title, &c.x_label, &c.y_label);
+        for s in &c.series {
+            chart.add_series(&s.label, s.points.clone());
+        }
+        if c.y_label == "hit ratio" {
+            chart.y_range = Some((0.0, 1.0));
+        }
+        for ext in ["svg", "png"] {
+            let path = dir.join(format!("{}.{ext}", c.file));
+            chart.save(&path).map_err(|e| SimError::Plot {
+                what: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            files.push(path);
+        }
+    }
+    Ok(files)
 }

@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use locus_common::VirtualClock;
-use locus_engine::control::{ControlConfig, Controller, IntervalRecord};
+use locus_engine::control::{ControlConfig, Controller, IntervalRecord, Oracle};
 use locus_engine::{
     Engine, EngineConfig, EngineError, PartitionMode, SetOptions, TenantConfig, TenantId,
 };
@@ -185,7 +185,9 @@ pub fn penalty_draw(seed: u64, index: u64) -> f64 {
 
 /// Replays the experiment with controller `ctl`.
 ///
-/// `progress(requests)` is called every [`PROGRESS_EVERY`] requests.
+/// `schedule`: the per-phase oracle's targets (pages per tenant) for each phase; at each phase
+/// boundary the run installs `Oracle::new(targets)` of the new phase. `progress(requests)` is
+/// called every [`PROGRESS_EVERY`] requests.
 ///
 /// # Errors
 /// Trace errors, a trace-column penalty missing on a request, engine configuration errors.
@@ -194,18 +196,21 @@ pub fn run(
     maxmemory: u64,
     label: &str,
     ctl: Box<dyn Controller>,
+    schedule: Option<Vec<Vec<u64>>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<RunResult, SimError> {
     let clock = VirtualClock::new(0);
     let mut engine = build_engine(exp, maxmemory, &clock)?;
     let controller = ctl.name().to_string();
-    engine.set_controller(
-        ctl,
-        ControlConfig {
-            interval: exp.interval,
-            max_moves: exp.max_moves,
-        },
-    );
+    engine.set_class_mode(exp.class_mode);
+    let control_cfg = ControlConfig {
+        interval: exp.interval,
+        max_moves: exp.max_moves,
+    };
+    engine.set_controller(ctl, control_cfg);
+    // Decision 0 at request 0: targets (oracle) and initial allocations apply from the start.
+    engine.run_controller();
+    let mut phase = 0usize;
     let n = exp.tenants.len();
     let ids: Vec<TenantId> = engine.tenant_ids();
     let mut res: Vec<TenantResult> = exp
@@ -229,6 +234,15 @@ pub fn run(
     let started = Instant::now();
     let penalty_seed = exp.seed ^ PENALTY_SEED;
     while wl.next(&mut item)? {
+        if item.phase != phase {
+            phase = item.phase;
+            if let Some(targets) = schedule.as_ref().and_then(|s| s.get(phase)) {
+                // A new controller starts a new decision log: collect from its first decision.
+                engine.set_controller(Box::new(Oracle::new(targets.clone())), control_cfg);
+                engine.run_controller();
+                seen = 0;
+            }
+        }
         let t = item.tenant;
         let tid = ids[t];
         let r = &item.req;
@@ -352,6 +366,12 @@ fn collect(
     out: &mut Vec<IntervalRow>,
     last: &mut (Vec<u64>, Vec<u64>),
 ) {
+    if new == 1 {
+        if let Some(r) = engine.last_control_record() {
+            out.push(row(r, at_request, last));
+        }
+        return;
+    }
     let recs = engine.control_records();
     let skip = recs.len().saturating_sub(new as usize);
     for r in &recs[skip..] {

@@ -49,8 +49,10 @@ hit_time = 2
         "engine measured {} µs",
         t.engine_penalty_us
     );
-    // 20000 GETs + 500 fills = 20500 accesses: decisions at 5000, 10000, 15000, 20000.
-    assert_eq!(r.runs[0].intervals.len(), 4);
+    // Decision 0 at request 0, then 20000 GETs + 500 fills = 20500 accesses: decisions at
+    // 5000, 10000, 15000, 20000.
+    assert_eq!(r.runs[0].intervals.len(), 5);
+    assert_eq!(r.runs[0].intervals[0].at_request, 0);
     assert_eq!(r.metric, "mean_latency_us");
 }
 
@@ -194,4 +196,63 @@ penalty = "trace"
     let r = simulate(&e, &Options::default(), &|_, _| {}).unwrap();
     assert_eq!(r.failed.len(), 1);
     assert!(r.failed[0].1.contains("tenant 'a'"), "{}", r.failed[0].1);
+}
+
+/// The oracle plans from exact curves: it beats free competition and equal shares on the
+/// modelled latency, and its per-phase variant switches targets at the phase boundary.
+#[test]
+fn oracle_plans_whole_run_and_per_phase() {
+    let e = exp(r#"
+name = "orc"
+memory = "256KiB"
+page_size = "8KiB"
+interval = 4000
+baseline = "shared"
+[[controller]]
+name = "shared"
+[[controller]]
+name = "static"
+[[controller]]
+name = "oracle"
+[[controller]]
+name = "oracle"
+label = "oracle-phased"
+settings = { per_phase = true }
+[[tenant]]
+name = "a"
+generator = { pattern = "zipf", alpha = 0.7, keys = 8000, value_size = 100 }
+penalty = 100
+[[tenant]]
+name = "b"
+generator = { pattern = "uniform", keys = 200, value_size = 100 }
+penalty = 1000
+[[phase]]
+requests = 15000
+[[phase]]
+requests = 15000
+tenant.b = { pattern = "uniform", keys = 4000 }
+tenant.a = { pattern = "uniform", keys = 100 }
+"#);
+    let r = run(&e);
+    let get = |l: &str| r.runs.iter().find(|x| x.label == l).unwrap();
+    let lat = |l: &str| get(l).overall.mean_latency_us;
+    assert!(lat("oracle-phased") < lat("shared"), "{r:?}");
+    assert!(lat("oracle-phased") < lat("static"));
+    let plan = r.oracle.as_ref().and_then(|o| o.plan.as_ref()).unwrap();
+    assert_eq!(plan.phase_pages.len(), 2);
+    assert_ne!(plan.phase_pages[0], plan.phase_pages[1]);
+    // The phased run's targets follow the plan of each phase.
+    let rows = &get("oracle-phased").intervals;
+    let t0: Vec<u64> = rows[0].targets.iter().map(|t| t.unwrap()).collect();
+    let tl: Vec<u64> = rows
+        .last()
+        .unwrap()
+        .targets
+        .iter()
+        .map(|t| t.unwrap())
+        .collect();
+    assert_eq!(t0, plan.phase_pages[0]);
+    assert_eq!(tl, plan.phase_pages[1]);
+    let gain = r.oracle_gain.iter().find(|(l, _)| l == "shared").unwrap().1;
+    assert_eq!(gain, 0.0);
 }
