@@ -27,4 +27,4 @@ pub mod reply;
 pub mod request;
 
 pub use reply::{ProtocolVersion, ReplyWriter};
-pub use request::{Command, Limits, ProtocolError, parse};
+pub use request::{Command, Limits, ProtocolError, parse, parse_into};

@@ -11,19 +11,22 @@
 //!
 //! The engine sits behind one `parking_lot::Mutex`; it is never held across an `.await`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use locus_common::SharedClock;
 use locus_engine::{Engine, TenantId};
-use locus_protocol::{ProtocolError, ProtocolVersion, ReplyWriter, parse};
+use locus_protocol::{ProtocolError, ProtocolVersion, ReplyWriter, parse_into};
 use parking_lot::{Mutex, RwLock};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 
 use crate::config::{ServerConfig, TenancyMode};
 use crate::exec::{self, Ctx};
@@ -69,8 +72,12 @@ pub struct ClientInfo {
     pub lib_name: Mutex<String>,
     /// CLIENT SETINFO LIB-VER.
     pub lib_ver: Mutex<String>,
-    /// Last command name.
-    pub last_cmd: Mutex<String>,
+    /// Last command: its position in [`exec::table::COMMANDS`], or [`LAST_CMD_NONE`] before the
+    /// first command, or [`LAST_CMD_UNKNOWN`] when it was not a known command (its lowercase name
+    /// is then in `last_unknown_cmd`). A number, so that recording it costs one store per command.
+    pub last_cmd: AtomicUsize,
+    /// Lowercase name of the last command when it was unknown (see `last_cmd`).
+    pub last_unknown_cmd: Mutex<String>,
     /// Last activity (server clock, ms).
     pub last_active_ms: AtomicU64,
     /// Selected db.
@@ -80,18 +87,95 @@ pub struct ClientInfo {
     /// 2 or 3.
     pub resp: AtomicU8,
     killed: AtomicBool,
-    kill: Notify,
+    /// The connection task's waker while it waits for input (see [`StopSignal`]).
+    waker: Mutex<Option<Waker>>,
 }
+
+/// [`ClientInfo::last_cmd`] before the client's first command (CLIENT LIST shows `cmd=NULL`).
+pub const LAST_CMD_NONE: usize = usize::MAX;
+/// [`ClientInfo::last_cmd`] after an unknown command (the name is in `last_unknown_cmd`).
+pub const LAST_CMD_UNKNOWN: usize = usize::MAX - 1;
 
 impl ClientInfo {
     /// Whether CLIENT KILL hit this client.
     pub fn killed(&self) -> bool {
-        self.killed.load(Ordering::Relaxed)
+        self.killed.load(Ordering::SeqCst)
     }
 
     fn kill(&self) {
-        self.killed.store(true, Ordering::Relaxed);
-        self.kill.notify_one();
+        self.killed.store(true, Ordering::SeqCst);
+        self.wake();
+    }
+
+    /// Wakes the connection task if it waits for input, so that it sees a kill or a shutdown.
+    fn wake(&self) {
+        if let Some(w) = self.waker.lock().take() {
+            w.wake();
+        }
+    }
+
+    /// Records the command about to run (`spec` = its table entry, `None` if unknown).
+    pub fn set_last_cmd(&self, spec: Option<usize>, name: &[u8]) {
+        match spec {
+            Some(i) => self.last_cmd.store(i, Ordering::Relaxed),
+            None => {
+                *self.last_unknown_cmd.lock() = String::from_utf8_lossy(name).to_ascii_lowercase();
+                self.last_cmd.store(LAST_CMD_UNKNOWN, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The last command's lowercase name, as CLIENT LIST shows it.
+    pub fn last_cmd_name(&self) -> String {
+        match self.last_cmd.load(Ordering::Relaxed) {
+            LAST_CMD_NONE => "NULL".to_string(),
+            LAST_CMD_UNKNOWN => self.last_unknown_cmd.lock().clone(),
+            i => exec::table::COMMANDS
+                .get(i)
+                .map_or_else(|| "NULL".to_string(), |c| c.name.to_string()),
+        }
+    }
+}
+
+/// Resolves when the client was killed (CLIENT KILL) or the server is shutting down.
+///
+/// The connection loop polls it next to the socket read on every wait for input, so it must be
+/// cheap: two atomic loads, and the task's waker is stored in the [`ClientInfo`] only when it
+/// changed (not on every poll, unlike a fresh `Notify::notified()` or `watch::Receiver` future).
+/// [`ClientInfo::kill`] and [`Shared::request_shutdown`] set their flag first, then take and
+/// wake the stored waker; the poll stores the waker first, then checks the flags, so one of
+/// the two always sees the other.
+struct StopSignal<'a> {
+    info: &'a ClientInfo,
+    shared: &'a Shared,
+    registered: Option<Waker>,
+}
+
+impl StopSignal<'_> {
+    fn stopped(&self) -> bool {
+        self.info.killed() || self.shared.is_shutting_down()
+    }
+}
+
+impl Future for StopSignal<'_> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.stopped() {
+            return Poll::Ready(());
+        }
+        if !self
+            .registered
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
+            *self.info.waker.lock() = Some(cx.waker().clone());
+            self.registered = Some(cx.waker().clone());
+            if self.stopped() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
     }
 }
 
@@ -180,6 +264,8 @@ pub struct Shared {
     /// `raw_keys.len()`, read without the lock on every write.
     pub raw_count: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
+    /// Set by [`Shared::request_shutdown`]: read on every command without a lock.
+    stopping: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -215,6 +301,7 @@ impl Shared {
             raw_keys: Mutex::new(std::collections::HashMap::new()),
             raw_count: std::sync::atomic::AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
+            stopping: AtomicBool::new(false),
         }
     }
 
@@ -224,14 +311,19 @@ impl Shared {
             || (self.tenancy.mode == TenancyMode::User && self.tenancy.default.is_none())
     }
 
-    /// Asks every task to stop.
+    /// Asks every task to stop: the accept and tick loops through the watch channel, the
+    /// connections waiting for input through their [`StopSignal`].
     pub fn request_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
         self.shutdown.send_replace(true);
+        for c in self.clients.lock().values() {
+            c.wake();
+        }
     }
 
     /// Whether shutdown was requested.
     pub fn is_shutting_down(&self) -> bool {
-        *self.shutdown.borrow()
+        self.stopping.load(Ordering::SeqCst)
     }
 
     fn shutdown_rx(&self) -> watch::Receiver<bool> {
@@ -371,7 +463,7 @@ impl Shared {
             now_ms.saturating_sub(c.created_ms) / 1000,
             now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000,
             c.db.load(Ordering::Relaxed),
-            c.last_cmd.lock(),
+            c.last_cmd_name(),
             c.resp.load(Ordering::Relaxed),
             c.lib_name.lock(),
             c.lib_ver.lock(),
@@ -436,13 +528,14 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             name: Mutex::new(String::new()),
             lib_name: Mutex::new(String::new()),
             lib_ver: Mutex::new(String::new()),
-            last_cmd: Mutex::new("NULL".to_string()),
+            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+            last_unknown_cmd: Mutex::new(String::new()),
             last_active_ms: AtomicU64::new(now),
             db: AtomicU32::new(0),
             tenant: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
-            kill: Notify::new(),
+            waker: Mutex::new(None),
         });
         shared.clients.lock().insert(info.id, info.clone());
         let sh = shared.clone();
@@ -459,6 +552,38 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// Most commands executed under one engine lock acquisition.
 pub const MAX_BATCH: usize = 1024;
+
+/// One request of a batch: the range of its arguments in the batch's argument vector, or the
+/// protocol error to answer in its place.
+type Slot = Result<(usize, usize), ProtocolError>;
+
+/// What a connection keeps from one batch to the next so that a batch allocates nothing: one
+/// vector for the arguments of every command in the batch (borrowed from the read buffer while
+/// the batch runs, empty in between) and the per-command slots.
+#[derive(Default)]
+struct Scratch {
+    args: Vec<Cow<'static, [u8]>>,
+    slots: Vec<Slot>,
+}
+
+/// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
+/// `collect` of a `vec::IntoIter` into a vector of a type with the same size and alignment
+/// reuses the buffer (checked by the test `recycle_keeps_the_allocation`).
+fn recycle<'b>(mut v: Vec<Cow<'_, [u8]>>) -> Vec<Cow<'b, [u8]>> {
+    v.clear();
+    v.into_iter().map(|_| Cow::Borrowed(&[][..])).collect()
+}
+
+/// Writes all of `out`: first straight away (the socket buffer has room almost always), and only
+/// when the kernel takes part of it through the async path that waits for the socket to drain.
+async fn write_out(sock: &mut TcpStream, out: &[u8]) -> std::io::Result<()> {
+    match sock.try_write(out) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) => sock.write_all(&out[n..]).await,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => sock.write_all(out).await,
+        Err(e) => Err(e),
+    }
+}
 
 async fn connection(
     shared: Arc<Shared>,
@@ -480,7 +605,12 @@ async fn connection(
         watched: Vec::new(),
     };
     st.reset(&shared.tenancy, shared.auth_required());
-    let mut shutdown = shared.shutdown_rx();
+    let mut stop = StopSignal {
+        info: &info,
+        shared: &shared,
+        registered: None,
+    };
+    let mut scratch = Scratch::default();
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
@@ -502,14 +632,16 @@ async fn connection(
                 tokio::time::sleep(timeout).await;
             }
         };
+        // `biased`: the socket first, no random branch order per poll. A client that keeps the
+        // socket busy still sees a kill or a shutdown: both are checked after every batch.
         let n = tokio::select! {
+            biased;
             r = sock.read_buf(&mut inbuf) => match r {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             },
-            _ = info.kill.notified() => break,
-            _ = shutdown.wait_for(|s| *s) => break,
-            _ = idle => break,
+            () = &mut stop => break,
+            () = idle => break,
         };
         shared
             .stats
@@ -519,7 +651,14 @@ async fn connection(
         // hold the engine lock for long; stop when no complete command is left.
         let mut consumed = 0;
         loop {
-            let n = process(&shared, &mut st, &inbuf[consumed..], &limits, &mut out);
+            let n = process(
+                &shared,
+                &mut st,
+                &inbuf[consumed..],
+                &limits,
+                &mut out,
+                &mut scratch,
+            );
             consumed += n;
             if n == 0 || st.close || consumed == inbuf.len() {
                 break;
@@ -536,7 +675,7 @@ async fn connection(
                 .stats
                 .net_output_bytes
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
-            if sock.write_all(&out).await.is_err() {
+            if write_out(&mut sock, &out).await.is_err() {
                 break;
             }
             out.clear();
@@ -547,34 +686,40 @@ async fn connection(
         if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
             inbuf.shrink_to(READ_CHUNK);
         }
-        if st.close || info.killed() {
+        if st.close || info.killed() || shared.is_shutting_down() {
             break;
         }
     }
+    *info.waker.lock() = None;
     if !st.watched.is_empty() {
         shared.unwatch_all(info.id, &st.watched);
     }
     let _ = sock.shutdown().await;
 }
 
-/// Parses every complete command in `buf`, executes them under one engine lock, appends the
-/// replies to `out`. Returns the bytes consumed.
+/// Parses every complete command in `buf` (at most [`MAX_BATCH`]), executes them under one
+/// engine lock, appends the replies to `out`. Returns the bytes consumed.
 fn process(
     shared: &Shared,
     st: &mut ConnState,
     buf: &[u8],
     limits: &locus_protocol::Limits,
     out: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) -> usize {
+    let mut args = recycle(std::mem::take(&mut scratch.args));
+    let slots = &mut scratch.slots;
+    slots.clear();
     let mut pos = 0;
-    let mut batch: Vec<Result<locus_protocol::Command<'_>, ProtocolError>> = Vec::new();
     while pos < buf.len() {
-        match parse(&buf[pos..], limits) {
-            Ok(Some((cmd, n))) => {
+        let mark = args.len();
+        match parse_into(&buf[pos..], limits, &mut args) {
+            Ok(Some(n)) => {
                 pos += n;
-                if !cmd.is_empty() {
-                    batch.push(Ok(cmd));
-                    if batch.len() >= MAX_BATCH {
+                // An empty request (`*0`, an empty inline line) has no arguments and no reply.
+                if args.len() > mark {
+                    slots.push(Ok((mark, args.len())));
+                    if slots.len() >= MAX_BATCH {
                         break;
                     }
                 }
@@ -586,56 +731,62 @@ fn process(
                     None => pos = buf.len(),
                 }
                 let fatal = e.framing_lost().is_none();
-                batch.push(Err(e));
+                slots.push(Err(e));
                 if fatal {
                     break;
                 }
             }
         }
     }
-    if batch.is_empty() {
-        return pos;
-    }
-    let now = shared.clock.now_ms();
-    // CLIENT LIST shows the latest command, including the one running now.
-    if let Some(Ok(cmd)) = batch.iter().rev().find(|c| c.is_ok()) {
-        *st.info.last_cmd.lock() = String::from_utf8_lossy(&cmd.args[0]).to_ascii_lowercase();
-    }
-    {
+    if !slots.is_empty() {
+        let now = shared.clock.now_ms();
         let mut eng = shared.engine.lock();
         let proto = st.proto;
-        let mut ctx = Ctx {
-            eng: &mut eng,
-            shared,
-            conn: st,
-            w: ReplyWriter::new(out, proto),
-            tenant: None,
-        };
-        let mut executed = 0u64;
-        for item in &batch {
-            match item {
-                Ok(cmd) => {
-                    executed += 1;
-                    ctx.tenant = None;
-                    exec::dispatch(&mut ctx, &cmd.args);
-                }
-                Err(e) => {
-                    ctx.w.error(&e.to_string());
-                    if e.framing_lost().is_none() {
-                        ctx.conn.close = true;
+        let executed = {
+            let mut ctx = Ctx {
+                eng: &mut eng,
+                shared,
+                conn: st,
+                w: ReplyWriter::new(out, proto),
+                tenant: None,
+            };
+            let mut executed = 0u64;
+            for slot in slots.iter() {
+                match slot {
+                    Ok((from, to)) => {
+                        let cmd = &args[*from..*to];
+                        let found = exec::table::find(&cmd[0]);
+                        // CLIENT LIST shows the latest command, including the one running now.
+                        ctx.conn.info.set_last_cmd(found, &cmd[0]);
+                        executed += 1;
+                        ctx.tenant = None;
+                        exec::dispatch_spec(
+                            &mut ctx,
+                            cmd,
+                            found.map(|i| &exec::table::COMMANDS[i]),
+                        );
+                    }
+                    Err(e) => {
+                        ctx.w.error(&e.to_string());
+                        if e.framing_lost().is_none() {
+                            ctx.conn.close = true;
+                        }
                     }
                 }
+                if ctx.conn.close || ctx.shared.is_shutting_down() {
+                    break;
+                }
             }
-            if ctx.conn.close || ctx.shared.is_shutting_down() {
-                break;
-            }
-        }
+            executed
+        };
+        drop(eng);
         shared
             .stats
             .total_commands
             .fetch_add(executed, Ordering::Relaxed);
+        st.info.last_active_ms.store(now, Ordering::Relaxed);
     }
-    st.info.last_active_ms.store(now, Ordering::Relaxed);
+    scratch.args = recycle(args);
     pos
 }
 
@@ -657,3 +808,48 @@ pub async fn tick_loop(shared: Arc<Shared>) {
 
 /// Keys the active expiry sweep may examine per tick (bounded lock hold time).
 pub const ACTIVE_EXPIRE_KEYS_PER_TICK: usize = 200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recycle_keeps_the_allocation() {
+        let buf = b"abc".to_vec();
+        let mut v: Vec<Cow<'_, [u8]>> = Vec::with_capacity(64);
+        v.push(Cow::Borrowed(&buf[..]));
+        v.push(Cow::Owned(b"owned".to_vec()));
+        let (ptr, cap) = (v.as_ptr() as usize, v.capacity());
+        let w: Vec<Cow<'static, [u8]>> = recycle(v);
+        assert!(w.is_empty());
+        assert_eq!((w.as_ptr() as usize, w.capacity()), (ptr, cap));
+    }
+
+    #[test]
+    fn last_cmd_names() {
+        let info = ClientInfo {
+            id: 1,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            laddr: "127.0.0.1:2".parse().unwrap(),
+            created_ms: 0,
+            name: Mutex::new(String::new()),
+            lib_name: Mutex::new(String::new()),
+            lib_ver: Mutex::new(String::new()),
+            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+            last_unknown_cmd: Mutex::new(String::new()),
+            last_active_ms: AtomicU64::new(0),
+            db: AtomicU32::new(0),
+            tenant: AtomicU32::new(u32::MAX),
+            resp: AtomicU8::new(2),
+            killed: AtomicBool::new(false),
+            waker: Mutex::new(None),
+        };
+        assert_eq!(info.last_cmd_name(), "NULL");
+        info.set_last_cmd(exec::table::find(b"GeT"), b"GeT");
+        assert_eq!(info.last_cmd_name(), "get");
+        info.set_last_cmd(exec::table::find(b"NoSuch"), b"NoSuch");
+        assert_eq!(info.last_cmd_name(), "nosuch");
+        info.set_last_cmd(exec::table::find(b"SET"), b"SET");
+        assert_eq!(info.last_cmd_name(), "set");
+    }
+}

@@ -25,6 +25,7 @@ pub mod table;
 pub mod transaction;
 
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 
 use locus_engine::{Engine, EngineError, TenantId};
 use locus_protocol::ReplyWriter;
@@ -204,8 +205,15 @@ pub fn is(b: &[u8], word: &str) -> bool {
 
 /// Executes one command. Writes exactly one reply (none for SHUTDOWN, which closes).
 pub fn dispatch(ctx: &mut Ctx<'_>, args: Args<'_, '_>) {
+    dispatch_spec(ctx, args, lookup(&args[0]));
+}
+
+/// [`dispatch`] for a caller that already looked the command up (`spec` MUST be
+/// `lookup(&args[0])`): the connection loop looks each command up once, for CLIENT LIST's `cmd=`
+/// and for execution.
+pub fn dispatch_spec(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>) {
     let start = ctx.w.len();
-    if let Err(e) = run(ctx, args) {
+    if let Err(e) = run(ctx, args, spec) {
         ctx.w.truncate(start);
         ctx.w.error(&e.wire());
     }
@@ -229,8 +237,8 @@ fn unknown_command(args: Args<'_, '_>) -> CmdError {
     ))
 }
 
-fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
-    let r = check_and_route(ctx, args);
+fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>) -> CmdResult {
+    let r = check_and_route(ctx, args, spec);
     let in_multi = ctx.conn.multi.is_some();
     let spec = match r {
         Ok(spec) => spec,
@@ -251,8 +259,12 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>) -> CmdResult {
     }
     let reply_start = ctx.w.len();
     (spec.handler)(ctx, args)?;
-    if spec.flags.contains(&"write")
+    // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
+    // forced encoding (both counters only change under the engine lock, which is held here).
+    if spec.is_write
         && let Some(t) = ctx.tenant
+        && (ctx.shared.watch_count.load(Ordering::Relaxed) != 0
+            || ctx.shared.raw_count.load(Ordering::Relaxed) != 0)
         && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
     {
         let keys: Vec<&[u8]> = key_positions(spec, args.len())
@@ -290,11 +302,12 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
 fn check_and_route(
     ctx: &mut Ctx<'_>,
     args: Args<'_, '_>,
+    spec: Option<&'static CommandSpec>,
 ) -> Result<&'static CommandSpec, CmdError> {
-    let Some(spec) = lookup(&args[0]) else {
+    let Some(spec) = spec else {
         return Err(unknown_command(args));
     };
-    if !ctx.conn.authenticated && !spec.flags.contains(&"no_auth") {
+    if !ctx.conn.authenticated && !spec.no_auth {
         return Err(CmdError::msg("NOAUTH Authentication required."));
     }
     let argc = args.len() as i32;

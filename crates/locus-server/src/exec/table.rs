@@ -1,6 +1,5 @@
 //! The command table: what `COMMAND INFO` / `COMMAND DOCS` return and what the dispatcher checks.
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings, transaction};
@@ -50,6 +49,29 @@ pub struct CommandSpec {
     pub route: Route,
     /// The handler.
     pub handler: Handler,
+    /// `flags` holds `write` (computed from `flags` when the table is built).
+    pub is_write: bool,
+    /// `flags` holds `no_auth` (computed from `flags` when the table is built).
+    pub no_auth: bool,
+}
+
+/// Whether `flags` holds `flag` (usable in the static table's initialiser).
+pub const fn has_flag(flags: &[&str], flag: &str) -> bool {
+    let mut i = 0;
+    while i < flags.len() {
+        let (a, b) = (flags[i].as_bytes(), flag.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
 }
 
 macro_rules! cmd {
@@ -63,6 +85,7 @@ macro_rules! cmd {
             name: $name, arity: $arity, flags: &[$($f),*], first_key: $fk, last_key: $lk, step: $st,
             acl: &[$($acl),*], group: $group, since: $since, summary: $summary,
             subcommands: &[$($sub),*], route: Route::$route, handler: $h,
+            is_write: has_flag(&[$($f),*], "write"), no_auth: has_flag(&[$($f),*], "no_auth"),
         }
     };
 }
@@ -1050,23 +1073,159 @@ pub static COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-static INDEX: LazyLock<HashMap<&'static str, usize>> = LazyLock::new(|| {
-    COMMANDS
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name, i))
-        .collect()
+/// Longest command name [`lookup`] can find (longer names are unknown commands).
+pub const MAX_NAME_LEN: usize = 32;
+
+/// Slots of the name index: a power of two, about 4x the number of commands, so that most
+/// lookups probe one slot.
+const INDEX_SLOTS: usize = 256;
+
+/// A lowercase command name padded with zeros to [`MAX_NAME_LEN`] bytes, as four words: compared
+/// and hashed without a call to `memcmp` or a general-purpose hasher.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Name {
+    words: [u64; MAX_NAME_LEN / 8],
+    len: usize,
+}
+
+impl Name {
+    /// The lowercase, padded form of `name`; `None` if it is longer than [`MAX_NAME_LEN`].
+    #[inline]
+    fn new(name: &[u8]) -> Option<Self> {
+        if name.len() > MAX_NAME_LEN {
+            return None;
+        }
+        let mut buf = [0u8; MAX_NAME_LEN];
+        for (d, s) in buf.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        let mut words = [0u64; MAX_NAME_LEN / 8];
+        for (w, chunk) in words.iter_mut().zip(buf.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            *w = u64::from_le_bytes(b);
+        }
+        Some(Self {
+            words,
+            len: name.len(),
+        })
+    }
+
+    /// The first slot to probe (a multiplicative hash of the words and the length).
+    #[inline]
+    fn slot(&self) -> usize {
+        let [w0, w1, w2, w3] = self.words;
+        let mixed =
+            w0 ^ w1.rotate_left(17) ^ w2.rotate_left(31) ^ w3.rotate_left(47) ^ self.len as u64;
+        (mixed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - INDEX_SLOTS.trailing_zeros())) as usize
+    }
+}
+
+/// Open-addressing table from [`Name`] to the position in [`COMMANDS`] (linear probing).
+struct Index {
+    slots: Vec<Option<(Name, usize)>>,
+}
+
+static INDEX: LazyLock<Index> = LazyLock::new(|| {
+    let mut slots = vec![None; INDEX_SLOTS];
+    assert!(COMMANDS.len() * 2 <= INDEX_SLOTS, "grow INDEX_SLOTS");
+    for (i, c) in COMMANDS.iter().enumerate() {
+        // Invariant of the static table: names are short, lowercase and unique.
+        let name = Name::new(c.name.as_bytes()).expect("command names are at most MAX_NAME_LEN");
+        let mut s = name.slot();
+        while let Some((other, _)) = slots[s] {
+            assert!(other != name, "duplicate command {}", c.name);
+            s = (s + 1) % INDEX_SLOTS;
+        }
+        slots[s] = Some((name, i));
+    }
+    Index { slots }
 });
 
+/// Finds a command's position in [`COMMANDS`] by name, case-insensitively.
+#[inline]
+pub fn find(name: &[u8]) -> Option<usize> {
+    let name = Name::new(name)?;
+    let index = &*INDEX;
+    let mut s = name.slot();
+    loop {
+        match &index.slots[s] {
+            Some((n, i)) if *n == name => return Some(*i),
+            Some(_) => s = (s + 1) % INDEX_SLOTS,
+            None => return None,
+        }
+    }
+}
+
 /// Finds a command by name, case-insensitively.
+#[inline]
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    let mut buf = [0u8; 32];
-    if name.len() > buf.len() {
-        return None;
+    find(name).map(|i| &COMMANDS[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precomputed_flags_match_the_flag_lists() {
+        for c in COMMANDS {
+            assert_eq!(c.is_write, c.flags.contains(&"write"), "{}", c.name);
+            assert_eq!(c.no_auth, c.flags.contains(&"no_auth"), "{}", c.name);
+        }
+        assert!(lookup(b"set").unwrap().is_write && !lookup(b"get").unwrap().is_write);
+        assert!(lookup(b"auth").unwrap().no_auth && !lookup(b"get").unwrap().no_auth);
     }
-    for (d, s) in buf.iter_mut().zip(name) {
-        *d = s.to_ascii_lowercase();
+
+    #[test]
+    fn every_command_is_found_in_any_case() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(
+                c.name,
+                c.name.to_ascii_lowercase(),
+                "table names are lowercase"
+            );
+            assert_eq!(find(c.name.as_bytes()), Some(i), "{}", c.name);
+            assert_eq!(find(c.name.to_ascii_uppercase().as_bytes()), Some(i));
+            let mixed: String = c
+                .name
+                .chars()
+                .enumerate()
+                .map(|(k, ch)| {
+                    if k % 2 == 0 {
+                        ch.to_ascii_uppercase()
+                    } else {
+                        ch
+                    }
+                })
+                .collect();
+            assert!(std::ptr::eq(lookup(mixed.as_bytes()).unwrap(), c));
+        }
     }
-    let s = std::str::from_utf8(&buf[..name.len()]).ok()?;
-    INDEX.get(s).map(|&i| &COMMANDS[i])
+
+    #[test]
+    fn unknown_names_are_not_found() {
+        for bad in [
+            &b""[..],
+            b"ge",
+            b"gett",
+            b"get\0",
+            b"\0get",
+            b"g\xc3\xa9t",
+            b"getx",
+            b"locus.controllerx",
+            &[b'a'; MAX_NAME_LEN + 1],
+            &[0xff; 8],
+        ] {
+            assert_eq!(find(bad), None, "{:?}", String::from_utf8_lossy(bad));
+        }
+        // Every proper prefix of a command name is unknown unless it is itself a command.
+        for c in COMMANDS {
+            for cut in 0..c.name.len() {
+                let p = &c.name[..cut];
+                let expected = COMMANDS.iter().position(|o| o.name == p);
+                assert_eq!(find(p.as_bytes()), expected, "{p}");
+            }
+        }
+    }
 }
