@@ -33,7 +33,7 @@
 use locus_alloc::{Objective, working_set_size, wss_bonus_bounded};
 use locus_mrc::{Aet, Metric, Op, Profiler};
 
-use super::oracle::{PlanOptions, PoolCurve, pages_record, plan};
+use super::oracle::{PlanOptions, PoolCurve, cost_at, pages_record, plan};
 use super::{Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings};
 
 /// Slots of the per-pool table of recent GET misses (demand-fill detection).
@@ -74,6 +74,10 @@ pub struct MpartConfig {
     /// above 1 is scaled down by the engine); exclusive with `initial`. Shares scale with the
     /// memory, pages do not.
     pub initial_shares: Vec<f64>,
+    /// Keep the targets in force when the plan improves the objective by less than this share
+    /// (setting `min_gain`, default 0.005; 0 = always take the plan). Not in the paper: curve
+    /// noise otherwise moves a few pages every interval, and a released page evicts its items.
+    pub min_gain: f64,
     /// Seed of the samplers (setting `seed`, default 1).
     pub seed: u64,
 }
@@ -90,6 +94,7 @@ impl Default for MpartConfig {
             min_samples: 200,
             initial: Vec::new(),
             initial_shares: Vec::new(),
+            min_gain: 0.005,
             seed: 1,
         }
     }
@@ -139,6 +144,20 @@ pub(crate) fn check_common(
     Ok(())
 }
 
+/// Checks `min_gain`: finite and >= 0.
+pub(crate) fn check_min_gain(name: &str, min_gain: f64) -> Result<(), ControlError> {
+    if min_gain.is_finite() && min_gain >= 0.0 {
+        Ok(())
+    } else {
+        Err(bad_setting(
+            name,
+            "min_gain",
+            min_gain.to_string(),
+            "a share >= 0",
+        ))
+    }
+}
+
 /// Reads `initial = "p0,p1,…"` (pages).
 pub(crate) fn read_pages_list(
     s: &mut Settings,
@@ -175,6 +194,7 @@ impl MpartConfig {
             min_samples: s.u64("min_samples", d.min_samples)?,
             initial: read_pages_list(&mut s, "mpart", "initial")?,
             initial_shares: s.f64_list("initial_shares", &[])?,
+            min_gain: s.f64("min_gain", d.min_gain)?,
             seed: s.u64("seed", d.seed)?,
         };
         s.finish()?;
@@ -189,6 +209,7 @@ impl MpartConfig {
     pub fn validate(&self) -> Result<(), ControlError> {
         check_common("mpart", self.rate, self.decay, self.max_change)?;
         check_initial("mpart", &self.initial, &self.initial_shares)?;
+        check_min_gain("mpart", self.min_gain)?;
         if !(0.0..1.0).contains(&self.wss_epsilon) {
             return Err(bad_setting(
                 "mpart",
@@ -550,25 +571,59 @@ impl Controller for Mpart {
             floors,
             caps,
         };
-        match plan(&curves, &opts) {
-            Ok(p) => {
-                notes.push(("objective".into(), p.cost));
-                Decision {
-                    pool_pages: Some(p.pages),
-                    curves: records,
-                    notes,
-                    ..Decision::default()
-                }
-            }
-            Err(_) => {
-                notes.push(("mpart.plan_failed".into(), 1.0));
-                Decision {
-                    curves: records,
-                    notes,
-                    ..Decision::default()
-                }
-            }
+        planned_decision(
+            "mpart",
+            &curves,
+            &opts,
+            view,
+            self.cfg.min_gain,
+            records,
+            notes,
+        )
+    }
+}
+
+/// The plan for `curves` as a decision, unless the targets in force are within `min_gain`
+/// (relative) of its cost: then they are kept, so noise in the curves does not move pages (each
+/// released page evicts what it holds). A failed plan keeps the targets too.
+pub(crate) fn planned_decision(
+    name: &str,
+    curves: &[PoolCurve],
+    opts: &PlanOptions,
+    view: &ControlView<'_>,
+    min_gain: f64,
+    records: Vec<super::CurveRecord>,
+    mut notes: Vec<(String, f64)>,
+) -> Decision {
+    let keep = |notes: Vec<(String, f64)>, records| Decision {
+        curves: records,
+        notes,
+        ..Decision::default()
+    };
+    let p = match plan(curves, opts) {
+        Ok(p) => p,
+        Err(_) => {
+            notes.push((format!("{name}.plan_failed"), 1.0));
+            return keep(notes, records);
         }
+    };
+    notes.push(("objective".into(), p.cost));
+    let current: Option<Vec<u64>> = view.pools.iter().map(|q| q.target_pages).collect();
+    if let Some(cur) = current
+        && min_gain > 0.0
+        && cur.iter().sum::<u64>() <= opts.pages_total
+    {
+        let now = cost_at(curves, &cur, opts.objective);
+        if now - p.cost <= min_gain * now.abs() {
+            notes.push((format!("{name}.kept"), 1.0));
+            return keep(notes, records);
+        }
+    }
+    Decision {
+        pool_pages: Some(p.pages),
+        curves: records,
+        notes,
+        ..Decision::default()
     }
 }
 

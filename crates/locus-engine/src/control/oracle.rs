@@ -285,6 +285,23 @@ pub fn plan(curves: &[PoolCurve], opts: &PlanOptions) -> Result<Plan, PlanError>
     })
 }
 
+/// The objective's value (Σ [`locus_alloc::miss_cost`]) of `pages` per pool on `curves`.
+pub fn cost_at(curves: &[PoolCurve], pages: &[u64], objective: Objective) -> f64 {
+    curves
+        .iter()
+        .zip(pages)
+        .map(|(c, &p)| {
+            let m = c
+                .miss_ratio
+                .get(p as usize)
+                .or(c.miss_ratio.last())
+                .copied()
+                .unwrap_or(1.0);
+            miss_cost(&[m], c.rate, c.penalty_us, objective)[0]
+        })
+        .sum()
+}
+
 /// Settings of the `oracle` controller (pages per pool, computed offline).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct OracleConfig {
@@ -493,6 +510,14 @@ mod tests {
                     best = best.min(cost(0, a) + cost(1, b));
                 } else {
                     for c in 0..=total - a - b {
+                        debug_assert!(
+                            (cost_at(curves, &[a, b, c], obj)
+                                - cost(0, a)
+                                - cost(1, b)
+                                - cost(2, c))
+                            .abs()
+                                < 1e-9
+                        );
                         best = best.min(cost(0, a) + cost(1, b) + cost(2, c));
                     }
                 }

@@ -34,10 +34,10 @@ use locus_alloc::Objective;
 use locus_mrc::{Eaet, Metric, Op, Profiler, Unit};
 
 use super::mpart::{
-    MeanSize, Rates, bad_setting, bounds, check_common, check_initial, initial_decision,
-    read_pages_list,
+    MeanSize, Rates, bad_setting, bounds, check_common, check_initial, check_min_gain,
+    initial_decision, planned_decision, read_pages_list,
 };
-use super::oracle::{PlanOptions, PoolCurve, pages_record, plan};
+use super::oracle::{PlanOptions, PoolCurve, pages_record};
 use super::{Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings};
 
 /// Points kept per curve in the decision records.
@@ -100,6 +100,9 @@ pub struct PredisConfig {
     /// above 1 is scaled down by the engine); exclusive with `initial`. Shares scale with the
     /// memory, pages do not.
     pub initial_shares: Vec<f64>,
+    /// Keep the targets in force when the plan improves the total miss latency by less than
+    /// this share (setting `min_gain`, default 0.005; 0 = always take the plan; not in the paper).
+    pub min_gain: f64,
     /// Seed of the samplers (setting `seed`, default 1).
     pub seed: u64,
 }
@@ -117,6 +120,7 @@ impl Default for PredisConfig {
             max_change: 0.0,
             initial: Vec::new(),
             initial_shares: Vec::new(),
+            min_gain: 0.005,
             seed: 1,
         }
     }
@@ -152,6 +156,7 @@ impl PredisConfig {
             max_change: s.f64("max_change", d.max_change)?,
             initial: read_pages_list(&mut s, "predis", "initial")?,
             initial_shares: s.f64_list("initial_shares", &[])?,
+            min_gain: s.f64("min_gain", d.min_gain)?,
             seed: s.u64("seed", d.seed)?,
         };
         s.finish()?;
@@ -166,6 +171,7 @@ impl PredisConfig {
     pub fn validate(&self) -> Result<(), ControlError> {
         check_common("predis", self.rate, self.decay, self.max_change)?;
         check_initial("predis", &self.initial, &self.initial_shares)?;
+        check_min_gain("predis", self.min_gain)?;
         if !(self.default_penalty_us.is_finite() && self.default_penalty_us >= 0.0) {
             return Err(bad_setting(
                 "predis",
@@ -362,25 +368,15 @@ impl Controller for Predis {
             floors,
             caps,
         };
-        match plan(&curves, &opts) {
-            Ok(p) => {
-                notes.push(("objective".into(), p.cost));
-                Decision {
-                    pool_pages: Some(p.pages),
-                    curves: records,
-                    notes,
-                    ..Decision::default()
-                }
-            }
-            Err(_) => {
-                notes.push(("predis.plan_failed".into(), 1.0));
-                Decision {
-                    curves: records,
-                    notes,
-                    ..Decision::default()
-                }
-            }
-        }
+        planned_decision(
+            "predis",
+            &curves,
+            &opts,
+            view,
+            self.cfg.min_gain,
+            records,
+            notes,
+        )
     }
 }
 
