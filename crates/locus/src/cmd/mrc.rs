@@ -977,7 +977,8 @@ mod tests {
         let trace = dir.join("zipf.txt");
         zipf_trace(&trace, 0.9, 200_000, 2_000_000, 11);
         let got = klru_pipeline(&trace, "0.01", "20", &dir.join("c.json"));
-        // Measured: see the message printed above each assertion.
+        // Measured (release, 554 s on the loaded machine): evpool 0 KRR x=1.4 0.0068, mini
+        // 0.0068; evpool 16 KRR x=1.9 0.0064, mini 0.0063.
         for ((k, m), ev) in got.into_iter().zip([0, 16]) {
             assert!(k <= 0.01, "evpool {ev}: KRR MAE {k}");
             assert!(m <= 0.01, "evpool {ev}: mini MAE {m}");
