@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MRC accuracy (issue #3, acceptance 2): each model's mean absolute error (MAE) against ground truth.
 #
-#   bench/accuracy.sh [--no-klru] [--klru-max N] [--only NAME,...] [--keep-truth]
+#   bench/accuracy.sh [--no-klru] [--klru-max N] [--only NAME,...] [--keep-truth] [--truth-jobs 2]
 #
 # LRU models (exact, SHARDS_adj, AET, EAET, footprint) against exact LRU, for every shared trace with
 # >= 100,000 requests and three generated traces (Zipf 0.99, loop, Zipf with a moving hot set):
@@ -21,24 +21,27 @@
 # --only NAME,...: measure only these traces (names as in the tables: arc_P2, gen_zipf, ...); the
 #   tables still show every trace with results in the output directory.
 # --keep-truth: reuse a K-LRU truth CSV already in the output directory (delete it to recompute).
-# Every locus run is `nice -n 10` and runs alone (one trace at a time): the machine is shared.
+# --truth-jobs 2: simulate the two truths of a trace (evpool 0 and 16) at the same time (default 1).
+# Every locus run is `nice -n 10`, one trace at a time: the machine is shared.
 # Output: bench/out/accuracy/ (CSVs, logs) and the markdown tables on stdout.
 # Environment: LOCUS_BIN (default ${CARGO_TARGET_DIR:-target}/release/locus; built when missing).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
-klru=1 klru_max=999999999999 only="" keep_truth=0
+klru=1 klru_max=999999999999 only="" keep_truth=0 truth_jobs=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --no-klru) klru=0; shift ;;
     --klru-max) klru_max=$2; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
     --keep-truth) keep_truth=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --truth-jobs) truth_jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "accuracy.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
 [[ "$klru_max" =~ ^[0-9]+$ ]] || { echo "accuracy.sh: --klru-max needs a number" >&2; exit 2; }
+[[ "$truth_jobs" =~ ^[12]$ ]] || { echo "accuracy.sh: --truth-jobs is 1 or 2" >&2; exit 2; }
 if [ ! -x "$LOCUS_BIN" ]; then
   (cd "$here/.." && cargo build --release --bin locus)
 fi
@@ -96,8 +99,11 @@ while IFS=$'\t' read -r name path reqs fmt; do
       fi
       echo "accuracy: K-LRU truth $name evpool=$ev ($(date -u +%H:%M:%S) UTC)" >&2
       locus mrc "$path" "${fa[@]}" --model mini --sample 1 --evpool "$ev" --points 20 \
-        --csv "$truth" 2> "$out/klru_${name}_truth_ev$ev.log"
+        --csv "$truth" 2> "$out/klru_${name}_truth_ev$ev.log" &
+      [ "$truth_jobs" = 2 ] || wait $! || exit 1
     done
+    # With --truth-jobs 2 both simulations run at once; each must succeed.
+    for j in $(jobs -p); do wait "$j" || exit 1; done
     cap=$(tail -n 1 "$out/klru_${name}_truth_ev0.csv" | cut -d, -f4)
     for r in $rates; do
       for x in $exponents; do
