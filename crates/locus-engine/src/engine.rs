@@ -158,6 +158,13 @@ pub enum ClassMode {
     RandomSlab,
 }
 
+/// Hyperbolic caching's per-item state: when it was stored and how often it was used since.
+#[derive(Clone, Copy, Debug)]
+struct Hyp {
+    born: u64,
+    uses: u32,
+}
+
 /// A tenant and its pool (one pool per tenant for now).
 struct Tenant {
     cfg: TenantConfig,
@@ -168,6 +175,8 @@ struct Tenant {
     vol: Vec<u32>,
     expires: ExpMap,
     lru: Option<LruList>,
+    /// Insertion time and uses per item, by dense position (`allkeys-hyperbolic` only).
+    hyp: Option<Vec<Hyp>>,
     evpool: EvPool,
     pages: Vec<u32>,
     classes: Vec<ClassPages>,
@@ -182,6 +191,7 @@ struct Tenant {
 impl Tenant {
     fn new(cfg: TenantConfig, nclasses: usize) -> Self {
         let lru = (cfg.policy == Policy::AllkeysExactLru).then(LruList::new);
+        let hyp = (cfg.policy == Policy::AllkeysHyperbolic).then(Vec::new);
         let evpool = EvPool::new(cfg.evpool_size as usize);
         Self {
             cfg,
@@ -190,6 +200,7 @@ impl Tenant {
             vol: Vec::new(),
             expires: ExpMap::default(),
             lru,
+            hyp,
             evpool,
             pages: Vec::new(),
             classes: vec![ClassPages::default(); nclasses],
@@ -213,6 +224,10 @@ impl Tenant {
             + (self.all.capacity() + self.vol.capacity()) as u64 * 4
             + exp
             + self.lru.as_ref().map_or(0, LruList::bytes)
+            + self
+                .hyp
+                .as_ref()
+                .map_or(0, |v| (v.capacity() * std::mem::size_of::<Hyp>()) as u64)
     }
 }
 
@@ -459,8 +474,21 @@ impl Engine {
             self.lru_clock()
         };
         self.store.set_lru(h, v);
-        if let Some(l) = &mut self.tenants[t].lru {
-            l.move_front(self.store.pos(h));
+        let pos = self.store.pos(h);
+        let tn = &mut self.tenants[t];
+        if let Some(l) = &mut tn.lru {
+            l.move_front(pos);
+        }
+        if let Some(hy) = &mut tn.hyp {
+            hy[pos as usize].uses = hy[pos as usize].uses.saturating_add(1);
+        }
+    }
+
+    /// Hyperbolic caching's clock: accesses (logical LRU clock) or milliseconds.
+    fn hyp_now(&self) -> u64 {
+        match self.cfg.lru_clock {
+            LruClockMode::Logical => self.logical,
+            LruClockMode::Redis => self.clock.now_ms(),
         }
     }
 
@@ -550,12 +578,16 @@ impl Engine {
         exp: Option<u64>,
     ) {
         let pos = self.tenants[t].all.len() as u32;
+        let born = self.hyp_now();
         self.store.write(h, lru, pos, key, value, false);
         let store = &self.store;
         let tn = &mut self.tenants[t];
         tn.all.push(h);
         if let Some(l) = &mut tn.lru {
             l.push(pos);
+        }
+        if let Some(hy) = &mut tn.hyp {
+            hy.push(Hyp { born, uses: 1 });
         }
         tn.index.insert_unique(hash, h, |&x| hash_key(store.key(x)));
         let (pi, _) = store.split(h);
@@ -591,6 +623,9 @@ impl Engine {
         let last = tn.all.pop().expect("all holds every handle");
         if let Some(l) = &mut tn.lru {
             l.swap_remove(pos);
+        }
+        if let Some(hy) = &mut tn.hyp {
+            hy.swap_remove(pos as usize);
         }
         if last != h {
             tn.all[pos as usize] = last;
@@ -1005,6 +1040,15 @@ impl Engine {
                 ))
             }
             Policy::VolatileTtl => u64::MAX - self.expiry(t, h).unwrap_or(0),
+            Policy::AllkeysHyperbolic => {
+                let m = tn.hyp.as_ref().map_or(Hyp { born: 0, uses: 1 }, |hy| {
+                    hy[self.store.pos(h) as usize]
+                });
+                let age = self.hyp_now().saturating_sub(m.born) + 1;
+                let cost = self.penalty.penalty(t).0.max(1.0);
+                // Larger evicts first: the inverse of the priority cost * uses / age.
+                (age as f64 / (f64::from(m.uses.max(1)) * cost) * 1024.0) as u64
+            }
             _ => self.idle_of(lruclock, self.store.lru(h)),
         }
     }
@@ -1449,6 +1493,10 @@ impl Engine {
             tn.item_bytes = tn.item_bytes - old_vlen as u64 + value.len() as u64;
             let cc = &mut tn.class_counters[c as usize];
             cc.item_bytes = cc.item_bytes - old_vlen as u64 + value.len() as u64;
+            if let Some(hy) = &mut tn.hyp {
+                let m = &mut hy[self.store.pos(h) as usize];
+                m.uses = m.uses.saturating_add(1);
+            }
             if let Some(l) = &mut tn.lru {
                 l.move_front(self.store.pos(h));
             }
@@ -1568,6 +1616,9 @@ impl Engine {
         tn.expires = ExpMap::default();
         if tn.lru.is_some() {
             tn.lru = Some(LruList::new());
+        }
+        if tn.hyp.is_some() {
+            tn.hyp = Some(Vec::new());
         }
         tn.evpool.clear();
         tn.item_bytes = 0;
@@ -1888,6 +1939,15 @@ impl Engine {
             }
         } else {
             self.tenants[ti].lru = None;
+        }
+        if p == Policy::AllkeysHyperbolic {
+            if self.tenants[ti].hyp.is_none() {
+                let born = self.hyp_now();
+                let n = self.tenants[ti].all.len();
+                self.tenants[ti].hyp = Some(vec![Hyp { born, uses: 1 }; n]);
+            }
+        } else {
+            self.tenants[ti].hyp = None;
         }
     }
 
@@ -2250,6 +2310,9 @@ impl Engine {
                 "index and dense array disagree"
             );
             assert_eq!(tn.vol.len(), tn.expires.len());
+            if let Some(hy) = &tn.hyp {
+                assert_eq!(hy.len(), tn.all.len(), "hyperbolic state per item");
+            }
             let mut charged = 0u64;
             for (pos, &h) in tn.all.iter().enumerate() {
                 assert!(self.store.is_live(h));
@@ -2545,6 +2608,16 @@ impl Engine {
                 }
             }
             cs.targets = t.into_iter().map(Some).collect();
+        }
+        // Tenant budgets hold under every controller: targets are clamped into [min, max].
+        let ps = self.cfg.page_size;
+        for (ti, target) in cs.targets.iter_mut().enumerate() {
+            if let Some(x) = target {
+                let c = &self.tenants[ti].cfg;
+                let lo = c.min_bytes / ps;
+                let hi = c.max_bytes.map_or(u64::MAX, |m| m / ps);
+                *x = (*x).max(lo).min(hi);
+            }
         }
         self.arbiter.set_targets(&cs.targets);
 

@@ -28,11 +28,16 @@ pub enum Policy {
     VolatileTtl,
     /// Exact LRU over all keys (recency order kept in an intrusive list).
     AllkeysExactLru,
+    /// Hyperbolic caching (Blankstein et al., ATC'17), cost-aware: among K sampled keys, evict
+    /// the one with the lowest `cost × uses / age` (uses since insertion, age since insertion,
+    /// cost = the tenant's miss penalty). Not a Redis policy; the baseline pRedis is compared
+    /// with.
+    AllkeysHyperbolic,
 }
 
 impl Policy {
     /// Every policy, for loops and conformance suites.
-    pub const ALL: [Policy; 9] = [
+    pub const ALL: [Policy; 10] = [
         Policy::NoEviction,
         Policy::AllkeysLru,
         Policy::AllkeysLfu,
@@ -42,6 +47,7 @@ impl Policy {
         Policy::VolatileRandom,
         Policy::VolatileTtl,
         Policy::AllkeysExactLru,
+        Policy::AllkeysHyperbolic,
     ];
 
     /// The Redis name (`allkeys-lru`, ...).
@@ -56,6 +62,7 @@ impl Policy {
             Policy::VolatileRandom => "volatile-random",
             Policy::VolatileTtl => "volatile-ttl",
             Policy::AllkeysExactLru => "allkeys-exact-lru",
+            Policy::AllkeysHyperbolic => "allkeys-hyperbolic",
         }
     }
 
@@ -90,7 +97,7 @@ impl fmt::Display for Policy {
 /// An unknown policy name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown maxmemory-policy {0:?} (expected one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-exact-lru)"
+    "unknown maxmemory-policy {0:?} (expected one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-exact-lru, allkeys-hyperbolic)"
 )]
 pub struct ParsePolicyError(pub String);
 

@@ -275,6 +275,7 @@ conformance! {
     volatile_random => Policy::VolatileRandom,
     volatile_ttl => Policy::VolatileTtl,
     allkeys_exact_lru => Policy::AllkeysExactLru,
+    allkeys_hyperbolic => Policy::AllkeysHyperbolic,
 }
 
 #[test]

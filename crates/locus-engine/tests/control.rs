@@ -212,10 +212,13 @@ fn registry_rejects_unknown_names_and_settings() {
     assert!(err.to_string().contains("unknown setting 'shars'"), "{err}");
     for name in control::NAMES {
         // Every registered name either builds with defaults or says why it cannot.
+        // (oracle and slab-oracle need a plan, which only the simulator computes).
         match control::build(name, Settings::new(name, [])) {
             Ok(c) => assert_eq!(c.name(), *name),
             Err(e) => assert!(
-                matches!(e, control::ControlError::NotAvailable { .. }),
+                matches!(e, control::ControlError::NotAvailable { .. })
+                    || name.ends_with("oracle")
+                        && matches!(e, control::ControlError::BadSetting { .. }),
                 "{name}: {e}"
             ),
         }
@@ -282,5 +285,99 @@ fn manual_class_mode_evicts_within_the_class_and_moves_pages_only_on_request() {
         e.get(a, b"L39").is_some(),
         "the newest large item is stored"
     );
+    e.check_invariants();
+}
+
+#[test]
+fn hyperbolic_keeps_useful_and_costly_items() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let cfg = EngineConfig {
+        maxmemory: 16 * PAGE,
+        page_size: PAGE,
+        lru_clock: locus_engine::LruClockMode::Logical,
+        ..EngineConfig::default()
+    };
+    let mut e = Engine::new(cfg, clock).unwrap();
+    let mut tc = |name: &str| {
+        let mut c = TenantConfig::new(name);
+        c.policy = locus_engine::Policy::AllkeysHyperbolic;
+        c.samples = 16;
+        c
+    };
+    let cheap = e.add_tenant(tc("cheap")).unwrap();
+    let dear = e.add_tenant(tc("dear")).unwrap();
+    e.set_penalty_hint(cheap, Some(100.0));
+    e.set_penalty_hint(dear, Some(1000.0));
+    let v = [0u8; 200];
+    // A small hot set used often, then a long scan of one-use keys in both tenants.
+    for round in 0..20 {
+        for _ in 0..10 {
+            for i in 0..100 {
+                let k = format!("hot{i}");
+                if e.get(dear, k.as_bytes()).is_none() {
+                    e.set(dear, k.as_bytes(), &v, SetOptions::default())
+                        .unwrap();
+                }
+            }
+        }
+        for i in 0..1000 {
+            let k = format!("scan{round}-{i}");
+            e.set(cheap, k.as_bytes(), &v, SetOptions::default())
+                .unwrap();
+            e.set(dear, k.as_bytes(), &v, SetOptions::default())
+                .unwrap();
+        }
+    }
+    let hot_kept = (0..100)
+        .filter(|i| e.exists(dear, format!("hot{i}").as_bytes()))
+        .count();
+    assert!(
+        hot_kept > 95,
+        "frequently used items survive the scans: {hot_kept}"
+    );
+    let scan_items = |e: &mut Engine, t| {
+        (0..1000)
+            .filter(|i| e.exists(t, format!("scan19-{i}").as_bytes()))
+            .count()
+    };
+    let (c, d) = (scan_items(&mut e, cheap), scan_items(&mut e, dear));
+    assert!(
+        d > c,
+        "the tenant with 10x the miss cost keeps more items: {d} vs {c}"
+    );
+    e.check_invariants();
+}
+
+#[test]
+fn tenant_caps_hold_under_a_controller() {
+    let clock = Arc::new(VirtualClock::new(0));
+    let (mut e, a, b) = engine(40, clock);
+    e.set_budget(a, 0, Some(4 * PAGE)).unwrap();
+    e.set_controller(
+        control::build("shared", Settings::new("shared", [])).unwrap(),
+        ControlConfig::default(),
+    );
+    fill(&mut e, &[a], 20_000);
+    assert_eq!(
+        e.tenant_stats(a).pages,
+        4,
+        "free competition still honours max"
+    );
+    e.set_controller(
+        control::build(
+            "static",
+            Settings::new("static", [("shares".to_string(), "3,1".to_string())]),
+        )
+        .unwrap(),
+        ControlConfig::default(),
+    );
+    e.run_controller();
+    assert_eq!(
+        e.targets(),
+        vec![Some(4), Some(10)],
+        "a's target clamped to its cap"
+    );
+    fill(&mut e, &[a, b], 20_000);
+    assert!(e.tenant_stats(a).pages <= 4);
     e.check_invariants();
 }

@@ -74,7 +74,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (4u8..40).prop_map(Op::MaxMemory),
         1 => (t.clone(), 0u8..30, t.clone(), 0u8..30)
             .prop_map(|(from, fc, to, tc)| Op::Move { from, fc, to, tc }),
-        1 => (t.clone(), 0u8..9).prop_map(|(t, p)| Op::Policy { t, p }),
+        1 => (t.clone(), 0u8..Policy::ALL.len() as u8).prop_map(|(t, p)| Op::Policy { t, p }),
         1 => (t.clone(), 1u8..65).prop_map(|(t, k)| Op::Samples { t, k }),
         1 => (t.clone(), any::<u8>(), any::<u8>()).prop_map(|(t, a, b)| Op::Rename { t, a, b }),
         1 => t.prop_map(Op::Flush),
@@ -91,7 +91,7 @@ fn run(ops: Vec<Op>, partition: PartitionMode, seed: u64) {
     let ts: Vec<_> = (0..3)
         .map(|i| {
             e.add_tenant(TenantConfig {
-                policy: Policy::ALL[(seed as usize + i) % 9],
+                policy: Policy::ALL[(seed as usize + i) % Policy::ALL.len()],
                 max_bytes: Some(8 * 4096),
                 max_items: Some(120),
                 evpool_size: if i == 1 { 0 } else { 16 },

@@ -1,6 +1,8 @@
 //! The arbiter a controller drives: pools converge to page targets by where new pages go and who
 //! evicts, as kRedis and pRedis repartition Redis through eviction.
 //!
+//! * Tenant `max` caps hold under every controller: a pool at its cap neither grows nor takes
+//!   pages, and evicts its own items; targets are clamped into `[min, max]` by the engine.
 //! * No targets yet (or `shared`): free competition, exactly [`crate::arbiter::SharedArbiter`].
 //! * With targets: a pool below its target takes free pages, then pages of pools above theirs
 //!   (which evict what those pages held); a pool at or above its target evicts its own items.
@@ -26,12 +28,19 @@ impl TargetArbiter {
         self.targets.iter().any(Option::is_some)
     }
 
+    /// Whether `p` is at its static cap (tenant `max`), which holds under every controller.
+    fn capped(view: &ArbiterView<'_>, p: PoolId) -> bool {
+        let v = view.pool(p);
+        v.max_pages.is_some_and(|m| v.pages >= m)
+    }
+
     fn below(&self, view: &ArbiterView<'_>, p: PoolId) -> bool {
         self.target(p).is_some_and(|t| view.pool(p).pages < t)
     }
 
     fn above(&self, view: &ArbiterView<'_>, p: PoolId) -> bool {
-        self.target(p).is_some_and(|t| view.pool(p).pages > t)
+        let v = view.pool(p);
+        self.target(p).is_some_and(|t| v.pages > t) || v.max_pages.is_some_and(|m| v.pages > m)
     }
 
     /// The pool (other than `p`) furthest above its target that can give something back.
@@ -40,8 +49,14 @@ impl TargetArbiter {
             .iter()
             .filter(|v| v.pool != p && (v.evicts || v.items == 0))
             .filter_map(|v| {
-                let t = self.target(v.pool)?;
-                v.pages.checked_sub(t).filter(|&over| over > 0).map(|over| (over, v.pool))
+                let t = match (self.target(v.pool), v.max_pages) {
+                    (Some(t), Some(m)) => t.min(m),
+                    (t, m) => t.or(m)?,
+                };
+                v.pages
+                    .checked_sub(t)
+                    .filter(|&over| over > 0)
+                    .map(|over| (over, v.pool))
             })
             .max_by_key(|(over, pool)| (*over, std::cmp::Reverse(pool.0)))
             .map(|(_, pool)| pool)
@@ -55,7 +70,7 @@ impl Arbiter for TargetArbiter {
 
     fn may_grow(&self, view: &ArbiterView<'_>, p: PoolId) -> bool {
         let free = view.free_pages();
-        if free == 0 {
+        if free == 0 || Self::capped(view, p) {
             return false;
         }
         if !self.active() || self.below(view, p) {
@@ -71,7 +86,13 @@ impl Arbiter for TargetArbiter {
     }
 
     fn may_reclaim_from(&self, view: &ArbiterView<'_>, p: PoolId, from: PoolId) -> bool {
-        if p == from || !self.active() {
+        if p == from {
+            return true;
+        }
+        if Self::capped(view, p) {
+            return false;
+        }
+        if !self.active() {
             return true;
         }
         self.above(view, from) && !self.above(view, p)
@@ -82,6 +103,9 @@ impl Arbiter for TargetArbiter {
     }
 
     fn victim(&mut self, view: &ArbiterView<'_>, p: PoolId) -> Victim {
+        if Self::capped(view, p) && view.pool(p).items > 0 {
+            return Victim::Pool(p);
+        }
         if !self.active() {
             return Victim::Coldest;
         }

@@ -174,7 +174,7 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 // ---------------------------------------------------------------- CONFIG
 
 /// Redis's wording for a bad `maxmemory-policy` (its order), plus Locus's extra policy.
-const POLICY_CHOICES: &str = "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, allkeys-exact-lru";
+const POLICY_CHOICES: &str = "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, allkeys-exact-lru, allkeys-hyperbolic";
 
 /// The parameters CONFIG GET knows, with their current value.
 fn config_params(cfg: &ServerConfig, eng: &locus_engine::Engine) -> Vec<(&'static str, String)> {
