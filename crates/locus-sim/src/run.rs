@@ -414,3 +414,53 @@ fn row(r: &IntervalRecord, at_request: u64, last: &mut (Vec<u64>, Vec<u64>)) -> 
         notes: r.notes.clone(),
     }
 }
+
+/// Speed references for the simulator's own rate (`bench/sim_speed.sh`): the same request stream
+/// read without an engine, and replayed on a bare engine (GET, SET on a miss; no controller, no
+/// clock, no accounting). Returns (requests, wall seconds) of each.
+///
+/// # Errors
+/// Trace errors, engine configuration errors.
+pub fn raw_rates(exp: &Experiment, maxmemory: u64) -> Result<((u64, f64), (u64, f64)), SimError> {
+    let started = Instant::now();
+    let mut wl = Workload::open(exp)?;
+    let mut item = Item::default();
+    let mut n = 0u64;
+    let mut sink = 0u64;
+    while wl.next(&mut item)? {
+        sink = sink.wrapping_add(item.req.key);
+        n += 1;
+    }
+    std::hint::black_box(sink);
+    let read = (n, started.elapsed().as_secs_f64());
+
+    let clock = VirtualClock::new(0);
+    let mut engine = build_engine(exp, maxmemory, &clock)?;
+    let ids = engine.tenant_ids();
+    let value = vec![0u8; exp.page_size as usize];
+    let mut key = Vec::with_capacity(64);
+    let started = Instant::now();
+    let mut wl = Workload::open(exp)?;
+    let mut m = 0u64;
+    while wl.next(&mut item)? {
+        let r = &item.req;
+        let t = ids[item.tenant];
+        key_bytes(&mut key, r.key, r.key_size);
+        let v = &value[..(r.value_size.min(value.len() as u64)) as usize];
+        match r.op {
+            Op::Get => {
+                if engine.get(t, &key).is_none() {
+                    let _ = engine.set(t, &key, v, SetOptions::default());
+                }
+            }
+            Op::Set => {
+                let _ = engine.set(t, &key, v, SetOptions::default());
+            }
+            Op::Delete => {
+                engine.delete(t, &key);
+            }
+        }
+        m += 1;
+    }
+    Ok((read, (m, started.elapsed().as_secs_f64())))
+}

@@ -43,6 +43,10 @@ pub struct Args {
     /// Validate the experiment and print what would run, without running it.
     #[arg(long)]
     pub check: bool,
+    /// Speed references instead of a simulation: the request stream read alone, and replayed on
+    /// a bare engine (GET, SET on a miss; no controller, clock or accounting), in requests/s.
+    #[arg(long)]
+    pub raw: bool,
     /// No progress on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -130,6 +134,19 @@ pub fn run(args: Args) -> Result<()> {
             mem / exp.page_size,
             exp.total_requests()
                 .map_or_else(|| "all".to_string(), |n| n.to_string())
+        );
+        return Ok(());
+    }
+    if args.raw {
+        let mem = locus_sim::resolve_memory(&exp)?;
+        let ((n, read_s), (m, raw_s)) = locus_sim::run::raw_rates(&exp, mem)?;
+        println!(
+            "read-only {n} requests in {read_s:.3} s: {:.0} req/s",
+            n as f64 / read_s.max(1e-9)
+        );
+        println!(
+            "bare-engine {m} requests in {raw_s:.3} s: {:.0} req/s",
+            m as f64 / raw_s.max(1e-9)
         );
         return Ok(());
     }
