@@ -415,13 +415,22 @@ fn row(r: &IntervalRecord, at_request: u64, last: &mut (Vec<u64>, Vec<u64>)) -> 
     }
 }
 
+/// What [`raw_rates`] measured: (requests, wall seconds) of each reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RawRates {
+    /// The request stream read alone.
+    pub read: (u64, f64),
+    /// The stream replayed on a bare engine.
+    pub bare: (u64, f64),
+}
+
 /// Speed references for the simulator's own rate (`bench/sim_speed.sh`): the same request stream
 /// read without an engine, and replayed on a bare engine (GET, SET on a miss; no controller, no
-/// clock, no accounting). Returns (requests, wall seconds) of each.
+/// clock, no accounting).
 ///
 /// # Errors
 /// Trace errors, engine configuration errors.
-pub fn raw_rates(exp: &Experiment, maxmemory: u64) -> Result<((u64, f64), (u64, f64)), SimError> {
+pub fn raw_rates(exp: &Experiment, maxmemory: u64) -> Result<RawRates, SimError> {
     let started = Instant::now();
     let mut wl = Workload::open(exp)?;
     let mut item = Item::default();
@@ -462,5 +471,8 @@ pub fn raw_rates(exp: &Experiment, maxmemory: u64) -> Result<((u64, f64), (u64, 
         }
         m += 1;
     }
-    Ok((read, (m, started.elapsed().as_secs_f64())))
+    Ok(RawRates {
+        read,
+        bare: (m, started.elapsed().as_secs_f64()),
+    })
 }

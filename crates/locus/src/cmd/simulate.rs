@@ -139,7 +139,8 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.raw {
         let mem = locus_sim::resolve_memory(&exp)?;
-        let ((n, read_s), (m, raw_s)) = locus_sim::run::raw_rates(&exp, mem)?;
+        let rates = locus_sim::run::raw_rates(&exp, mem)?;
+        let ((n, read_s), (m, raw_s)) = (rates.read, rates.bare);
         println!(
             "read-only {n} requests in {read_s:.3} s: {:.0} req/s",
             n as f64 / read_s.max(1e-9)
