@@ -36,7 +36,7 @@ use locus_engine::control::{self, ControlError, Settings};
 use serde::Serialize;
 
 pub use experiment::{Experiment, Memory};
-pub use run::{IntervalRow, RunResult, TenantResult};
+pub use run::{IntervalRow, PhaseResult, RunResult, TenantResult};
 
 /// Everything that can go wrong in a simulation.
 #[derive(thiserror::Error, Debug)]

@@ -4,6 +4,7 @@
 //!  Report ─► table()                    (stdout)
 //!         ─► write_dir(DIR): summary.csv     one row per controller × tenant (+ overall)
 //!                            intervals.csv   one row per controller × decision × tenant
+//!                            phases.csv      one row per controller × phase × tenant (phases)
 //!                            oracle_curves.csv (when the oracle ran)
 //!                            report.json     everything above
 //!                            plots           (see `plot_files`)
@@ -87,6 +88,34 @@ pub fn table(r: &Report) -> String {
             let _ = writeln!(out, "{}", "-".repeat(total));
         }
     }
+    if r.runs.iter().any(|run| !run.phases.is_empty()) {
+        let _ = writeln!(out, "per phase (overall hit% / modelled latency µs):");
+        let names: Vec<&str> = r.runs[0].phases.iter().map(|p| p.name.as_str()).collect();
+        let w = r
+            .runs
+            .iter()
+            .map(|x| x.label.len())
+            .max()
+            .unwrap_or(10)
+            .max(10);
+        let mut head = format!("{:<w$}", "controller");
+        for n in &names {
+            let _ = write!(head, "  {n:>24}");
+        }
+        let _ = writeln!(out, "{head}");
+        for run in &r.runs {
+            let mut l = format!("{:<w$}", run.label);
+            for p in &run.phases {
+                let cell = format!(
+                    "{:.2}% / {:.1}",
+                    100.0 * p.overall.hit_ratio,
+                    p.overall.mean_latency_us
+                );
+                let _ = write!(l, "  {cell:>24}");
+            }
+            let _ = writeln!(out, "{l}");
+        }
+    }
     for run in &r.runs {
         let _ = writeln!(
             out,
@@ -143,6 +172,36 @@ pub fn summary_csv(r: &Report) -> String {
                 t.evictions,
                 t.too_large
             );
+        }
+    }
+    s
+}
+
+/// `phases.csv` (empty string without phases).
+pub fn phases_csv(r: &Report) -> String {
+    if r.runs.iter().all(|run| run.phases.is_empty()) {
+        return String::new();
+    }
+    let mut s = String::from(
+        "controller,phase,tenant,gets,hits,misses,hit_ratio,miss_cost_us,mean_latency_us\n",
+    );
+    for run in &r.runs {
+        for p in &run.phases {
+            for t in p.tenants.iter().chain(std::iter::once(&p.overall)) {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{},{:.6},{:.1},{:.3}",
+                    run.label,
+                    p.name,
+                    t.name,
+                    t.gets,
+                    t.hits,
+                    t.misses,
+                    t.hit_ratio,
+                    t.miss_cost_us,
+                    t.mean_latency_us
+                );
+            }
         }
     }
     s
@@ -230,6 +289,9 @@ pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
         write(dir.join("summary.csv"), &summary_csv(r))?,
         write(dir.join("intervals.csv"), &intervals_csv(r))?,
     ];
+    if r.runs.iter().any(|run| !run.phases.is_empty()) {
+        files.push(write(dir.join("phases.csv"), &phases_csv(r))?);
+    }
     if r.oracle.is_some() {
         files.push(write(dir.join("oracle_curves.csv"), &oracle_csv(r))?);
     }

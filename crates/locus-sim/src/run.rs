@@ -102,6 +102,17 @@ pub struct IntervalRow {
     pub notes: Vec<(String, f64)>,
 }
 
+/// GET outcomes of one phase (only GET counters, miss cost and latency are filled).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct PhaseResult {
+    /// Phase name.
+    pub name: String,
+    /// Per tenant.
+    pub tenants: Vec<TenantResult>,
+    /// All tenants.
+    pub overall: TenantResult,
+}
+
 /// What a run produced.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct RunResult {
@@ -113,6 +124,8 @@ pub struct RunResult {
     pub tenants: Vec<TenantResult>,
     /// All tenants together (latency: GET-weighted mean).
     pub overall: TenantResult,
+    /// Per phase of the generated workload (empty without phases).
+    pub phases: Vec<PhaseResult>,
     /// Decisions, oldest first.
     pub intervals: Vec<IntervalRow>,
     /// Requests replayed.
@@ -211,6 +224,20 @@ pub fn run(
     // Decision 0 at request 0: targets (oracle) and initial allocations apply from the start.
     engine.run_controller();
     let mut phase = 0usize;
+    // GET outcomes per phase and tenant (empty without phases).
+    let mut per_phase: Vec<Vec<TenantResult>> = exp
+        .phases
+        .iter()
+        .map(|_| {
+            exp.tenants
+                .iter()
+                .map(|t| TenantResult {
+                    name: t.name.clone(),
+                    ..TenantResult::default()
+                })
+                .collect()
+        })
+        .collect();
     let n = exp.tenants.len();
     let ids: Vec<TenantId> = engine.tenant_ids();
     let mut res: Vec<TenantResult> = exp
@@ -253,12 +280,14 @@ pub fn run(
         match r.op {
             Op::Get => {
                 tr.gets += 1;
-                if engine.get(tid, &key).is_some() {
+                let mut pen = 0.0;
+                let hit = engine.get(tid, &key).is_some();
+                if hit {
                     tr.hits += 1;
                     clock.advance_us(hit_tick[t]);
                 } else {
                     tr.misses += 1;
-                    let pen = exp.tenants[t]
+                    pen = exp.tenants[t]
                         .penalty
                         .draw(penalty_draw(penalty_seed, index), r.penalty_us)
                         .ok_or_else(|| SimError::Workload {
@@ -270,6 +299,16 @@ pub fn run(
                     tr.miss_cost_us += pen;
                     clock.advance_us(pen.round() as u64);
                     store(&mut engine, tid, &key, &value[..vlen], r.value_size, tr)?;
+                }
+                if let Some(ph) = per_phase.get_mut(item.phase) {
+                    let p = &mut ph[t];
+                    p.gets += 1;
+                    if hit {
+                        p.hits += 1;
+                    } else {
+                        p.misses += 1;
+                        p.miss_cost_us += pen;
+                    }
                 }
             }
             Op::Set => {
@@ -322,8 +361,38 @@ pub fn run(
         overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
         overall.mean_latency_us = latency_sum / overall.gets as f64;
     }
+    let phases = exp
+        .phases
+        .iter()
+        .zip(per_phase)
+        .map(|(p, mut tenants)| {
+            let mut overall = TenantResult {
+                name: "overall".into(),
+                ..TenantResult::default()
+            };
+            let mut lat = 0.0;
+            for (i, tr) in tenants.iter_mut().enumerate() {
+                tr.finish(hit_us[i]);
+                overall.gets += tr.gets;
+                overall.hits += tr.hits;
+                overall.misses += tr.misses;
+                overall.miss_cost_us += tr.miss_cost_us;
+                lat += tr.mean_latency_us * tr.gets as f64;
+            }
+            if overall.gets > 0 {
+                overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
+                overall.mean_latency_us = lat / overall.gets as f64;
+            }
+            PhaseResult {
+                name: p.name.clone(),
+                tenants,
+                overall,
+            }
+        })
+        .collect();
     Ok(RunResult {
         label: label.to_string(),
+        phases,
         controller,
         tenants: res,
         overall,

@@ -253,6 +253,15 @@ tenant.a = { pattern = "uniform", keys = 100 }
         .collect();
     assert_eq!(t0, plan.phase_pages[0]);
     assert_eq!(tl, plan.phase_pages[1]);
+    // Per-phase GET outcomes add up to the run's.
+    for run in &r.runs {
+        assert_eq!(run.phases.len(), 2);
+        for t in 0..2 {
+            let gets: u64 = run.phases.iter().map(|p| p.tenants[t].gets).sum();
+            let hits: u64 = run.phases.iter().map(|p| p.tenants[t].hits).sum();
+            assert_eq!((gets, hits), (run.tenants[t].gets, run.tenants[t].hits));
+        }
+    }
     let gain = r.oracle_gain.iter().find(|(l, _)| l == "shared").unwrap().1;
     assert_eq!(gain, 0.0);
 }
