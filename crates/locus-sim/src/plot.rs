@@ -32,7 +32,8 @@ pub struct Chart {
 }
 
 /// The charts of a report: `alloc-<label>` (pages per tenant over time) for each controller,
-/// `hit-ratio` (overall hit ratio per controller over time) and `hit-ratio-<tenant>`.
+/// `k-<label>` (K per tenant over time) for controllers that change K, `hit-ratio` (overall hit
+/// ratio per controller over time) and `hit-ratio-<tenant>`.
 pub fn charts(r: &Report) -> Vec<Chart> {
     let mut out = Vec::new();
     for run in &r.runs {
@@ -60,6 +61,41 @@ pub fn charts(r: &Report) -> Vec<Chart> {
             x_label: "requests".into(),
             y_label: format!("pages of {} bytes", r.page_size),
             series,
+        });
+    }
+    // K over time, for controllers that change it.
+    for run in &r.runs {
+        let first = run.intervals.first().map(|row| row.samples.clone());
+        if run
+            .intervals
+            .iter()
+            .all(|row| Some(&row.samples) == first.as_ref())
+        {
+            continue;
+        }
+        out.push(Chart {
+            file: format!("k-{}", sanitize(&run.label)),
+            title: format!("{}: {} K (maxmemory-samples)", r.name, run.label),
+            x_label: "requests".into(),
+            y_label: "K".into(),
+            series: r
+                .tenants
+                .iter()
+                .enumerate()
+                .map(|(i, name)| Series {
+                    label: name.clone(),
+                    points: run
+                        .intervals
+                        .iter()
+                        .map(|row| {
+                            (
+                                row.at_request as f64,
+                                f64::from(row.samples.get(i).copied().unwrap_or(0)),
+                            )
+                        })
+                        .collect(),
+                })
+                .collect(),
         });
     }
     let hr = |i: Option<usize>| -> Vec<Series> {

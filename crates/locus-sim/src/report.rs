@@ -126,6 +126,13 @@ pub fn table(r: &Report) -> String {
             run.requests_per_sec,
             run.intervals.len()
         );
+        if run.skipped > 0 {
+            let _ = writeln!(
+                out,
+                "{}: {} trace requests skipped (tenant column matched no tenant)",
+                run.label, run.skipped
+            );
+        }
     }
     let metric = if r.metric == "mean_latency_us" {
         "modelled mean latency"

@@ -130,6 +130,8 @@ pub struct RunResult {
     pub intervals: Vec<IntervalRow>,
     /// Requests replayed.
     pub requests: u64,
+    /// Trace requests skipped because their tenant column matched no tenant.
+    pub skipped: u64,
     /// Wall-clock seconds of the replay.
     pub wall_secs: f64,
     /// Requests per wall-clock second.
@@ -398,6 +400,7 @@ pub fn run(
         overall,
         intervals,
         requests: index,
+        skipped: wl.skipped(),
         wall_secs: wall,
         requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
     })
