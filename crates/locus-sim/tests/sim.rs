@@ -265,3 +265,64 @@ tenant.a = { pattern = "uniform", keys = 100 }
     let gain = r.oracle_gain.iter().find(|(l, _)| l == "shared").unwrap().1;
     assert_eq!(gain, 0.0);
 }
+
+/// Time interleaving merges two files by their own timestamps (each starting at 0); rate
+/// interleaving gives each file its share of the requests.
+#[test]
+fn interleaving_by_time_and_by_rate() {
+    let dir = std::env::temp_dir().join(format!("locus-sim-il-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, start) in [("a.csv", 1_000_000u64), ("b.csv", 5)] {
+        let mut w = locus_trace::create(dir.join(name), locus_trace::Format::LocusCsv).unwrap();
+        for i in 0..100u64 {
+            w.write(&locus_trace::Request {
+                time_us: start + i * 10 + if name == "b.csv" { 5 } else { 0 },
+                key: i,
+                value_size: 10,
+                ..Default::default()
+            })
+            .unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let text = |mode: &str| {
+        format!(
+            r#"
+name = "il"
+memory = "1MiB"
+page_size = "4KiB"
+interleave = "{mode}"
+[[controller]]
+name = "shared"
+[[tenant]]
+name = "a"
+trace = {{ path = "{}" }}
+[[tenant]]
+name = "b"
+rate = 3000
+trace = {{ path = "{}" }}
+"#,
+            dir.join("a.csv").display(),
+            dir.join("b.csv").display()
+        )
+    };
+    let e = exp(&text("time"));
+    let mut wl = locus_sim::workload::Workload::open(&e).unwrap();
+    let mut it = locus_sim::workload::Item::default();
+    let mut order = Vec::new();
+    while wl.next(&mut it).unwrap() {
+        order.push(it.tenant);
+    }
+    assert_eq!(order.len(), 200);
+    assert!(order.chunks(2).all(|c| c == [0, 1]), "{order:?}");
+    // By rate (1000 vs 3000): b's requests come about 3 times as often while both last.
+    let e = exp(&text("rate"));
+    let mut wl = locus_sim::workload::Workload::open(&e).unwrap();
+    let mut first = Vec::new();
+    while first.len() < 100 && wl.next(&mut it).unwrap() {
+        first.push(it.tenant);
+    }
+    let b = first.iter().filter(|&&t| t == 1).count();
+    assert!((60..=90).contains(&b), "{b} of 100");
+    std::fs::remove_dir_all(&dir).ok();
+}
