@@ -749,10 +749,8 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             "must be non-empty and use only letters, digits, '-', '_', '.'",
         );
     }
-    let memory = memory_value(&raw.memory).unwrap_or_else(|e| {
-        p.add("memory", e);
-        Memory::Bytes(0)
-    });
+    let memory_ok = memory_value(&raw.memory).map_err(|e| p.add("memory", e));
+    let memory = memory_ok.clone().unwrap_or(Memory::Bytes(0));
     let page_size = match &raw.page_size {
         None => DEFAULT_PAGE_SIZE,
         Some(v) => bytes_value(v).unwrap_or_else(|e| {
@@ -765,7 +763,7 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
     {
         p.add("page_size", format!("{page_size} is outside 4KiB..=1GiB"));
     }
-    if let Memory::Bytes(b) = memory
+    if let Ok(Memory::Bytes(b)) = memory_ok
         && b < page_size
     {
         p.add(
@@ -839,6 +837,9 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
                 Ok(_) => {}
                 Err(locus_engine::control::ControlError::NotAvailable { .. }) => {
                     // Registered but not in this build: reported when the run starts.
+                }
+                Err(e @ locus_engine::control::ControlError::UnknownController { .. }) => {
+                    p.add(&format!("{path}.name"), e)
                 }
                 Err(e) => p.add(&format!("{path}.settings"), e),
             }
@@ -1198,7 +1199,7 @@ trace = { path = "/does/not/exist" }
         for key in [
             "memory:",
             "interval:",
-            "controller[0].settings:",
+            "controller[0].name:",
             "controller[1].settings:",
             "tenant[0].generator:",
             "tenant[0].penalty:",
