@@ -26,7 +26,7 @@
 //! credit rule see as far as MemSweeper does (the ablation).
 //!
 //! Moves are page targets, as in [`super::memsweeper`] (the engine converges to them); the first
-//! targets are equal shares.
+//! targets are equal shares, or `initial_shares` of memory (mPart's three initial allocations).
 
 use locus_alloc::Credits;
 
@@ -55,6 +55,9 @@ pub struct MemshareConfig {
     pub victim: MemshareVictim,
     /// No pool's target goes below this many pages (nor below its configured floor).
     pub min_pages: u64,
+    /// Initial targets as shares of memory (`floor(w_i × pages_total)` pages, pool order; empty
+    /// = equal shares), mPart's `initial_shares`.
+    pub initial_shares: Vec<f64>,
 }
 
 impl Default for MemshareConfig {
@@ -65,6 +68,7 @@ impl Default for MemshareConfig {
             step: 4,
             victim: MemshareVictim::Credits,
             min_pages: 1,
+            initial_shares: Vec::new(),
         }
     }
 }
@@ -94,8 +98,10 @@ impl MemshareConfig {
                 }
             },
             min_pages: s.u64("min_pages", d.min_pages)?,
+            initial_shares: s.f64_list("initial_shares", &[])?,
         };
         let name = s.controller().to_string();
+        super::memsweeper::check_shares(&name, &cfg.initial_shares)?;
         s.finish()?;
         let bad = |key: &str, value: String, expected: &str| ControlError::BadSetting {
             controller: name.clone(),
@@ -169,21 +175,25 @@ impl Controller for Memshare {
         if n == 0 || view.page_size == 0 {
             return Decision::default();
         }
-        if self.targets.len() != n {
-            let total = view.pages_total;
-            self.targets = (0..n as u64)
-                .map(|i| total / n as u64 + u64::from(i < total % n as u64))
-                .collect();
-            self.credits = Some(Credits::new(n, self.cfg.step));
-            let depth =
-                (view.pages_total as f64 * view.page_size as f64 * self.cfg.shadow_fraction) as u64;
-            self.shadows.set_max_bytes(depth.max(1));
-        }
         let floors: Vec<u64> = view
             .pools
             .iter()
             .map(|p| p.min_pages.max(self.cfg.min_pages))
             .collect();
+        if self.targets.len() != n {
+            let total = view.pages_total;
+            self.targets = if self.cfg.initial_shares.is_empty() {
+                (0..n as u64)
+                    .map(|i| total / n as u64 + u64::from(i < total % n as u64))
+                    .collect()
+            } else {
+                super::memsweeper::share_targets(&self.cfg.initial_shares, view, &floors)
+            };
+            self.credits = Some(Credits::new(n, self.cfg.step));
+            let depth =
+                (view.pages_total as f64 * view.page_size as f64 * self.cfg.shadow_fraction) as u64;
+            self.shadows.set_max_bytes(depth.max(1));
+        }
         let mut notes = Vec::new();
         let hits = self.shadows.drain_new_hits();
         let Some(credits) = self.credits.as_mut() else {
@@ -250,8 +260,14 @@ mod tests {
                 pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
             )
         };
-        let cfg = MemshareConfig::from_settings(s(&[("step", "8"), ("victim", "need")])).unwrap();
+        let cfg = MemshareConfig::from_settings(s(&[
+            ("step", "8"),
+            ("victim", "need"),
+            ("initial_shares", "0.5,0.25"),
+        ]))
+        .unwrap();
         assert_eq!((cfg.step, cfg.victim), (8, MemshareVictim::Need));
+        assert_eq!(cfg.initial_shares, vec![0.5, 0.25]);
         for bad in [
             ("step", "0"),
             ("victim", "anyone"),
@@ -282,7 +298,7 @@ mod tests {
             (Stream::Loop(30 * per_page), 1),
             (Stream::Uniform(8 * per_page), 1),
         ];
-        let (out, e) = run(Some("memshare"), &[], &tenants, 48, 240_000, 4000, 7);
+        let (out, e) = run(Some("memshare"), &[], &tenants, 48, 120_000, 4000, 7);
         eprintln!("memshare: {out:?}");
         assert!(
             out.targets[0].unwrap() <= 24 && out.tail_hit_ratio[0] < 0.1,
@@ -303,7 +319,7 @@ mod tests {
             &[("shadow_fraction", "1")],
             &tenants,
             48,
-            240_000,
+            120_000,
             4000,
             7,
         );

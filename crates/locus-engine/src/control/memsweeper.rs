@@ -36,7 +36,8 @@
 //!   engine keeps them after the move (an explicit move into a pool without a target would be
 //!   competed away again) and because the engine, not the controller, knows which class of the
 //!   victor needs the page. The initial targets are equal shares (`start = "equal"`), as
-//!   MemSweeper's preset shares, or the pages owned at the first decision (`start = "current"`).
+//!   MemSweeper's preset shares, the pages owned at the first decision (`start = "current"`), or
+//!   given shares of memory (`initial_shares = "0.5,0.3,0.2"`).
 //! * Counters are per decision interval (the paper's one second), histograms decay by `decay` per
 //!   interval and are rescaled to per-interval rates.
 
@@ -77,6 +78,9 @@ pub struct MemSweeperConfig {
     pub min_pages: u64,
     /// Initial targets.
     pub start: MemSweeperStart,
+    /// Initial targets as shares of memory (`floor(w_i × pages_total)` pages, pool order; empty
+    /// = `start`), mPart's `initial_shares`.
+    pub initial_shares: Vec<f64>,
 }
 
 impl Default for MemSweeperConfig {
@@ -90,8 +94,39 @@ impl Default for MemSweeperConfig {
             max_moves: 16,
             min_pages: 1,
             start: MemSweeperStart::Equal,
+            initial_shares: Vec::new(),
         }
     }
+}
+
+/// `initial_shares`: finite, non-negative, summing to at most 1.
+pub(crate) fn check_shares(name: &str, shares: &[f64]) -> Result<(), ControlError> {
+    let sum: f64 = shares.iter().sum();
+    if shares.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || sum > 1.0 + 1e-9 {
+        return Err(bad(
+            name,
+            "initial_shares",
+            format!("{shares:?}"),
+            "shares of memory >= 0 summing to at most 1",
+        ));
+    }
+    Ok(())
+}
+
+/// Targets from `initial_shares`: `floor(w_i × pages_total)` pages, 0 for pools without a share,
+/// each clamped into `[floor_i, cap_i]`.
+pub(crate) fn share_targets(shares: &[f64], view: &ControlView<'_>, floors: &[u64]) -> Vec<u64> {
+    (0..view.pools.len())
+        .map(|i| {
+            let t =
+                (shares.get(i).copied().unwrap_or(0.0) * view.pages_total as f64).floor() as u64;
+            let cap = view.pools[i]
+                .max_pages
+                .unwrap_or(u64::MAX)
+                .min(view.pages_total);
+            t.clamp(floors[i].min(cap), cap)
+        })
+        .collect()
 }
 
 fn bad(controller: &str, key: &str, value: impl ToString, expected: &str) -> ControlError {
@@ -125,6 +160,7 @@ impl MemSweeperConfig {
                 "current" => MemSweeperStart::Current,
                 other => return Err(bad(&name, "start", other, "equal or current")),
             },
+            initial_shares: s.f64_list("initial_shares", &[])?,
         };
         s.finish()?;
         cfg.validate(&name)?;
@@ -159,7 +195,7 @@ impl MemSweeperConfig {
         if !(0.0..1.0).contains(&self.decay) {
             return Err(bad(name, "decay", self.decay, "a number in [0, 1)"));
         }
-        Ok(())
+        check_shares(name, &self.initial_shares)
     }
 }
 
@@ -174,6 +210,8 @@ struct Book {
     gained: u64,
     /// Intervals since the pool last gained a page (≥ 1).
     wait: u64,
+    /// Target change made by the last decision (pages; + gained, − released).
+    last_change: i64,
 }
 
 /// The MemSweeper controller (Max or Fair).
@@ -184,16 +222,23 @@ pub struct MemSweeper {
     shadows: PoolShadows,
     books: Vec<Book>,
     targets: Vec<u64>,
+    /// Decisions skipped in a row because the last moves were still being carried out.
+    waited: u32,
 }
+
+/// Decisions MemSweeper waits at most for the engine to carry out its last moves.
+const MAX_WAIT: u32 = 3;
 
 /// One pool's hits per page on the absolute page axis, as prefix sums (`prefix[j]` = hits that
 /// need at most `j` pages).
 struct Curve {
     prefix: Vec<f64>,
+    /// Pages the victim side averages over (the blur of sampled LRU positions).
+    band: u64,
 }
 
 impl Curve {
-    fn new(per_page: &[f64]) -> Curve {
+    fn new(per_page: &[f64], band: u64) -> Curve {
         let mut prefix = Vec::with_capacity(per_page.len());
         let mut s = 0.0;
         prefix.push(0.0);
@@ -201,7 +246,10 @@ impl Curve {
             s += w;
             prefix.push(s);
         }
-        Curve { prefix }
+        Curve {
+            prefix,
+            band: band.max(1),
+        }
     }
 
     fn last(&self) -> u64 {
@@ -226,12 +274,14 @@ impl Curve {
         best
     }
 
-    /// Hits on the `u`-th page (what giving it up loses).
+    /// Hits on the `u`-th page (what giving it up loses), averaged over the `band` pages ending
+    /// at `u`: the sampled LRU positions cannot tell the last page from its neighbours.
     fn loss_down(&self, u: u64) -> f64 {
-        if u == 0 {
+        let w = self.band.min(u);
+        if w == 0 {
             0.0
         } else {
-            self.at(u) - self.at(u - 1)
+            (self.at(u) - self.at(u - w)) / w as f64
         }
     }
 }
@@ -250,7 +300,18 @@ impl MemSweeper {
             shadows,
             books: Vec::new(),
             targets: Vec::new(),
+            waited: 0,
         }
+    }
+
+    /// Algorithm 1 computes utilities only "if there is no reallocation in progress": a pool
+    /// that gained target pages in the last decision and does not own them yet (or released and
+    /// still owns them) is in transit, and its curves would price pages it does not have.
+    fn in_progress(&self, view: &ControlView<'_>) -> bool {
+        self.books.iter().enumerate().any(|(i, b)| {
+            let (p, t) = (view.pools[i].pages, self.targets[i]);
+            (b.last_change > 0 && p + 1 < t) || (b.last_change < 0 && p > t + 1)
+        })
     }
 
     /// The targets in force (pages per pool; empty before the first decision).
@@ -271,6 +332,10 @@ impl MemSweeper {
 
     fn initial_targets(&self, view: &ControlView<'_>) -> Vec<u64> {
         let n = view.pools.len() as u64;
+        if !self.cfg.initial_shares.is_empty() {
+            let floors: Vec<u64> = (0..view.pools.len()).map(|i| self.floor(view, i)).collect();
+            return share_targets(&self.cfg.initial_shares, view, &floors);
+        }
         let mut t: Vec<u64> = match self.cfg.start {
             MemSweeperStart::Equal => (0..n)
                 .map(|i| view.pages_total / n + u64::from(i < view.pages_total % n))
@@ -350,6 +415,8 @@ impl Controller for MemSweeper {
             let depth = (view.pages_total as f64 * page as f64 * self.cfg.shadow_fraction) as u64;
             self.shadows.set_max_bytes(depth.max(1));
         }
+        let items: Vec<u64> = view.pools.iter().map(|p| p.items).collect();
+        self.shadows.bound_recency(&items);
         // Per-interval rates: a steady stream of r per interval sums to r / (1 - decay).
         let per_interval = 1.0 - self.cfg.decay;
         let mut notes = Vec::new();
@@ -376,11 +443,14 @@ impl Controller for MemSweeper {
                 1.0
             };
             let horizon = view.pages_total.saturating_sub(ps.pages) + 1;
-            let mut per_page = self.shadows.page_hits(i, ps.pages, horizon, factor, page);
+            let (mut per_page, band) = self
+                .shadows
+                .page_hits(i, ps.pages, ps.items, horizon, factor, page);
             for w in &mut per_page {
                 *w *= per_interval;
             }
-            let curve = Curve::new(&per_page);
+            let curve = Curve::new(&per_page, band);
+            notes.push((format!("pool{i}.band_pages"), band as f64));
             let gets_rate = b.gets_decayed * per_interval;
             if gets_rate > 0.0 {
                 let last = curve.last();
@@ -403,16 +473,22 @@ impl Controller for MemSweeper {
         let mut scored: Vec<PoolScore> = Vec::with_capacity(n);
         for (i, curve) in curves.iter().enumerate() {
             let (s, want) = self.score(view, i, curve, rates[i].0, rates[i].1);
+            notes.push((format!("pool{i}.units"), s.units as f64));
             notes.push((format!("pool{i}.gain_up"), s.gain_up));
             notes.push((format!("pool{i}.loss_down"), s.loss_down));
             notes.push((format!("pool{i}.want_pages"), want as f64));
             scored.push(s);
         }
 
-        // One page per call, re-scoring victim and victor after each (Algorithm 2).
+        // One page per call, re-scoring victim and victor after each (Algorithm 2), unless the
+        // last decision's moves are still in transit.
         let mut moves = 0u64;
         let mut gained_now = vec![false; n];
-        while moves < self.cfg.max_moves {
+        let wait = self.in_progress(view) && self.waited < MAX_WAIT;
+        self.waited = if wait { self.waited + 1 } else { 0 };
+        notes.push(("waiting".to_string(), f64::from(u8::from(wait))));
+        let before = self.targets.clone();
+        while !wait && moves < self.cfg.max_moves {
             let history: Vec<FairHistory> = self
                 .books
                 .iter()
@@ -445,8 +521,11 @@ impl Controller for MemSweeper {
             }
             moves += 1;
         }
-        for (b, g) in self.books.iter_mut().zip(&gained_now) {
+        for (i, (b, g)) in self.books.iter_mut().zip(&gained_now).enumerate() {
             b.wait = if *g { 1 } else { b.wait + 1 };
+            if !wait {
+                b.last_change = self.targets[i] as i64 - before[i] as i64;
+            }
             b.gets_decayed *= self.cfg.decay;
         }
         self.shadows.decay(self.cfg.decay);
@@ -658,6 +737,7 @@ mod tests {
             ("recency_rate", "0"),
             ("shadow_fraction", "-1"),
             ("start", "later"),
+            ("initial_shares", "0.8,0.8"),
             ("max_moves", "many"),
         ] {
             assert!(
@@ -683,7 +763,7 @@ mod tests {
     #[test]
     fn curve_utilities_follow_algorithm_1() {
         // Hits per page: 5 on page 2, nothing on 3..=5, 30 on page 6 (a far-off cliff).
-        let c = Curve::new(&[0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 30.0, 0.0]);
+        let c = Curve::new(&[0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 30.0, 0.0], 1);
         assert_eq!(c.loss_down(2), 5.0);
         assert_eq!(c.loss_down(3), 0.0);
         // From 2 pages: one more page gains nothing, four more gain 30 (7.5 per page).
@@ -691,6 +771,10 @@ mod tests {
         // A cap below the cliff hides it.
         assert_eq!(c.gain_up(2, 5), (0.0, 0));
         assert_eq!(c.gain_up(7, u64::MAX), (0.0, 0));
+        // A 2-page band averages the last two pages on the victim side.
+        let c = Curve::new(&[0.0, 1.0, 5.0, 0.0, 0.0, 0.0, 30.0, 0.0], 2);
+        assert_eq!(c.loss_down(3), 2.5);
+        assert_eq!(c.loss_down(1), 1.0);
     }
 
     /// Tenant 0 loops over 30 pages of keys with a 24-page share; tenant 1 needs 8 pages. Max
@@ -704,7 +788,7 @@ mod tests {
             (Stream::Uniform(8 * per_page), 1),
         ];
         for name in ["memsweeper-max", "memsweeper-fair"] {
-            let (out, e) = run(Some(name), &[], &tenants, 48, 240_000, 4000, 7);
+            let (out, e) = run(Some(name), &[], &tenants, 48, 120_000, 4000, 7);
             let recs = e.control_records();
             eprintln!("{name}: {out:?}");
             let loop_target = out.targets[0].unwrap();
@@ -728,7 +812,7 @@ mod tests {
             e.check_invariants();
         }
         // Static halves: the loop thrashes.
-        let (out, _) = run(Some("static"), &[], &tenants, 48, 240_000, 4000, 7);
+        let (out, _) = run(Some("static"), &[], &tenants, 48, 120_000, 4000, 7);
         eprintln!("static: {out:?}");
         assert!(out.tail_hit_ratio[0] < 0.3, "static: {out:?}");
     }
@@ -748,7 +832,7 @@ mod fairness_tests {
         let tenants = [(w, 2), (w, 1)];
         let mut res = Vec::new();
         for name in ["memsweeper-max", "memsweeper-fair"] {
-            let (out, e) = run(Some(name), &[], &tenants, 48, 300_000, 4000, 11);
+            let (out, e) = run(Some(name), &[], &tenants, 48, 150_000, 4000, 11);
             eprintln!("{name}: {out:?}");
             e.check_invariants();
             res.push(out);

@@ -70,7 +70,6 @@ impl ReuseQueue {
         self.index.len()
     }
 
-    #[cfg(test)]
     /// Bytes of live keys.
     pub(crate) fn bytes(&self) -> u64 {
         self.live_bytes
@@ -243,6 +242,14 @@ impl ReuseQueue {
     pub(crate) fn remove(&mut self, key: u64) -> bool {
         self.take(key).is_some()
     }
+
+    /// Drops the oldest entries until at most `n` are left.
+    pub(crate) fn truncate_oldest(&mut self, n: usize) {
+        while self.index.len() > n && self.tail < self.head {
+            self.pop_oldest();
+        }
+        self.trim();
+    }
 }
 
 /// A decayed log-linear histogram of byte distances: exact below 128, then 64 buckets per octave
@@ -306,37 +313,38 @@ impl LogHist {
     /// Spreads the weight over pages: a distance `d` bytes, times `factor` (memory bytes per item
     /// byte), needs `ceil(d * factor / page)` pages; a bucket's weight is spread uniformly over
     /// the pages its value range covers. `out[j]` (1-based, `out[0]` unused) gets the weight
-    /// needing exactly `j` pages; weight beyond `out.len() - 1` pages is dropped unless `clamp`,
-    /// which puts it in the last page.
-    pub(crate) fn spread_pages(&self, factor: f64, page: f64, out: &mut [f64], clamp: bool) {
+    /// needing exactly `j` pages; the weight needing more than `out.len() - 1` pages is returned.
+    pub(crate) fn spread_pages(&self, factor: f64, page: f64, out: &mut [f64]) -> f64 {
         let last = out.len().saturating_sub(1);
-        if last == 0 {
-            return;
-        }
+        let mut over = 0.0;
         for (lo, hi, w) in self.iter() {
             // Continuous page range (a, b] covered by values (lo - 1, hi].
             let a = (lo as f64 - 1.0).max(0.0) * factor / page;
             let b = hi as f64 * factor / page;
+            if a >= last as f64 {
+                over += w;
+                continue;
+            }
             let width = (b - a).max(f64::MIN_POSITIVE);
             let first = (a.floor() as usize + 1).max(1);
             let end = (b.ceil() as usize).max(first);
-            for j in first..=end {
-                let lo_j = (j as f64 - 1.0).max(a);
-                let hi_j = (j as f64).min(b);
-                let share = if end == first {
+            let share = |j: usize| {
+                if end == first {
                     1.0
                 } else {
+                    let lo_j = (j as f64 - 1.0).max(a);
+                    let hi_j = (j as f64).min(b);
                     ((hi_j - lo_j) / width).max(0.0)
-                };
-                if j <= last {
-                    out[j] += w * share;
-                } else if clamp {
-                    out[last] += w * share;
-                } else {
-                    break;
                 }
+            };
+            for (j, o) in out.iter_mut().enumerate().take(end + 1).skip(first) {
+                *o += w * share(j);
+            }
+            for j in (last + 1).max(first)..=end {
+                over += w * share(j);
             }
         }
+        over
     }
 }
 
@@ -358,7 +366,8 @@ pub(crate) struct PoolShadow {
     recency: Option<(ReuseQueue, SpatialFilter)>,
     /// Shadow hits by distance beyond the cache (bytes), decayed.
     pub(crate) beyond: LogHist,
-    /// GET hits by recency-stack distance inside the cache (bytes, scaled by 1/R), decayed.
+    /// Sampled GET hits by recency-stack distance inside the cache (sampled bytes, unscaled),
+    /// decayed; [`PoolShadows::page_hits`] scales them by the sampled share of the cache.
     pub(crate) within: LogHist,
     /// Shadow hits since the last [`PoolShadows::drain_new_hits`].
     pub(crate) new_hits: u64,
@@ -415,6 +424,20 @@ impl PoolShadows {
         }
     }
 
+    /// Bounds each pool's recency stack to the keys its cache can hold: `items[p]` times the
+    /// sampling rate, with 10% and 16 keys of slack for the sample's own noise. Keys evicted
+    /// without an `on_evict` (the engine's own page releases and moves during a decision) would
+    /// otherwise stay in the stack and stretch every distance; they are never touched again, so
+    /// they sink to its old end and go first.
+    pub(crate) fn bound_recency(&mut self, items: &[u64]) {
+        for (p, n) in self.pools.iter_mut().zip(items) {
+            if let Some((stack, f)) = &mut p.recency {
+                let keep = (*n as f64 * f.rate() * 1.1) as usize + 16;
+                stack.truncate_oldest(keep);
+            }
+        }
+    }
+
     /// Multiplies every histogram by `f` (older intervals count less).
     pub(crate) fn decay(&mut self, f: f64) {
         for p in &mut self.pools {
@@ -438,11 +461,9 @@ impl PoolShadows {
             AccessKind::GetHit => {
                 if let Some((stack, f)) = &mut p.recency
                     && f.sampled(a.key_hash)
+                    && let Some(d) = stack.push(a.key_hash, a.size.max(1))
                 {
-                    let r = f.rate();
-                    if let Some(d) = stack.push(a.key_hash, a.size.max(1)) {
-                        p.within.add((d as f64 / r) as u64, 1.0 / r);
-                    }
+                    p.within.add(d, 1.0);
                 }
             }
             AccessKind::GetMiss => {
@@ -478,34 +499,57 @@ impl PoolShadows {
         p.shadow.push(e.key_hash, e.size.max(1));
     }
 
-    /// Hits per page of pool `p` on an absolute page axis: `out[j]` (1-based) is the (decayed) GET
-    /// hits that need a `j`-th page: recency-stack hits for `j <= pages` (those beyond the measured
-    /// cache are counted in its last page), shadow hits at `pages + ceil(distance)` beyond it.
-    /// `factor` is the pool's memory bytes per item byte (pages × page size / item bytes).
+    /// Hits per page of pool `p` on an absolute page axis, and the width in pages of the band
+    /// the sampled LRU positions blur over at the end of the cache.
+    ///
+    /// `out[j]` (1-based) is the (decayed) GET hits that need a `j`-th page: recency-stack hits
+    /// for `j <= pages`, shadow hits at `pages + ceil(distance)` beyond it. `factor` is the
+    /// pool's memory bytes per item byte (pages × page size / item bytes) and maps shadow
+    /// distances; sampled recency distances map through the sampled share of the cache instead
+    /// (the stack's bytes stand for the `pages`, its keys for the pool's `items`), which cancels
+    /// the sampling rate's error on this key set. A sampled position is still the cache's recency
+    /// rank estimated from `n` sampled keys, off by about `pages / sqrt(n)` pages, so hits
+    /// estimated beyond the cache are hits in its tail: they are spread over the last
+    /// `band = ceil(2 pages / sqrt(n))` pages rather than dropped or piled on the last page.
     pub(crate) fn page_hits(
         &self,
         p: usize,
         pages: u64,
+        items: u64,
         horizon: u64,
         factor: f64,
         page: u64,
-    ) -> Vec<f64> {
+    ) -> (Vec<f64>, u64) {
         let n = (pages + horizon) as usize;
         let mut out = vec![0.0; n + 1];
         let Some(ps) = self.pools.get(p) else {
-            return out;
+            return (out, 1);
         };
-        if pages > 0 {
-            ps.within
-                .spread_pages(factor, page as f64, &mut out[..=pages as usize], true);
+        let mut band = 1;
+        if pages > 0
+            && let Some((stack, _)) = &ps.recency
+            && stack.len() > 0
+        {
+            let sampled = stack.len() as f64;
+            band = ((2.0 * pages as f64 / sampled.sqrt()).ceil() as u64).clamp(1, pages);
+            let mut inside = vec![0.0; pages as usize + 1];
+            let f = (pages * page) as f64 / stack.bytes().max(1) as f64;
+            let over = ps.within.spread_pages(f, page as f64, &mut inside);
+            let weight = items as f64 / sampled;
+            for (o, w) in out.iter_mut().zip(&inside) {
+                *o += w * weight;
+            }
+            let first = (pages - band + 1) as usize;
+            for o in &mut out[first..=pages as usize] {
+                *o += over * weight / band as f64;
+            }
         }
         let mut beyond = vec![0.0; horizon as usize + 1];
-        ps.beyond
-            .spread_pages(factor, page as f64, &mut beyond, false);
+        ps.beyond.spread_pages(factor, page as f64, &mut beyond);
         for (x, w) in beyond.iter().enumerate().skip(1) {
             out[pages as usize + x] += w;
         }
-        out
+        (out, band)
     }
 }
 
@@ -598,6 +642,8 @@ mod tests {
         assert_eq!(q.len(), 3);
         assert!(!q.contains(6) && q.contains(7));
         assert_eq!(q.distance(7), Some(30));
+        q.truncate_oldest(1);
+        assert_eq!((q.len(), q.distance(9)), (1, Some(10)));
     }
 
     #[test]
@@ -628,15 +674,10 @@ mod tests {
         h.add(10_000, 2.0); // ~2.44 pages -> page 3
         h.add(1 << 30, 5.0); // far beyond
         let mut out = vec![0.0; 6];
-        h.spread_pages(1.0, 4096.0, &mut out, false);
+        let over = h.spread_pages(1.0, 4096.0, &mut out);
         assert!((out[1] - 1.0).abs() < 1e-9, "{out:?}");
         assert!((out[3] - 2.0).abs() < 1e-9, "{out:?}");
         assert!((out.iter().sum::<f64>() - 3.0).abs() < 1e-9);
-        let mut out = vec![0.0; 6];
-        h.spread_pages(1.0, 4096.0, &mut out, true);
-        assert!(
-            (out[5] - 5.0).abs() < 1e-9,
-            "clamped into the last page: {out:?}"
-        );
+        assert!((over - 5.0).abs() < 1e-9, "beyond the pages: {over}");
     }
 }
