@@ -71,7 +71,28 @@ impl<'a> ReplyWriter<'a> {
         self.proto == ProtocolVersion::Resp3
     }
 
+    /// `<tag>n\r\n`: the line ahead of every bulk string, array and integer reply. Lines for
+    /// 0..=999 (nearly every length and count) are built as one fixed-size array, appended
+    /// without a call to `memcpy`; others go through [`ReplyWriter::header_long`].
+    #[inline]
     fn header(&mut self, tag: u8, n: i64) {
+        let d = |x: i64| b'0' + (x % 10) as u8;
+        match n {
+            0..=9 => self.out.extend_from_slice(&[tag, d(n), b'\r', b'\n']),
+            10..=99 => self
+                .out
+                .extend_from_slice(&[tag, d(n / 10), d(n), b'\r', b'\n']),
+            100..=999 => {
+                self.out
+                    .extend_from_slice(&[tag, d(n / 100), d(n / 10), d(n), b'\r', b'\n'])
+            }
+            _ => self.header_long(tag, n),
+        }
+    }
+
+    /// [`ReplyWriter::header`] for any `n`.
+    #[inline(never)]
+    fn header_long(&mut self, tag: u8, n: i64) {
         self.out.push(tag);
         let mut b = itoa::Buffer::new();
         self.out.extend_from_slice(b.format(n).as_bytes());
@@ -108,6 +129,7 @@ impl<'a> ReplyWriter<'a> {
 
     /// `$len\r\nbytes\r\n`.
     pub fn bulk(&mut self, b: &[u8]) {
+        self.out.reserve(b.len() + 24);
         self.header(b'$', b.len() as i64);
         self.out.extend_from_slice(b);
         self.out.extend_from_slice(b"\r\n");
@@ -297,6 +319,28 @@ mod tests {
         assert_eq!(enc(Resp2, |w| w.error("ERR a\r\nb")), b"-ERR a  b\r\n");
         assert_eq!(enc(Resp2, |w| w.bulk_int(-42)), b"$3\r\n-42\r\n");
         assert_eq!(enc(Resp2, |w| w.bulk(b"")), b"$0\r\n\r\n");
+        for n in [
+            0,
+            7,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            12_345,
+            i64::MAX,
+            -1,
+            -10,
+            i64::MIN,
+        ] {
+            assert_eq!(
+                enc(Resp2, |w| w.integer(n)),
+                format!(":{n}\r\n").into_bytes()
+            );
+        }
     }
 
     #[test]

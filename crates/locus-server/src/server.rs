@@ -3,13 +3,21 @@
 //! ```text
 //!  tokio runtime (server.threads workers)
 //!  ├─ accept task per listener ──► connection task per client
-//!  │      connection: read ─► parse ALL complete commands ─► lock engine ONCE ─► execute all
-//!  │                  ─► unlock ─► one write of all replies (pipelining: redis-benchmark -P 16)
-//!  ├─ tick task (server.hz per second): engine.tick() + engine.run_active_expire(..)
-//!  └─ shutdown: SIGINT / SIGTERM / SHUTDOWN / ServerHandle::shutdown ─► watch channel ─► all tasks end
+//!  │      connection: read ─► parse up to MAX_BATCH complete commands into one reused argument
+//!  │                  vector ─► lock engine ONCE ─► execute all ─► unlock ─► one write of all
+//!  │                  replies (pipelining: redis-benchmark -P 16 = one read + one write per 16)
+//!  ├─ tick task (server.hz per second): coarse clock + engine.tick() + engine.run_active_expire(..)
+//!  └─ shutdown: SIGINT / SIGTERM / SHUTDOWN / ServerHandle::shutdown ─► stop flag, watch channel
+//!     (accept and tick tasks) and a wake of every connection waiting for input ─► all tasks end
 //! ```
 //!
 //! The engine sits behind one `parking_lot::Mutex`; it is never held across an `.await`.
+//!
+//! Per-request cost: the hot path allocates nothing per command (the argument and slot vectors
+//! live as long as the connection), looks commands up in a small open-addressing table, reads no
+//! clock (a client's last-activity stamp comes from the tick's coarse clock), and waits for input
+//! with a `biased` select over the socket, a [`StopSignal`] (kill/shutdown, two atomic loads per
+//! poll) and the idle timeout. BENCHMARKS.md ("Where the time goes") has the callgrind counts.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -78,7 +86,7 @@ pub struct ClientInfo {
     pub last_cmd: AtomicUsize,
     /// Lowercase name of the last command when it was unknown (see `last_cmd`).
     pub last_unknown_cmd: Mutex<String>,
-    /// Last activity (server clock, ms).
+    /// Last activity (server clock, ms, as of the latest tick: see [`Shared::coarse_now_ms`]).
     pub last_active_ms: AtomicU64,
     /// Selected db.
     pub db: AtomicU32,
@@ -115,6 +123,7 @@ impl ClientInfo {
     }
 
     /// Records the command about to run (`spec` = its table entry, `None` if unknown).
+    #[inline]
     pub fn set_last_cmd(&self, spec: Option<usize>, name: &[u8]) {
         match spec {
             Some(i) => self.last_cmd.store(i, Ordering::Relaxed),
@@ -266,6 +275,8 @@ pub struct Shared {
     shutdown: watch::Sender<bool>,
     /// Set by [`Shared::request_shutdown`]: read on every command without a lock.
     stopping: AtomicBool,
+    /// The clock as of the latest tick (see [`Shared::coarse_now_ms`]).
+    coarse_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
@@ -302,6 +313,7 @@ impl Shared {
             raw_count: std::sync::atomic::AtomicUsize::new(0),
             shutdown: watch::channel(false).0,
             stopping: AtomicBool::new(false),
+            coarse_ms: AtomicU64::new(start_ms),
         }
     }
 
@@ -319,6 +331,19 @@ impl Shared {
         for c in self.clients.lock().values() {
             c.wake();
         }
+    }
+
+    /// The server clock as the tick task last read it (`server.hz` times a second), for
+    /// timestamps that only need that resolution (a client's last activity, shown in seconds by
+    /// CLIENT LIST), without a clock read per request. Redis stamps `lastinteraction` the same
+    /// way, from the time its cron caches.
+    pub fn coarse_now_ms(&self) -> u64 {
+        self.coarse_ms.load(Ordering::Relaxed)
+    }
+
+    /// Refreshes [`Shared::coarse_now_ms`] from the clock (the tick task, every tick).
+    pub fn refresh_coarse_clock(&self) {
+        self.coarse_ms.store(self.clock.now_ms(), Ordering::Relaxed);
     }
 
     /// Whether shutdown was requested.
@@ -739,7 +764,6 @@ fn process(
         }
     }
     if !slots.is_empty() {
-        let now = shared.clock.now_ms();
         let mut eng = shared.engine.lock();
         let proto = st.proto;
         let executed = {
@@ -784,7 +808,9 @@ fn process(
             .stats
             .total_commands
             .fetch_add(executed, Ordering::Relaxed);
-        st.info.last_active_ms.store(now, Ordering::Relaxed);
+        st.info
+            .last_active_ms
+            .store(shared.coarse_now_ms(), Ordering::Relaxed);
     }
     scratch.args = recycle(args);
     pos
@@ -800,6 +826,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+        shared.refresh_coarse_clock();
         let mut eng = shared.engine.lock();
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
