@@ -49,7 +49,7 @@ pub struct MemshareConfig {
     pub shadow_fraction: f64,
     /// Keys per shadow queue.
     pub shadow_entries: u64,
-    /// Pages one round of credits (one per decision) may move.
+    /// Pages one round of credits (one per decision) may move; 0 = `pages_total / 64`.
     pub step: u64,
     /// Victim rule: the pool with the fewest credits, or the lowest need (paper 004).
     pub victim: MemshareVictim,
@@ -65,7 +65,7 @@ impl Default for MemshareConfig {
         MemshareConfig {
             shadow_fraction: 0.02,
             shadow_entries: 1 << 16,
-            step: 4,
+            step: 0,
             victim: MemshareVictim::Credits,
             min_pages: 1,
             initial_shares: Vec::new(),
@@ -118,9 +118,6 @@ impl MemshareConfig {
         }
         if cfg.shadow_entries == 0 {
             return Err(bad("shadow_entries", "0".into(), "at least 1"));
-        }
-        if cfg.step == 0 {
-            return Err(bad("step", "0".into(), "at least 1 page"));
         }
         Ok(cfg)
     }
@@ -189,7 +186,12 @@ impl Controller for Memshare {
             } else {
                 super::memsweeper::share_targets(&self.cfg.initial_shares, view, &floors)
             };
-            self.credits = Some(Credits::new(n, self.cfg.step));
+            let step = if self.cfg.step == 0 {
+                (view.pages_total / 64).max(1)
+            } else {
+                self.cfg.step
+            };
+            self.credits = Some(Credits::new(n, step));
             let depth =
                 (view.pages_total as f64 * view.page_size as f64 * self.cfg.shadow_fraction) as u64;
             self.shadows.set_max_bytes(depth.max(1));
@@ -269,7 +271,7 @@ mod tests {
         assert_eq!((cfg.step, cfg.victim), (8, MemshareVictim::Need));
         assert_eq!(cfg.initial_shares, vec![0.5, 0.25]);
         for bad in [
-            ("step", "0"),
+            ("step", "-1"),
             ("victim", "anyone"),
             ("shadow_fraction", "0"),
         ] {

@@ -72,7 +72,7 @@ pub struct MemSweeperConfig {
     pub recency_entries: u64,
     /// Weight kept by the hit histograms per interval (0 = only the last interval).
     pub decay: f64,
-    /// Page moves per decision (each moves one page of target).
+    /// Page moves per decision (each moves one page of target); 0 = `pages_total / 16`.
     pub max_moves: u64,
     /// No pool's target goes below this many pages (nor below its configured floor).
     pub min_pages: u64,
@@ -91,7 +91,7 @@ impl Default for MemSweeperConfig {
             recency_rate: 1.0 / 16.0,
             recency_entries: 1 << 18,
             decay: 0.5,
-            max_moves: 16,
+            max_moves: 0,
             min_pages: 1,
             start: MemSweeperStart::Equal,
             initial_shares: Vec::new(),
@@ -488,7 +488,12 @@ impl Controller for MemSweeper {
         self.waited = if wait { self.waited + 1 } else { 0 };
         notes.push(("waiting".to_string(), f64::from(u8::from(wait))));
         let before = self.targets.clone();
-        while !wait && moves < self.cfg.max_moves {
+        let max_moves = if self.cfg.max_moves == 0 {
+            (view.pages_total / 16).max(1)
+        } else {
+            self.cfg.max_moves
+        };
+        while !wait && moves < max_moves {
             let history: Vec<FairHistory> = self
                 .books
                 .iter()
