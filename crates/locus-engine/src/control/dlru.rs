@@ -32,7 +32,8 @@
 //!   `P_K` as notes.
 //!
 //! DLRU never sets targets: memory stays as the engine divides it (free competition unless
-//! another mechanism sets budgets); it only chooses K.
+//! another mechanism sets budgets); it only chooses K. A pool not seen yet gets `default_k`, so
+//! `ks = "K"` with `default_k = "K"` is a fixed-K baseline in the same experiment.
 
 use std::sync::Arc;
 
@@ -426,6 +427,14 @@ impl Controller for Dlru {
         for p in view.pools {
             let i = p.pool.0 as usize;
             let Some(Some(pm)) = self.pools.get(i) else {
+                // No access yet (the decision at start): the default K, so that a one-candidate
+                // `dlru` is an exact fixed-K run from the first request.
+                d.notes.push((format!("pool{i}.fallback"), 1.0));
+                d.notes
+                    .push((format!("pool{i}.k"), f64::from(self.cfg.default_k)));
+                if p.samples != self.cfg.default_k {
+                    d.samples.push((p.pool, self.cfg.default_k));
+                }
                 continue;
             };
             let evicted = p.evictions > pm.last_evictions;
