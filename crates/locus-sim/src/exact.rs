@@ -8,7 +8,9 @@
 
 use locus_alloc::Objective;
 use locus_common::VirtualClock;
-use locus_engine::control::{ControlError, PlanOptions, PoolCurve, curve_in_pages, plan};
+use locus_engine::control::{
+    ClassCurve, ControlError, PlanOptions, PoolCurve, curve_in_pages, plan, plan_classes,
+};
 use locus_mrc::{ExactLru, Metric, Mrc, Op, Profiler, Unit};
 use locus_trace::Op as TraceOp;
 use serde::Serialize;
@@ -258,4 +260,93 @@ pub fn plan_oracle(
         miss_ratio: whole.miss_ratio,
         phase_pages,
     })
+}
+
+/// One (tenant, size class) of the slab oracle's plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassPlan {
+    /// Tenant name.
+    pub tenant: String,
+    /// Size class index.
+    pub class: u16,
+    /// Its chunk size (bytes).
+    pub chunk_bytes: u32,
+    /// GETs of items of this class in the run.
+    pub gets: u64,
+    /// Pages the plan gives it.
+    pub pages: u64,
+    /// Its exact miss ratio at those pages.
+    pub miss_ratio: f64,
+}
+
+/// The slab oracle's first pass and plan: exact LRU curves per (tenant, size class) in objects
+/// (a class's page holds `page_size / chunk` items), misses as the cost, one best allocation of
+/// every page over all classes (`control::plan_classes`, LAMA's Algorithm 1 on the whole run).
+///
+/// # Errors
+/// Trace and engine errors; the planner's error as [`SimError::Control`].
+pub fn slab_plan(exp: &Experiment, maxmemory: u64) -> Result<Vec<ClassPlan>, SimError> {
+    use std::collections::BTreeMap;
+    let clock = VirtualClock::new(0);
+    let probe = build_engine(exp, exp.page_size, &clock)?;
+    let chunks: Vec<u32> = probe.size_classes().iter().map(|(_, b)| *b).collect();
+    let pages_total = maxmemory / exp.page_size;
+    let mut prof: BTreeMap<(usize, u16), (ExactLru, u64)> = BTreeMap::new();
+    let mut wl = Workload::open(exp)?;
+    let mut it = Item::default();
+    while wl.next(&mut it)? {
+        let r = &it.req;
+        let klen = (r.key_size as usize).clamp(8, MAX_KEY_BYTES);
+        let Some(class) = probe.class_for(klen, r.value_size.min(u32::MAX as u64) as usize) else {
+            continue;
+        };
+        let op = match r.op {
+            TraceOp::Get => Op::Get,
+            TraceOp::Set => Op::Set,
+            TraceOp::Delete => Op::Del,
+        };
+        let e = prof
+            .entry((it.tenant, class.0))
+            .or_insert_with(|| (ExactLru::new(Unit::Objects, Metric::Requests), 0));
+        if op == Op::Get {
+            e.1 += 1;
+        }
+        e.0.access(r.key, 1, op);
+    }
+    let mut curves = Vec::new();
+    let mut keys = Vec::new();
+    for (&(t, c), (p, gets)) in &prof {
+        let per_page = (exp.page_size / u64::from(chunks[c as usize]).max(1)).max(1);
+        let caps: Vec<f64> = (1..=pages_total).map(|j| (j * per_page) as f64).collect();
+        let mrc = p.mrc(&caps)?;
+        let mut cost = vec![*gets as f64];
+        cost.extend(mrc.points().iter().map(|(_, m)| m * *gets as f64));
+        curves.push(ClassCurve {
+            pool: locus_engine::PoolId(t as u32),
+            class: locus_engine::ClassId(c),
+            cost,
+        });
+        keys.push((t, c, *gets));
+    }
+    let plan = plan_classes(&curves, pages_total).map_err(|source| SimError::Control {
+        label: "slab-oracle".into(),
+        source,
+    })?;
+    Ok(plan
+        .iter()
+        .zip(&keys)
+        .zip(&curves)
+        .map(|(((_, _, pages), &(t, c, gets)), curve)| ClassPlan {
+            tenant: exp.tenants[t].name.clone(),
+            class: c,
+            chunk_bytes: chunks[c as usize],
+            gets,
+            pages: *pages,
+            miss_ratio: if gets > 0 {
+                curve.cost[(*pages as usize).min(curve.cost.len() - 1)] / gets as f64
+            } else {
+                0.0
+            },
+        })
+        .collect())
 }

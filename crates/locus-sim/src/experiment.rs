@@ -830,7 +830,14 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             .iter()
             .map(|(k, v)| (k.clone(), setting_string(v)))
             .collect();
-        if c.name != "oracle" {
+        if c.name == "slab-oracle" {
+            if let Some((k, _)) = settings.iter().find(|(k, _)| k != "max_moves") {
+                p.add(
+                    &format!("{path}.settings"),
+                    format!("unknown slab-oracle setting '{k}' (max_moves)"),
+                );
+            }
+        } else if c.name != "oracle" {
             // Build once to report unknown names and bad settings now, not in a worker thread.
             let s = locus_engine::control::Settings::new(&c.name, settings.clone());
             match locus_engine::control::build(&c.name, s) {

@@ -142,6 +142,8 @@ pub struct Report {
     pub oracle_gain: Vec<(String, f64)>,
     /// The oracle's curves and partitions (when it ran).
     pub oracle: Option<exact::OracleCurves>,
+    /// The slab oracle's per-class plan (when it ran).
+    pub slab_oracle: Option<Vec<exact::ClassPlan>>,
 }
 
 impl Report {
@@ -226,6 +228,7 @@ pub fn simulate(
     let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let oracle_curves: Mutex<Option<exact::OracleCurves>> = Mutex::new(None);
+    let slab_plan: Mutex<Option<Vec<exact::ClassPlan>>> = Mutex::new(None);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -236,7 +239,7 @@ pub fn simulate(
                     };
                     let label = job.label.clone();
                     let report = |n: u64| progress(&label, n);
-                    let r = run_job(exp, maxmemory, job, &report, &oracle_curves);
+                    let r = run_job(exp, maxmemory, job, &report, &oracle_curves, &slab_plan);
                     results.lock().expect("no worker panics holding the lock")[i] = Some(r);
                 }
             });
@@ -274,6 +277,7 @@ pub fn simulate(
         failed,
         oracle_gain: Vec::new(),
         oracle: oracle_curves.into_inner().expect("workers joined"),
+        slab_oracle: slab_plan.into_inner().expect("workers joined"),
     };
     let mut order: Vec<(f64, String)> = report
         .runs
@@ -286,7 +290,8 @@ pub fn simulate(
         let find = |pred: &dyn Fn(&RunResult) -> bool| report.runs.iter().find(|r| pred(r));
         if let (Some(b), Some(o)) = (
             find(&|r| &r.label == base),
-            find(&|r| r.controller == "oracle"),
+            find(&|r| r.controller == "oracle")
+                .or_else(|| find(&|r| r.controller == "slab-oracle")),
         ) {
             let (hb, ho) = (report.headline(b), report.headline(o));
             if (hb - ho).abs() > 1e-12 {
@@ -307,9 +312,45 @@ fn run_job(
     job: &experiment::ControllerRun,
     progress: &(dyn Fn(u64) + Sync),
     oracle_out: &Mutex<Option<exact::OracleCurves>>,
+    slab_out: &Mutex<Option<Vec<exact::ClassPlan>>>,
 ) -> Result<RunResult, SimError> {
     let mut schedule = None;
-    let ctl: Box<dyn control::Controller> = if job.name == "oracle" {
+    let ctl: Box<dyn control::Controller> = if job.name == "slab-oracle" {
+        let mut max_moves = u64::from(exp.max_moves);
+        for (k, v) in &job.settings {
+            match (k.as_str(), v.parse::<u64>()) {
+                ("max_moves", Ok(m)) => max_moves = m,
+                _ => {
+                    return Err(SimError::Control {
+                        label: job.label.clone(),
+                        source: ControlError::UnknownSetting {
+                            controller: "slab-oracle".into(),
+                            key: format!("{k} = {v}"),
+                            known: vec!["max_moves".into()],
+                        },
+                    });
+                }
+            }
+        }
+        let plan = exact::slab_plan(exp, maxmemory)?;
+        let targets = plan
+            .iter()
+            .map(|c| {
+                (
+                    locus_engine::PoolId(
+                        exp.tenants
+                            .iter()
+                            .position(|t| t.name == c.tenant)
+                            .unwrap_or(0) as u32,
+                    ),
+                    locus_engine::ClassId(c.class),
+                    c.pages,
+                )
+            })
+            .collect();
+        *slab_out.lock().expect("no worker panics holding the lock") = Some(plan);
+        Box::new(control::SlabOracle::new(targets, max_moves))
+    } else if job.name == "oracle" {
         let fail = |source| SimError::Control {
             label: job.label.clone(),
             source,

@@ -326,3 +326,38 @@ trace = {{ path = "{}" }}
     assert!((60..=90).contains(&b), "{b} of 100");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The slab oracle plans pages per size class from exact per-class curves; its plan uses at most
+/// the memory there is, and it does no worse than memcached's default (no page moves) here.
+#[test]
+fn slab_oracle_plans_classes() {
+    let e = exp(r#"
+name = "slab"
+memory = "1MiB"
+page_size = "16KiB"
+requests = "60k"
+interval = "5k"
+class_mode = "manual"
+[[controller]]
+name = "memcached"
+[[controller]]
+name = "slab-oracle"
+[[tenant]]
+name = "a"
+generator = { pattern = "zipf", alpha = 0.9, keys = "20k", value_size = "uniform:50:2000" }
+"#);
+    let r = run(&e);
+    let plan = r.slab_oracle.as_ref().unwrap();
+    assert!(plan.len() > 5, "{plan:?}");
+    assert!(plan.iter().map(|c| c.pages).sum::<u64>() <= r.pages_total);
+    let miss = |l: &str| {
+        1.0 - r
+            .runs
+            .iter()
+            .find(|x| x.label == l)
+            .unwrap()
+            .overall
+            .hit_ratio
+    };
+    assert!(miss("slab-oracle") <= miss("memcached") + 0.005, "{r:?}");
+}
