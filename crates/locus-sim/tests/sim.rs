@@ -361,3 +361,41 @@ generator = { pattern = "zipf", alpha = 0.9, keys = "20k", value_size = "uniform
     };
     assert!(miss("slab-oracle") <= miss("memcached") + 0.005, "{r:?}");
 }
+
+/// A time interval follows the virtual clock (generated arrivals at 1000 req/s: ~10 s for 10k
+/// requests); an object-count memory is room for that many items of the reference size.
+#[test]
+fn time_intervals_and_object_memory() {
+    let e = exp(r#"
+name = "time"
+memory = { objects = 1000, item_size = 100 }
+page_size = "4KiB"
+requests = "10k"
+interval = "1s"
+[[controller]]
+name = "shared"
+[[tenant]]
+name = "a"
+rate = 1000
+generator = { pattern = "uniform", keys = 5000, value_size = 92 }
+"#);
+    let r = run(&e);
+    let decisions = r.runs[0].intervals.len();
+    assert!((10..=12).contains(&decisions), "{decisions} decisions");
+    let at: Vec<u64> = r.runs[0].intervals.iter().map(|i| i.at_us).collect();
+    assert!(
+        at.windows(2).skip(1).all(|w| w[1] - w[0] >= 1_000_000),
+        "{at:?}"
+    );
+    // 100-byte items (+16 header) fall in a 120-ish byte class: 1000 of them plus one page of
+    // slack per tenant, rounded up to pages.
+    assert!(
+        r.maxmemory >= 1000 * 116 && r.maxmemory <= 1000 * 160 + 2 * 4096,
+        "{}",
+        r.maxmemory
+    );
+    assert_eq!(r.maxmemory % 4096, 0);
+    // About 1000 of the 5000 keys fit: the hit ratio of a uniform stream is about 1000/5000.
+    let hr = r.runs[0].overall.hit_ratio;
+    assert!(hr > 0.12 && hr < 0.25, "{hr}");
+}
