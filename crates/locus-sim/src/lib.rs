@@ -1,25 +1,29 @@
 //! Trace-driven experiments on the Locus engine: memory controllers compared on the same requests
 //! with a virtual clock (issue #4).
 //!
-//! An experiment file ([`experiment`]) names the tenants (trace files or generators, rates, miss
-//! penalties, hit times), the memory and the controllers to compare. Every controller gets its own
-//! [`locus_engine::Engine`] and replays the same request stream ([`workload`]) through the
-//! production data path ([`run`]): GET, and on a miss the virtual clock advances by the miss
-//! penalty before the SET, so the engine's pRedis-style monitor measures the penalty as a server
-//! would. Nothing here re-implements a policy: controllers are built by name from
-//! [`locus_engine::control::build`]; the offline optimum (`oracle`) gets exact LRU curves of the
-//! whole run from a first pass ([`exact`]).
+//! An experiment file ([`experiment`], reference in `experiments/README.md`) names the tenants
+//! (trace files or generators, rates, miss penalties, hit times), the memory and the controllers
+//! to compare. Every controller gets its own [`locus_engine::Engine`] and replays the same request
+//! stream ([`workload`]) through the production data path ([`run`]): GET, and on a miss the
+//! virtual clock advances by the miss penalty before the SET, so the engine's pRedis-style monitor
+//! measures the penalty as a server would. Nothing here re-implements a policy: controllers are
+//! built by name with [`locus_engine::control::build`]; the two offline optima (`oracle` per
+//! tenant, `slab-oracle` per size class) get exact LRU curves of the whole run from a first pass
+//! ([`exact`]) and are planned by the engine's own planners.
 //!
 //! ```text
 //!  EXPERIMENT.toml ─► Experiment ─┬─ job: controller A ─ Workload ─► Engine + A ─► RunResult ─┐
 //!                                 ├─ job: controller B ─ Workload ─► Engine + B ─► RunResult ─┼─► Report
-//!                                 └─ job: oracle ─ exact pass ─ curves ─► Engine + oracle ────┘  table, CSV,
-//!     jobs run on min(cores, jobs) threads (std::thread::scope); every run is deterministic     JSON, plots
+//!                                 └─ job: oracle ─ exact pass ─ plan ─► Engine + Oracle ──────┘  table, CSV,
+//!   jobs run on min(cores, jobs) threads (std::thread::scope); every run is deterministic       JSON, plots
 //! ```
 //!
-//! Components: [`experiment`] (file format, validation with key paths), [`workload`] (generators,
-//! traces, phases, interleaving), [`run`] (one controller's replay), [`exact`] (exact MRCs for the
-//! oracle), [`report`] (table, CSV, JSON, plots).
+//! Components: [`experiment`] (file format, validation with key paths, golden scaling),
+//! [`workload`] (generators, traces, phases, interleaving), [`run`] (one controller's replay, the
+//! speed references), [`exact`] (exact curves and the oracles' plans), [`report`] (table, CSV,
+//! JSON), [`plot`] (allocation, K and hit ratio over time, SVG and PNG via `locus-plot`).
+//!
+//! Non-goals: no network (that is `locus replay` against a server), no policy logic of its own.
 
 pub mod exact;
 pub mod experiment;
