@@ -14,6 +14,9 @@
 //!                      |m_i − current_i| ≤ max_change·max(current_i, M/n)   (Eq. 4, lines 12-42)
 //! ```
 //!
+//! Decisions start once memory has filled (before, nothing competes and the curves are young);
+//! until then, and while a pool's curve has fewer than `min_samples` expected samples, the
+//! `initial` allocation (if any) is in force.
 //! `NR_i` is the pool's GETs since the previous decision (mPart's "accesses since the last
 //! arbitration"); `L_i`/`H_i` are the tenant's static floor and cap (`min_bytes`, `max_bytes`).
 //! The histograms are multiplied by `decay` after each decision (default 1 = keep everything;
@@ -301,6 +304,13 @@ impl Rates {
     }
 }
 
+/// Memory has filled (within a page per pool): from then on pools compete and targets matter.
+/// Before, the curves are young (most samples still wait for their reuse) and a plan on them
+/// would only misplace memory nobody needs yet.
+pub(crate) fn contended(view: &ControlView<'_>) -> bool {
+    view.pages_used + view.pools.len() as u64 >= view.pages_total
+}
+
 /// Floors and caps per pool for the DP: the tenant's static budget, narrowed to
 /// `current ± max_change·max(current, pages_total/pools)` when `max_change > 0`.
 pub(crate) fn bounds(view: &ControlView<'_>, max_change: f64) -> (Vec<u64>, Vec<Option<u64>>) {
@@ -387,6 +397,7 @@ pub struct Mpart {
     cfg: MpartConfig,
     pools: Vec<PoolModel>,
     rates: Rates,
+    contended: bool,
 }
 
 impl std::fmt::Debug for Mpart {
@@ -409,6 +420,7 @@ impl Mpart {
             cfg,
             pools: Vec::new(),
             rates: Rates::default(),
+            contended: false,
         })
     }
 
@@ -473,7 +485,8 @@ impl Controller for Mpart {
         let ready = self.pools[..n]
             .iter()
             .all(|m| m.refs == 0 || self.cfg.rate * m.refs as f64 >= self.cfg.min_samples as f64);
-        if view.requests == 0 || !ready {
+        self.contended |= contended(view);
+        if view.requests == 0 || !ready || !self.contended {
             return initial_decision(
                 &self.cfg.initial,
                 &self.cfg.initial_shares,
