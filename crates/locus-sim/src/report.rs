@@ -90,28 +90,43 @@ pub fn table(r: &Report) -> String {
     }
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         let _ = writeln!(out, "per phase (overall hit% / modelled latency µs):");
-        let names: Vec<&str> = r.runs[0].phases.iter().map(|p| p.name.as_str()).collect();
-        let w = r
-            .runs
-            .iter()
-            .map(|x| x.label.len())
-            .max()
-            .unwrap_or(10)
-            .max(10);
-        let mut head = format!("{:<w$}", "controller");
-        for n in &names {
-            let _ = write!(head, "  {n:>24}");
-        }
-        let _ = writeln!(out, "{head}");
+        let mut grid: Vec<Vec<String>> = vec![
+            std::iter::once("controller".to_string())
+                .chain(r.runs[0].phases.iter().map(|p| p.name.clone()))
+                .collect(),
+        ];
         for run in &r.runs {
-            let mut l = format!("{:<w$}", run.label);
-            for p in &run.phases {
-                let cell = format!(
-                    "{:.2}% / {:.1}",
-                    100.0 * p.overall.hit_ratio,
-                    p.overall.mean_latency_us
-                );
-                let _ = write!(l, "  {cell:>24}");
+            grid.push(
+                std::iter::once(run.label.clone())
+                    .chain(run.phases.iter().map(|p| {
+                        format!(
+                            "{:.2}% / {:.1}",
+                            100.0 * p.overall.hit_ratio,
+                            p.overall.mean_latency_us
+                        )
+                    }))
+                    .collect(),
+            );
+        }
+        let cols = grid.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..cols)
+            .map(|c| {
+                grid.iter()
+                    .filter_map(|row| row.get(c))
+                    .map(|x| x.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for row in &grid {
+            let mut l = String::new();
+            for (c, cell) in row.iter().enumerate() {
+                let w = widths[c];
+                if c == 0 {
+                    let _ = write!(l, "{cell:<w$}");
+                } else {
+                    let _ = write!(l, "  {cell:>w$}");
+                }
             }
             let _ = writeln!(out, "{l}");
         }
