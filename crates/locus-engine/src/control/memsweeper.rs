@@ -64,7 +64,8 @@ pub struct MemSweeperConfig {
     /// Shadow queue depth as a fraction of `maxmemory` (item bytes): 1.0 sees a cliff as far as
     /// the whole memory beyond the current allocation.
     pub shadow_fraction: f64,
-    /// Keys per shadow queue (memory bound: ~40 B per key).
+    /// Keys per shadow queue. Memory bound: at most ~72 B per key (two 16 B ring slots and two
+    /// 8 B tree nodes per key at most, plus the hash index), e.g. 72 MiB per pool at 2^20 keys.
     pub shadow_entries: u64,
     /// Spatial sampling rate of the recency stack (LRU positions of GET hits).
     pub recency_rate: f64,

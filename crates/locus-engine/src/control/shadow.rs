@@ -16,8 +16,11 @@
 //!  distance(k9) = bytes in [seq(k9), head) = 60 + 52 + 48 = 160 B     (two prefix sums)
 //! ```
 //!
-//! Every operation is O(log cap); memory is bounded by `max_entries` (the ring grows by doubling
-//! up to it) and optionally by `max_bytes` of shadowed items; the oldest entries fall off first.
+//! Every operation is O(log cap) (amortised: when the ring's window is full of live and dead
+//! slots it is compacted, and at least half of it was dead). Memory is bounded by `max_entries`
+//! (the ring grows by doubling up to `2 × max_entries` slots of 16 B, plus a Fenwick node of 8 B
+//! per slot and the hash index) and optionally by `max_bytes` of shadowed items; the oldest
+//! entries fall off first.
 //! The same structure, fed with every access of a spatially sampled subset of keys and cleared of
 //! evicted keys, is a *recency stack*: the distance of a GET hit is the item's LRU position in the
 //! cache (MemSweeper's "hits on each page of the main queue").
