@@ -5,6 +5,7 @@
 //!         ─► write_dir(DIR): summary.csv     one row per controller × tenant (+ overall)
 //!                            intervals.csv   one row per controller × decision × tenant
 //!                            phases.csv      one row per controller × phase × tenant (phases)
+//!                            curves.csv      the MRCs each controller used at its last decision
 //!                            oracle_curves.csv (when the oracle ran)
 //!                            report.json     everything above
 //!                            plots           (see `plot_files`)
@@ -229,6 +230,34 @@ pub fn phases_csv(r: &Report) -> String {
     s
 }
 
+/// `curves.csv`: the curves each controller used at its last decision that reported any (empty
+/// string when none did).
+pub fn curves_csv(r: &Report) -> String {
+    if r.runs.iter().all(|run| run.last_curves.is_empty()) {
+        return String::new();
+    }
+    let mut s = String::from("controller,at_request,tenant,label,unit,capacity,miss_ratio\n");
+    for run in &r.runs {
+        for c in &run.last_curves {
+            let tenant = r.tenants.get(c.pool as usize).map_or("?", String::as_str);
+            for (cap, m) in c.mrc.points() {
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{},{:.6}",
+                    run.label,
+                    c.at_request,
+                    tenant,
+                    c.label.replace(',', ";"),
+                    c.mrc.unit(),
+                    cap,
+                    m
+                );
+            }
+        }
+    }
+    s
+}
+
 /// `intervals.csv`.
 pub fn intervals_csv(r: &Report) -> String {
     let mut s = String::from(
@@ -313,6 +342,9 @@ pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
     ];
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         files.push(write(dir.join("phases.csv"), &phases_csv(r))?);
+    }
+    if r.runs.iter().any(|run| !run.last_curves.is_empty()) {
+        files.push(write(dir.join("curves.csv"), &curves_csv(r))?);
     }
     if r.oracle.is_some() {
         files.push(write(dir.join("oracle_curves.csv"), &oracle_csv(r))?);

@@ -113,6 +113,19 @@ pub struct PhaseResult {
     pub overall: TenantResult,
 }
 
+/// A curve a controller used at a decision.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct UsedCurve {
+    /// Trace requests before the decision.
+    pub at_request: u64,
+    /// Tenant (pool) index.
+    pub pool: u32,
+    /// The controller's label for it (e.g. `krr K=5`).
+    pub label: String,
+    /// The curve.
+    pub mrc: locus_mrc::Mrc,
+}
+
 /// What a run produced.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct RunResult {
@@ -126,6 +139,8 @@ pub struct RunResult {
     pub overall: TenantResult,
     /// Per phase of the generated workload (empty without phases).
     pub phases: Vec<PhaseResult>,
+    /// The curves of the last decision that reported any.
+    pub last_curves: Vec<UsedCurve>,
     /// Decisions, oldest first.
     pub intervals: Vec<IntervalRow>,
     /// Requests replayed.
@@ -258,6 +273,7 @@ pub fn run(
     let mut item = Item::default();
     let mut intervals = Vec::new();
     let mut seen = 0u64;
+    let mut last_curves: Vec<UsedCurve> = Vec::new();
     let mut last_cum = (vec![0u64; n], vec![0u64; n]);
     let mut index = 0u64;
     let started = Instant::now();
@@ -325,7 +341,14 @@ pub fn run(
         index += 1;
         let d = engine.control_decisions();
         if d != seen {
-            collect(&engine, d - seen, index - 1, &mut intervals, &mut last_cum);
+            collect(
+                &engine,
+                d - seen,
+                index - 1,
+                &mut intervals,
+                &mut last_cum,
+                &mut last_curves,
+            );
             seen = d;
         }
         if index.is_multiple_of(PROGRESS_EVERY) {
@@ -395,6 +418,7 @@ pub fn run(
     Ok(RunResult {
         label: label.to_string(),
         phases,
+        last_curves,
         controller,
         tenants: res,
         overall,
@@ -437,17 +461,33 @@ fn collect(
     at_request: u64,
     out: &mut Vec<IntervalRow>,
     last: &mut (Vec<u64>, Vec<u64>),
+    curves: &mut Vec<UsedCurve>,
 ) {
+    let mut take = |r: &IntervalRecord| {
+        out.push(row(r, at_request, last));
+        if !r.curves.is_empty() {
+            *curves = r
+                .curves
+                .iter()
+                .map(|c| UsedCurve {
+                    at_request,
+                    pool: c.pool.0,
+                    label: c.label.clone(),
+                    mrc: c.mrc.clone(),
+                })
+                .collect();
+        }
+    };
     if new == 1 {
         if let Some(r) = engine.last_control_record() {
-            out.push(row(r, at_request, last));
+            take(r);
         }
         return;
     }
     let recs = engine.control_records();
     let skip = recs.len().saturating_sub(new as usize);
     for r in &recs[skip..] {
-        out.push(row(r, at_request, last));
+        take(r);
     }
 }
 
