@@ -58,7 +58,8 @@ pub struct TenantResult {
     pub final_samples: u32,
     /// The engine's miss penalty estimate at the end (µs: hint or measured).
     pub engine_penalty_us: f64,
-    /// SETs refused because the item is larger than a page.
+    /// SETs refused: the item is larger than a page, or memory is full and nothing may be
+    /// evicted (`noeviction`).
     pub too_large: u64,
     /// Evictions.
     pub evictions: u64,
