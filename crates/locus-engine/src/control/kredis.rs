@@ -28,6 +28,10 @@
 //!   partitions on EAET's exact-LRU curve (pRedis's model) and `model = none` on access rate ×
 //!   penalty alone (no locality model); `dynamic_k = false` profiles and sets only `fixed_k`
 //!   (kRedis's "varKRR with K = 5" step).
+//! * Targets: the DP assumes a page holds `headroom` (5%) less than measured, because a
+//!   spatially sampled curve places a working-set cliff a few percent early or late (a loop
+//!   whose target lands exactly on the cliff then misses almost always); and the targets in
+//!   force are kept unless the new plan is predicted `min_gain` (0.5%) better.
 //! * Every decision records the curves used (each K's and the mMRC, at most 48 points each),
 //!   and per pool its target, K, GETs, penalty and predicted miss ratio as notes.
 
@@ -93,6 +97,12 @@ pub struct KredisConfig {
     pub default_penalty_us: f64,
     /// `decay`: factor applied to the histograms after each decision (0 = per-interval curves).
     pub decay: f64,
+    /// `headroom`: the DP assumes a page holds this fraction less than measured, so a target
+    /// does not sit exactly on a curve's cliff that sampling places a few percent early.
+    pub headroom: f64,
+    /// `min_gain`: keep the targets in force unless the new plan's predicted cost is lower by
+    /// at least this fraction (every page that moves evicts what it holds).
+    pub min_gain: f64,
     /// `min_gets`: fewest GETs (all pools) in an interval to re-partition.
     pub min_gets: u64,
     /// `partition`: set page targets (multi-pool); `false` = K only (single shared pool).
@@ -120,6 +130,8 @@ impl Default for KredisConfig {
             max_move: 0,
             default_penalty_us: 1000.0,
             decay: 0.5,
+            headroom: 0.05,
+            min_gain: 0.005,
             min_gets: 1000,
             partition: true,
             model: KredisModel::Krr,
@@ -201,6 +213,22 @@ impl KredisConfig {
         if !(0.0..=1.0).contains(&decay) {
             return Err(bad("decay", decay.to_string(), "a factor in [0, 1]"));
         }
+        let headroom = s.f64("headroom", d.headroom)?;
+        if !(0.0..0.5).contains(&headroom) {
+            return Err(bad(
+                "headroom",
+                headroom.to_string(),
+                "a fraction in [0, 0.5)",
+            ));
+        }
+        let min_gain = s.f64("min_gain", d.min_gain)?;
+        if !(0.0..=1.0).contains(&min_gain) {
+            return Err(bad(
+                "min_gain",
+                min_gain.to_string(),
+                "a fraction in [0, 1]",
+            ));
+        }
         let min_gets = s.u64("min_gets", d.min_gets)?;
         let partition = s.bool("partition", d.partition)?;
         let m = s.string("model", "krr")?;
@@ -224,6 +252,8 @@ impl KredisConfig {
             max_move,
             default_penalty_us,
             decay,
+            headroom,
+            min_gain,
             min_gets,
             partition,
             model,
@@ -469,7 +499,7 @@ impl Controller for Kredis {
             if p.penalty_us > 0.0 {
                 penalty[i] = p.penalty_us;
             }
-            rho[i] = density(cfg.unit, p, view.pools, view.page_size);
+            rho[i] = density(cfg.unit, p, view.pools, view.page_size) * (1.0 - cfg.headroom);
             let Some(Some(pm)) = self.pools.get(i) else {
                 continue;
             };
@@ -525,15 +555,11 @@ impl Controller for Kredis {
             let costs: Vec<Vec<f64>> = (0..n)
                 .map(|i| miss_cost(&mr[i], gets[i] as f64, penalty[i], cfg.objective))
                 .collect();
-            let floors: Vec<u64> = view
-                .pools
-                .iter()
-                .map(|p| p.min_pages.div_ceil(g).min(units))
-                .collect();
+            let floors: Vec<u64> = view.pools.iter().map(|p| floors_of(p, g, units)).collect();
             let caps: Vec<Option<u64>> = view
                 .pools
                 .iter()
-                .map(|p| p.max_pages.map(|m| m / g))
+                .map(|p| p.max_pages.map(|m| (m / g).max(floors_of(p, g, units))))
                 .collect();
             let (current, max_move) = if cfg.max_move > 0 {
                 (
@@ -552,6 +578,11 @@ impl Controller for Kredis {
                 max_move,
             };
             match solve_dp(&problem) {
+                Ok(a) if keep_current(view, &problem.costs, g, units, a.cost, cfg.min_gain) => {
+                    d.notes.push(("objective".into(), a.cost));
+                    d.notes.push(("kept_targets".into(), 1.0));
+                    None
+                }
                 Ok(a) => {
                     d.notes.push(("objective".into(), a.cost));
                     let mut t: Vec<u64> = a.units.iter().map(|u| u * g).collect();
@@ -600,8 +631,9 @@ impl Controller for Kredis {
             d.notes.push((format!("{prefix}.gets"), gets[i] as f64));
             d.notes.push((format!("{prefix}.penalty_us"), penalty[i]));
             d.notes.push((format!("{prefix}.units_per_page"), rho[i]));
-            if let Some(t) = &targets {
-                d.notes.push((format!("{prefix}.target"), t[i] as f64));
+            // The target in force after this decision (new, or kept).
+            if let Some(t) = targets.as_ref().map(|t| t[i]).or(p.target_pages) {
+                d.notes.push((format!("{prefix}.target"), t as f64));
             }
             if let Some(mm) = &merged[i] {
                 d.notes
@@ -620,6 +652,32 @@ impl Controller for Kredis {
         }
         d
     }
+}
+
+/// A pool's floor in DP units.
+fn floors_of(p: &PoolState, g: u64, units: u64) -> u64 {
+    p.min_pages.div_ceil(g).min(units)
+}
+
+/// Whether the targets in force are within `min_gain` of the plan's cost `best` on the same
+/// cost curves (then moving pages is not worth the evictions).
+fn keep_current(
+    view: &ControlView<'_>,
+    costs: &[Vec<f64>],
+    g: u64,
+    units: u64,
+    best: f64,
+    min_gain: f64,
+) -> bool {
+    let mut keep = 0.0;
+    for (p, c) in view.pools.iter().zip(costs) {
+        let Some(t) = p.target_pages else {
+            return false;
+        };
+        let u = ((t / g).min(units) as usize).min(c.len().saturating_sub(1));
+        keep += c.get(u).copied().unwrap_or(0.0);
+    }
+    keep - best <= min_gain * keep.abs()
 }
 
 /// `model = none`: pages in proportion to GETs × penalty (floors first, caps respected).
