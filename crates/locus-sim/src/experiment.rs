@@ -54,6 +54,9 @@ struct RawExperiment {
 struct RawController {
     name: String,
     label: Option<String>,
+    policy: Option<String>,
+    samples: Option<u32>,
+    evpool_size: Option<u32>,
     #[serde(default)]
     settings: toml::Table,
 }
@@ -266,6 +269,12 @@ pub struct ControllerRun {
     pub name: String,
     /// Its settings as strings.
     pub settings: Vec<(String, String)>,
+    /// Eviction policy of every tenant in this run (overrides the tenants' `policy`).
+    pub policy: Option<Policy>,
+    /// K of every tenant in this run.
+    pub samples: Option<u32>,
+    /// Eviction pool size of every tenant in this run.
+    pub evpool_size: Option<u32>,
 }
 
 /// Settings of the simulator's `oracle` entry (it computes its curves itself).
@@ -853,10 +862,37 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
         } else if let Err(e) = OracleSettings::parse(&settings) {
             p.add(&format!("{path}.settings"), e);
         }
+        let policy = c.policy.as_ref().and_then(|s| {
+            s.parse::<Policy>()
+                .map_err(|e| p.add(&format!("{path}.policy"), e))
+                .ok()
+        });
+        if let Some(k) = c.samples
+            && !(1..=locus_engine::config::MAX_SAMPLES).contains(&k)
+        {
+            p.add(
+                &format!("{path}.samples"),
+                format!("{k} is outside 1..={}", locus_engine::config::MAX_SAMPLES),
+            );
+        }
+        if let Some(e) = c.evpool_size
+            && e > locus_engine::config::MAX_EVPOOL_SIZE
+        {
+            p.add(
+                &format!("{path}.evpool_size"),
+                format!(
+                    "{e} is outside 0..={}",
+                    locus_engine::config::MAX_EVPOOL_SIZE
+                ),
+            );
+        }
         controllers.push(ControllerRun {
             label,
             name: c.name.clone(),
             settings,
+            policy,
+            samples: c.samples,
+            evpool_size: c.evpool_size,
         });
     }
     if let Some(b) = &raw.baseline

@@ -385,5 +385,5 @@ fn run_job(
             source,
         })?
     };
-    run::run(exp, maxmemory, &job.label, ctl, schedule, progress)
+    run::run(exp, maxmemory, job, ctl, schedule, progress)
 }

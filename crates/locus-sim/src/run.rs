@@ -23,7 +23,7 @@ use locus_trace::Op;
 use serde::Serialize;
 
 use crate::SimError;
-use crate::experiment::Experiment;
+use crate::experiment::{ControllerRun, Experiment};
 use crate::workload::{Item, Workload};
 
 /// Requests between progress callbacks.
@@ -163,6 +163,19 @@ pub fn build_engine(
     maxmemory: u64,
     clock: &VirtualClock,
 ) -> Result<Engine, SimError> {
+    build_engine_for(exp, maxmemory, clock, None)
+}
+
+/// [`build_engine`] with a controller entry's per-run eviction overrides (policy, K, pool).
+///
+/// # Errors
+/// [`SimError::Engine`] when the configuration is refused.
+pub fn build_engine_for(
+    exp: &Experiment,
+    maxmemory: u64,
+    clock: &VirtualClock,
+    run: Option<&ControllerRun>,
+) -> Result<Engine, SimError> {
     let cfg = EngineConfig {
         maxmemory,
         page_size: exp.page_size,
@@ -175,9 +188,9 @@ pub fn build_engine(
         Engine::new(cfg, std::sync::Arc::new(clock.clone())).map_err(SimError::Engine)?;
     for t in &exp.tenants {
         let mut tc = TenantConfig::new(&t.name);
-        tc.policy = t.policy;
-        tc.samples = t.samples;
-        tc.evpool_size = t.evpool_size;
+        tc.policy = run.and_then(|r| r.policy).unwrap_or(t.policy);
+        tc.samples = run.and_then(|r| r.samples).unwrap_or(t.samples);
+        tc.evpool_size = run.and_then(|r| r.evpool_size).unwrap_or(t.evpool_size);
         let id = engine.add_tenant(tc).map_err(SimError::Engine)?;
         if t.penalty_hint {
             engine.set_penalty_hint(id, t.penalty.mean());
@@ -225,13 +238,14 @@ pub fn penalty_draw(seed: u64, index: u64) -> f64 {
 pub fn run(
     exp: &Experiment,
     maxmemory: u64,
-    label: &str,
+    entry: &ControllerRun,
     ctl: Box<dyn Controller>,
     schedule: Option<Vec<Vec<u64>>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<RunResult, SimError> {
     let clock = VirtualClock::new(0);
-    let mut engine = build_engine(exp, maxmemory, &clock)?;
+    let mut engine = build_engine_for(exp, maxmemory, &clock, Some(entry))?;
+    let label = entry.label.as_str();
     let controller = ctl.name().to_string();
     engine.set_class_mode(exp.class_mode);
     let control_cfg = ControlConfig {

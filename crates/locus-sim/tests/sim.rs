@@ -69,6 +69,11 @@ name = "shared"
 name = "static"
 label = "static-1-3"
 settings = { shares = "1,3" }
+[[controller]]
+name = "shared"
+label = "shared-k10-random"
+policy = "allkeys-random"
+samples = 10
 [[tenant]]
 name = "small"
 generator = { pattern = "zipf", alpha = 0.8, keys = 20000, value_size = 100 }
@@ -112,7 +117,16 @@ fn deterministic_parallel_runs_and_static_targets() {
     for t in 0..2 {
         assert_eq!(a.runs[0].tenants[t].gets, a.runs[1].tenants[t].gets);
     }
-    assert_eq!(a.ordering.len(), 2);
+    assert_eq!(a.ordering.len(), 3);
+    // A controller entry's eviction overrides apply to every tenant of its run only.
+    let k10 = a
+        .runs
+        .iter()
+        .find(|r| r.label == "shared-k10-random")
+        .unwrap();
+    assert!(k10.tenants.iter().all(|t| t.final_samples == 10));
+    assert!(a.runs[0].tenants.iter().all(|t| t.final_samples == 5));
+    assert_ne!(k10.tenants[0].hits, a.runs[0].tenants[0].hits);
 }
 
 /// Phases switch generator options; an interleaved trace file and a generator feed two tenants;
