@@ -31,7 +31,10 @@
 //! * Targets: the DP assumes a page holds `headroom` (5%) less than measured, because a
 //!   spatially sampled curve places a working-set cliff a few percent early or late (a loop
 //!   whose target lands exactly on the cliff then misses almost always); and the targets in
-//!   force are kept unless the new plan is predicted `min_gain` (0.5%) better.
+//!   force are kept unless the new plan is predicted `min_gain` (0.5%) better. No targets are
+//!   set while an active pool has not shown a single reuse yet (at most 10 decisions), and DP
+//!   units that save nothing stay unspent (their pages go to the largest rate × penalty stake)
+//!   instead of falling to pool 0 by the tie rule.
 //! * Every decision records the curves used (each K's and the mMRC, at most 48 points each),
 //!   and per pool its target, K, GETs, penalty and predicted miss ratio as notes.
 
@@ -51,6 +54,8 @@ use crate::PoolId;
 
 /// The K kRedis profiles by default (section 4.1.4).
 pub const KREDIS_KS: &[u32] = &[1, 5, 8, 16];
+/// Decisions that may wait for every active pool to show a reuse before partitioning.
+const WARMUP_DECISIONS: u64 = 10;
 /// Points kept per recorded curve.
 const RECORD_POINTS: usize = 48;
 
@@ -547,14 +552,35 @@ impl Controller for Kredis {
 
         // Targets.
         let total_gets: u64 = gets.iter().sum();
-        let targets: Option<Vec<u64>> = if !cfg.partition || total_gets < cfg.min_gets {
+        // Warm-up: while a pool with GETs has not shown a single reuse (its curve is 1 at every
+        // size, e.g. a loop in its first pass), its value is unknown, not zero; partitioning now
+        // would take its pages away. Wait, for at most WARMUP_DECISIONS decisions.
+        let blind = (0..n).any(|i| gets[i] > 0 && mr[i].last().is_some_and(|&m| m >= 0.999));
+        let warming = blind && view.interval < WARMUP_DECISIONS && cfg.model != KredisModel::None;
+        if warming {
+            d.notes.push(("warming_up".into(), 1.0));
+        }
+        let targets: Option<Vec<u64>> = if !cfg.partition || total_gets < cfg.min_gets || warming {
             None
         } else if cfg.model == KredisModel::None {
             Some(proportional_targets(view, &gets, &penalty))
         } else {
-            let costs: Vec<Vec<f64>> = (0..n)
+            let mut costs: Vec<Vec<f64>> = (0..n)
                 .map(|i| miss_cost(&mr[i], gets[i] as f64, penalty[i], cfg.objective))
                 .collect();
+            // A unit that saves nothing (a flat curve: no reuse seen yet, or beyond the working
+            // set) costs a hair, so the DP leaves it unspent instead of breaking the tie towards
+            // pool 0; unspent pages then go to the largest stake below.
+            let scale = costs
+                .iter()
+                .flat_map(|c| c.iter())
+                .fold(0.0_f64, |m, &x| m.max(x.abs()));
+            let eps = 1e-6 * scale / units.max(1) as f64;
+            for c in &mut costs {
+                for (u, x) in c.iter_mut().enumerate() {
+                    *x += eps * u as f64;
+                }
+            }
             let floors: Vec<u64> = view.pools.iter().map(|p| floors_of(p, g, units)).collect();
             let caps: Vec<Option<u64>> = view
                 .pools
