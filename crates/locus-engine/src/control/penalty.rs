@@ -2,6 +2,8 @@
 //! GET miss and the SET of the same key by the same tenant (the client fetched the value from its
 //! backend and stored it).
 //!
+//! Only keys whose hash falls in one sixteenth of the hash space are followed (spatial sampling:
+//! the mean gap is unbiased, and the data path pays a map operation on one access in sixteen).
 //! Pending misses are kept per tenant in a bounded map (key hash → miss time); when it is full,
 //! entries older than [`STALE_US`] are dropped, and if that frees nothing the new miss is not
 //! tracked. Gaps are averaged with an exponentially weighted mean (weight [`EWMA_WEIGHT`]) so the
@@ -13,6 +15,8 @@ use std::collections::HashMap;
 const MAX_PENDING: usize = 65_536;
 /// A miss not followed by a SET within this time is forgotten (µs).
 const STALE_US: u64 = 10_000_000;
+/// Keys with `hash >> SAMPLE_SHIFT == 0` are followed (1 in 16).
+const SAMPLE_SHIFT: u32 = 60;
 /// Weight of a new gap in the running mean.
 const EWMA_WEIGHT: f64 = 0.01;
 
@@ -40,6 +44,9 @@ impl PenaltyTracker {
 
     /// A GET miss of `key_hash` at `now_us`.
     pub(crate) fn miss(&mut self, t: usize, key_hash: u64, now_us: u64) {
+        if key_hash >> SAMPLE_SHIFT != 0 {
+            return;
+        }
         let tp = self.slot(t);
         if tp.hint_us.is_some() {
             return;
@@ -56,6 +63,9 @@ impl PenaltyTracker {
 
     /// A SET of `key_hash` at `now_us`: closes a pending miss.
     pub(crate) fn set(&mut self, t: usize, key_hash: u64, now_us: u64) {
+        if key_hash >> SAMPLE_SHIFT != 0 {
+            return;
+        }
         let Some(tp) = self.tenants.get_mut(t) else {
             return;
         };
