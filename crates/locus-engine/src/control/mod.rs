@@ -53,13 +53,14 @@ pub use automove::Automove;
 pub use basic::{SharedController, StaticController};
 pub use dlru::{Dlru, DlruConfig};
 pub use facebook::{Facebook, FacebookConfig};
+pub use kredis::{Kredis, KredisConfig, KredisModel, KrrExponent};
 pub use lama::{Lama, LamaConfig, LamaObjective};
 pub use memcached::Memcached;
 pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
 pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
 pub use mpart::{Mpart, MpartConfig};
 pub use oracle::{
-    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, curve_in_pages, plan,
+    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, cost_at, curve_in_pages, plan,
 };
 pub(crate) use penalty::PenaltyTracker;
 pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
@@ -455,12 +456,4 @@ pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, Cont
             known: NAMES.to_vec(),
         }),
     }
-}
-
-/// `NotAvailable` for a controller whose file is not written yet.
-fn not_built(name: &str) -> Result<Box<dyn Controller>, ControlError> {
-    Err(ControlError::NotAvailable {
-        name: name.to_string(),
-        why: "not implemented in this build yet".to_string(),
-    })
 }
