@@ -298,7 +298,7 @@ fn hyperbolic_keeps_useful_and_costly_items() {
         ..EngineConfig::default()
     };
     let mut e = Engine::new(cfg, clock).unwrap();
-    let mut tc = |name: &str| {
+    let tc = |name: &str| {
         let mut c = TenantConfig::new(name);
         c.policy = locus_engine::Policy::AllkeysHyperbolic;
         c.samples = 16;
