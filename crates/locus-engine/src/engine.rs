@@ -2629,8 +2629,11 @@ impl Engine {
             }
         }
 
-        // Explicit moves, then releases of pages above target, within the move budget.
+        // Explicit moves, then releases of pages above target, within the move budget. The
+        // controller is back in place meanwhile, so it hears of the evictions they cause.
         let mut budget = u64::from(cs.cfg.max_moves);
+        let targets = cs.targets.clone();
+        self.control = Some(cs);
         let (mut moves_done, mut evicted) = (0u64, 0u64);
         for mv in decision.moves {
             if budget == 0 {
@@ -2644,7 +2647,7 @@ impl Engine {
             }
         }
         for ti in 0..n {
-            let Some(target) = cs.targets[ti] else {
+            let Some(target) = targets[ti] else {
                 continue;
             };
             while budget > 0 && self.tenants[ti].pages.len() as u64 > target {
@@ -2660,6 +2663,10 @@ impl Engine {
                 evicted += e;
             }
         }
+        let mut cs = self
+            .control
+            .take()
+            .expect("the controller was put back above");
 
         let record = IntervalRecord {
             interval: cs.decisions,
