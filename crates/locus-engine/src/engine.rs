@@ -2646,8 +2646,8 @@ impl Engine {
                 evicted += e;
             }
         }
-        for ti in 0..n {
-            let Some(target) = targets[ti] else {
+        for (ti, target) in targets.iter().enumerate().take(n) {
+            let Some(target) = *target else {
                 continue;
             };
             while budget > 0 && self.tenants[ti].pages.len() as u64 > target {
