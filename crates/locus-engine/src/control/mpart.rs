@@ -14,7 +14,8 @@
 //!                      |m_i − current_i| ≤ max_change·max(current_i, M/n)   (Eq. 4, lines 12-42)
 //! ```
 //!
-//! Decisions start once memory has filled (before, nothing competes and the curves are young);
+//! Decisions start once memory is contended (memory full, or some pool evicting; before,
+//! nothing competes and the curves are young);
 //! until then, and while a pool's curve has fewer than `min_samples` expected samples, the
 //! `initial` allocation (if any) is in force.
 //! `NR_i` is the pool's GETs since the previous decision (mPart's "accesses since the last
@@ -304,11 +305,26 @@ impl Rates {
     }
 }
 
-/// Memory has filled (within a page per pool): from then on pools compete and targets matter.
-/// Before, the curves are young (most samples still wait for their reuse) and a plan on them
-/// would only misplace memory nobody needs yet.
-pub(crate) fn contended(view: &ControlView<'_>) -> bool {
-    view.pages_used + view.pools.len() as u64 >= view.pages_total
+/// Whether pools compete for memory yet: memory has filled (within a page per pool), or some
+/// pool evicted (a pool held at its target evicts before memory is full). Before that the curves
+/// are young (most samples still wait for their reuse) and a plan on them would only misplace
+/// memory nobody needs yet. Sticky: once contended, always contended.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Contention {
+    evictions: u64,
+    seen: bool,
+}
+
+impl Contention {
+    /// Updates from the view; true once memory has been contended.
+    pub(crate) fn update(&mut self, view: &ControlView<'_>) -> bool {
+        let ev: u64 = view.pools.iter().map(|p| p.evictions).sum();
+        if ev > self.evictions || view.pages_used + view.pools.len() as u64 >= view.pages_total {
+            self.seen = true;
+        }
+        self.evictions = ev;
+        self.seen
+    }
 }
 
 /// Floors and caps per pool for the DP: the tenant's static budget, narrowed to
@@ -397,7 +413,7 @@ pub struct Mpart {
     cfg: MpartConfig,
     pools: Vec<PoolModel>,
     rates: Rates,
-    contended: bool,
+    contention: Contention,
 }
 
 impl std::fmt::Debug for Mpart {
@@ -420,7 +436,7 @@ impl Mpart {
             cfg,
             pools: Vec::new(),
             rates: Rates::default(),
-            contended: false,
+            contention: Contention::default(),
         })
     }
 
@@ -485,8 +501,8 @@ impl Controller for Mpart {
         let ready = self.pools[..n]
             .iter()
             .all(|m| m.refs == 0 || self.cfg.rate * m.refs as f64 >= self.cfg.min_samples as f64);
-        self.contended |= contended(view);
-        if view.requests == 0 || !ready || !self.contended {
+        let contended = self.contention.update(view);
+        if view.requests == 0 || !ready || !contended {
             return initial_decision(
                 &self.cfg.initial,
                 &self.cfg.initial_shares,

@@ -12,7 +12,7 @@
 //!   DP (Eq. 11): min Σ mr_i(M_i)·p_i·N_i  subject to Σ M_i ≤ M, granularity G = step pages
 //! ```
 //!
-//! Decisions start once memory has filled and every pool has `min_samples` expected samples
+//! Decisions start once memory is contended (full, or some pool evicting) and every pool has `min_samples` expected samples
 //! (pRedis profiles the first 10% of its run before reallocating); until then the `initial`
 //! allocation, if any, is in force.
 //!
@@ -38,7 +38,7 @@ use locus_alloc::Objective;
 use locus_mrc::{Eaet, Metric, Op, Profiler, Unit};
 
 use super::mpart::{
-    MeanSize, Rates, bad_setting, bounds, check_common, check_initial, check_min_gain, contended,
+    Contention, MeanSize, Rates, bad_setting, bounds, check_common, check_initial, check_min_gain,
     initial_decision, planned_decision, read_pages_list,
 };
 use super::oracle::{PlanOptions, PoolCurve, pages_record};
@@ -199,7 +199,7 @@ pub struct Predis {
     cfg: PredisConfig,
     pools: Vec<PoolModel>,
     rates: Rates,
-    contended: bool,
+    contention: Contention,
 }
 
 impl std::fmt::Debug for Predis {
@@ -222,7 +222,7 @@ impl Predis {
             cfg,
             pools: Vec::new(),
             rates: Rates::default(),
-            contended: false,
+            contention: Contention::default(),
         })
     }
 
@@ -310,8 +310,8 @@ impl Controller for Predis {
         let ready = self.pools[..n]
             .iter()
             .all(|m| m.ops == 0 || self.cfg.rate * m.ops as f64 >= self.cfg.min_samples as f64);
-        self.contended |= contended(view);
-        if view.requests == 0 || view.interval < self.cfg.warmup || !ready || !self.contended {
+        let contended = self.contention.update(view);
+        if view.requests == 0 || view.interval < self.cfg.warmup || !ready || !contended {
             return initial_decision(
                 &self.cfg.initial,
                 &self.cfg.initial_shares,
