@@ -8,7 +8,8 @@
 //! ```text
 //! LOCUS_BLESS=1 cargo test -p locus-sim --test golden
 //! ```
-//! and commit the diff of `tests/golden/` with the change that caused it.
+//! and commit the diff of `tests/golden/` with the change that caused it. `LOCUS_GOLDEN=a,b`
+//! checks (or blesses) only the experiments of those names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,15 @@ fn experiments_match_their_golden_numbers() {
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no experiments in {}", dir.display());
+    if let Ok(only) = std::env::var("LOCUS_GOLDEN") {
+        let names: Vec<&str> = only.split(',').map(str::trim).collect();
+        files.retain(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| names.contains(&s))
+        });
+        assert!(!files.is_empty(), "LOCUS_GOLDEN={only}: no such experiment");
+    }
     let mut problems = Vec::new();
     for file in &files {
         let exp = match Experiment::load(file) {
