@@ -186,6 +186,47 @@ def test_controller_errors(static_server):
     assert c.ping()
 
 
+def test_controller_set_replaces_the_running_one(static_server):
+    pa, pb = static_server
+    c = client(pa)
+    set_many(c, "a:", 2500)
+    assert targets(c) == {"a": PAGES // 4, "b": 3 * PAGES // 4}
+
+    # Errors change nothing: unknown controller, unknown or bad setting, bad interval, arity.
+    for args, match in [
+        (["nope"], "unknown controller"),
+        (["static", "bogus", "1"], "bogus"),
+        (["static", "shares", "x"], "shares"),
+        (["static", "interval", "soon"], "interval"),
+        (["static", "max_moves", "0"], "max_moves"),
+        (["static", "shares"], "wrong number of arguments"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=match):
+            c.execute_command("LOCUS.CONTROLLER", "SET", *args)
+    info = ctl_info(c)
+    assert info["controller"] == "static" and info["interval"] == "2000req"
+
+    # New shares and interval: the new controller starts from scratch and decides on its own
+    # interval.
+    assert c.execute_command("LOCUS.CONTROLLER", "SET", "static", "shares", "3,1",
+                             "INTERVAL", "1000", "MAX_MOVES", "8") in ("OK", True)
+    info = ctl_info(c)
+    assert info["controller"] == "static" and info["interval"] == "1000req"
+    assert info["max_moves"] == 8 and info["decisions"] == 0
+    assert records(c) == []
+    set_many(client(pb), "b:", 1500)
+    assert targets(c) == {"a": 3 * PAGES // 4, "b": PAGES // 4}
+    assert c.config_get("*")  # the configuration still reads
+
+    # NONE: back to the memory.partition arbiter, no controller, no targets.
+    assert c.execute_command("LOCUS.CONTROLLER", "SET", "none") in ("OK", True)
+    assert ctl_info(c)["controller"] == "none"
+    assert targets(c) == {"a": None, "b": None}
+    with pytest.raises(redis.ResponseError, match="no memory controller"):
+        c.execute_command("LOCUS.CONTROLLER", "RUN")
+    assert locus_info(c)["controller"] == "none"
+
+
 # ------------------------------------------------------------------------ kredis and mpart
 
 

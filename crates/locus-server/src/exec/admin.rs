@@ -1002,7 +1002,57 @@ fn controller_info(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// `LOCUS.CONTROLLER INFO | TARGETS | RECORDS [count] | RUN | HELP`
+/// `LOCUS.CONTROLLER SET name [INTERVAL i] [MAX_MOVES n] [setting value ...]`: builds the new
+/// controller exactly as the `[controller]` section would (same validation, every problem
+/// reported), then replaces the running one; nothing changes on an error. The new controller
+/// starts from scratch (no curves, no decisions), targets of the old one are dropped, and the
+/// running configuration's `[controller]` section is updated to match.
+fn controller_set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() < 3 || a.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity("locus.controller|set".to_string()));
+    }
+    let text = |b: &[u8]| {
+        std::str::from_utf8(b)
+            .map(str::to_string)
+            .map_err(|_| CmdError::msg("ERR controller names and settings must be UTF-8"))
+    };
+    let mut sec = ctx.shared.config.read().controller.clone();
+    sec.name = text(&a[2])?.to_ascii_lowercase();
+    sec.settings.clear();
+    for kv in a[3..].chunks(2) {
+        let key = lower(&kv[0]);
+        let value = text(&kv[1])?;
+        match key.as_str() {
+            "interval" => sec.interval = crate::config::TextOrNumber(value),
+            "max_moves" | "max-moves" => {
+                sec.max_moves = value
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        CmdError::msg("ERR max_moves must be an integer of at least 1")
+                    })?;
+            }
+            _ => {
+                sec.settings.insert(key, toml::Value::String(value));
+            }
+        }
+    }
+    let problems = |p: Vec<String>| CmdError::msg(format!("ERR {}", p.join("; ")));
+    let cfg = sec.control_config().map_err(|e| problems(vec![e]))?;
+    let built = sec.build().map_err(problems)?;
+    // A controller that needs memcached's class mode sets it; the others run in the default.
+    ctx.eng.set_class_mode(locus_engine::ClassMode::Auto);
+    match built {
+        Some(ctl) => ctx.eng.set_controller(ctl, cfg),
+        None => ctx.eng.clear_controller(),
+    }
+    ctx.shared.config.write().controller = sec;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// `LOCUS.CONTROLLER INFO | TARGETS | RECORDS [count] | RUN | SET name ... | HELP`
 pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     let arity = |max: usize| {
@@ -1052,6 +1102,7 @@ pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             };
             write_record(ctx, &names, &r);
         }
+        "set" => controller_set(ctx, a)?,
         "help" => {
             arity(2)?;
             help(
@@ -1066,6 +1117,9 @@ pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "    The last <count> decisions (default 10), oldest first: pages, targets, K, moves, notes.",
                     "RUN",
                     "    Decide now and return the decision.",
+                    "SET <name> [INTERVAL <interval>] [MAX_MOVES <n>] [<setting> <value> ...]",
+                    "    Replace the running controller (NONE: the memory.partition arbiter). Interval and",
+                    "    max_moves default to the configured ones; the other pairs are the controller's settings.",
                     "HELP",
                     "    Print this help.",
                 ],

@@ -1060,7 +1060,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         ["@admin", "@slow"],
         "server",
         "0.1.0",
-        "Shows the memory controller's state, targets and decisions, or makes it decide now (Locus).",
+        "Shows the memory controller's state, targets and decisions, or makes it decide now, or replaces it (Locus).",
         None,
         admin::controller,
         [
@@ -1068,6 +1068,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "locus.controller|targets",
             "locus.controller|records",
             "locus.controller|run",
+            "locus.controller|set",
             "locus.controller|help"
         ]
     ),
