@@ -13,7 +13,7 @@
 
 use crate::hist::{Hist, bucket_range};
 use crate::profiler::check_capacities;
-use crate::sampling::{CountingFilter, RefSampler, U64Map};
+use crate::sampling::{PendingFilter, RefSampler, U64Map};
 use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 
 /// Sub-bucket bits for reuse-time histograms (relative resolution 1/4096).
@@ -143,7 +143,7 @@ struct Pending {
 pub struct Aet {
     metric: Metric,
     sampler: RefSampler,
-    filter: CountingFilter,
+    filter: PendingFilter,
     pending: U64Map<(Pending, f64)>,
     rt: Hist,
     read: Hist,
@@ -173,7 +173,7 @@ impl Aet {
         Ok(Self {
             metric,
             sampler: RefSampler::new(rate, seed)?,
-            filter: CountingFilter::new(16),
+            filter: PendingFilter::new(),
             pending: U64Map::default(),
             rt: Hist::new(RT_SUB_BITS),
             read: Hist::new(RT_SUB_BITS),
@@ -188,9 +188,17 @@ impl Aet {
     }
 
     #[cold]
-    fn settle(&mut self, key: u64, h: u64, op: Op) {
+    fn rebuild_filter(&mut self) {
+        self.filter
+            .rebuild(self.pending.len(), self.pending.keys().map(|&k| mix64(k)));
+    }
+
+    #[cold]
+    fn settle(&mut self, key: u64, op: Op) {
         if let Some((p, w)) = self.pending.remove(&key) {
-            self.filter.remove(h);
+            if self.filter.remove(self.pending.len()) {
+                self.rebuild_filter();
+            }
             if op == Op::Del {
                 self.cold += 1.0;
                 self.cold_reads += w;
@@ -223,7 +231,7 @@ impl Profiler for Aet {
             self.time += 1;
         }
         if self.filter.maybe(h) {
-            self.settle(key, h, op);
+            self.settle(key, op);
         }
         if op == Op::Del {
             return;
@@ -231,7 +239,9 @@ impl Profiler for Aet {
         if self.sampler.choose() {
             let w = crate::profiler::metric_weight(self.metric, size);
             self.pending.insert(key, (Pending { time: self.time }, w));
-            self.filter.insert(h);
+            if self.filter.insert(h, self.pending.len()) {
+                self.rebuild_filter();
+            }
             self.sampled += 1;
         }
     }

@@ -17,7 +17,7 @@
 use crate::aet::{Kinetic, RT_SUB_BITS, mix64};
 use crate::hist::Hist;
 use crate::profiler::{check_capacities, metric_weight, unit_weight};
-use crate::sampling::{CountingFilter, RefSampler, U64Map};
+use crate::sampling::{PendingFilter, RefSampler, U64Map};
 use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 
 #[derive(Debug, Clone, Copy)]
@@ -32,7 +32,7 @@ pub struct Eaet {
     unit: Unit,
     metric: Metric,
     sampler: RefSampler,
-    filter: CountingFilter,
+    filter: PendingFilter,
     pending: U64Map<Entry>,
     access_rth: Hist,
     delete_rth: Hist,
@@ -56,7 +56,7 @@ impl Eaet {
             unit,
             metric,
             sampler: RefSampler::new(rate, seed)?,
-            filter: CountingFilter::new(16),
+            filter: PendingFilter::new(),
             pending: U64Map::default(),
             access_rth: Hist::new(RT_SUB_BITS),
             delete_rth: Hist::new(RT_SUB_BITS),
@@ -71,11 +71,19 @@ impl Eaet {
         })
     }
 
+    #[cold]
+    fn rebuild_filter(&mut self) {
+        self.filter
+            .rebuild(self.pending.len(), self.pending.keys().map(|&k| mix64(k)));
+    }
+
     /// Classifies this operation against the key's pending sample (MODELS.md 4's table).
     #[cold]
-    fn settle(&mut self, key: u64, h: u64, a: u64, op: Op, mw: f64) -> Option<u64> {
+    fn settle(&mut self, key: u64, a: u64, op: Op, mw: f64) -> Option<u64> {
         let e = self.pending.remove(&key)?;
-        self.filter.remove(h);
+        if self.filter.remove(self.pending.len()) {
+            self.rebuild_filter();
+        }
         let b = e.size as u64;
         if e.deleted {
             match op {
@@ -133,7 +141,7 @@ impl Profiler for Eaet {
         }
         let h = mix64(key);
         let old = if self.filter.maybe(h) {
-            self.settle(key, h, a, op, mw)
+            self.settle(key, a, op, mw)
         } else {
             None
         };
@@ -147,7 +155,9 @@ impl Profiler for Eaet {
                     deleted: op == Op::Del,
                 },
             );
-            self.filter.insert(h);
+            if self.filter.insert(h, self.pending.len()) {
+                self.rebuild_filter();
+            }
         }
         let tick = match (op, old) {
             (Op::Set, Some(b)) => a.max(b),

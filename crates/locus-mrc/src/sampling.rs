@@ -144,39 +144,88 @@ impl RefSampler {
     }
 }
 
-/// A counting filter over key hashes, to skip the pending-sample table lookup for keys that cannot
-/// be in it. Counters saturate (a saturated slot always says "maybe").
+/// A filter over the key hashes of the pending samples (AET, EAET), to skip the table lookup for
+/// keys that cannot be in it: one bit per slot, no false negatives.
+///
+/// A bit array is read once per access, so it is kept small enough to stay in cache: at least 32
+/// slots per pending key (at most about 1/16 of the bits set, counting the stale ones), doubled
+/// as the pending set grows. Removing a key leaves its bit set (stale); once the stale bits
+/// outnumber the live keys (and 1/64 of the slots), the array is rebuilt from the pending keys.
+/// Both costs are amortised over the removals and insertions that caused them. A false positive
+/// costs one table lookup that finds nothing, so the filter never changes what a profiler records.
 #[derive(Debug, Clone)]
-pub(crate) struct CountingFilter {
-    counts: Vec<u16>,
-    mask: u64,
+pub(crate) struct PendingFilter {
+    words: Vec<u64>,
+    /// `64 - log2(slots)`: a slot is the top bits of the hash.
+    shift: u32,
+    stale: usize,
 }
 
-impl CountingFilter {
-    pub fn new(bits: u32) -> Self {
+/// Smallest filter: 4096 slots (512 bytes).
+const PENDING_MIN_BITS: u32 = 12;
+
+impl PendingFilter {
+    pub fn new() -> Self {
+        Self::with_bits(PENDING_MIN_BITS)
+    }
+
+    fn with_bits(bits: u32) -> Self {
         Self {
-            counts: vec![0; 1 << bits],
-            mask: (1u64 << bits) - 1,
+            words: vec![0; 1 << (bits - 6)],
+            shift: 64 - bits,
+            stale: 0,
         }
     }
+
     #[inline]
-    fn slot(&self, h: u64) -> usize {
-        ((h >> 24) & self.mask) as usize
+    fn slot(&self, h: u64) -> (usize, u64) {
+        let s = h >> self.shift;
+        ((s >> 6) as usize, 1u64 << (s & 63))
     }
+
+    /// Whether `h` may be pending.
     #[inline]
     pub fn maybe(&self, h: u64) -> bool {
-        self.counts[self.slot(h)] != 0
+        let (w, b) = self.slot(h);
+        self.words[w] & b != 0
     }
+
+    /// `h` became pending; `live` keys are pending now (including it). Returns whether the
+    /// caller must [`rebuild`](Self::rebuild) (the array is too small for `live`).
     #[inline]
-    pub fn insert(&mut self, h: u64) {
-        let i = self.slot(h);
-        self.counts[i] = self.counts[i].saturating_add(1);
+    pub fn insert(&mut self, h: u64, live: usize) -> bool {
+        let (w, b) = self.slot(h);
+        self.words[w] |= b;
+        live * 32 > self.slots()
     }
+
+    /// A pending key was removed; `live` keys remain. Returns whether the caller must
+    /// [`rebuild`](Self::rebuild) (too many stale bits).
     #[inline]
-    pub fn remove(&mut self, h: u64) {
-        let i = self.slot(h);
-        if self.counts[i] != u16::MAX {
-            self.counts[i] -= 1;
+    pub fn remove(&mut self, live: usize) -> bool {
+        self.stale += 1;
+        self.stale > live.max(self.slots() / 64)
+    }
+
+    fn slots(&self) -> usize {
+        self.words.len() * 64
+    }
+
+    /// Clears the array (resized for `live` pending keys) and sets the bits of `hashes`, the
+    /// hashes of every pending key.
+    #[cold]
+    pub fn rebuild(&mut self, live: usize, hashes: impl Iterator<Item = u64>) {
+        let want = (live.max(1) * 32).next_power_of_two();
+        let bits = (want.trailing_zeros()).clamp(PENDING_MIN_BITS, 40);
+        if bits != 64 - self.shift {
+            *self = Self::with_bits(bits);
+        } else {
+            self.words.fill(0);
+            self.stale = 0;
+        }
+        for h in hashes {
+            let (w, b) = self.slot(h);
+            self.words[w] |= b;
         }
     }
 }
@@ -194,6 +243,41 @@ mod tests {
         assert!(SpatialFilter::new(1.5, 1).is_err());
         assert!(SpatialFilter::new(1e-9, 1).is_err());
         assert!((0..1000u64).all(|k| SpatialFilter::new(1.0, 3).unwrap().sampled(k)));
+    }
+
+    #[test]
+    fn pending_filter_has_no_false_negatives() {
+        // Keys come and go; every pending key must always pass, and the array stays small.
+        let mut f = PendingFilter::new();
+        let mut pending = std::collections::HashSet::new();
+        let mut rng = locus_common::Rng::new(9);
+        for i in 0..200_000u64 {
+            let k = crate::aet::mix64(rng.below(20_000));
+            if pending.contains(&k) {
+                pending.remove(&k);
+                if f.remove(pending.len()) {
+                    f.rebuild(pending.len(), pending.iter().copied());
+                }
+            } else if i % 3 == 0 {
+                pending.insert(k);
+                if f.insert(k, pending.len()) {
+                    f.rebuild(pending.len(), pending.iter().copied());
+                }
+            }
+            if i % 1000 == 0 {
+                assert!(pending.iter().all(|&h| f.maybe(h)));
+            }
+        }
+        assert!(
+            f.slots() <= 64 * 32 * pending.len().max(128),
+            "{}",
+            f.slots()
+        );
+        let fp = (0..100_000u64)
+            .map(|x| crate::aet::mix64(x + 1_000_000))
+            .filter(|&h| f.maybe(h))
+            .count();
+        assert!(fp < 10_000, "{fp}");
     }
 
     #[test]
