@@ -18,6 +18,7 @@ use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 use locus_common::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The exponent for textbook K-LRU (the reference code's `K_EXP`).
 pub const EXPONENT_TEXTBOOK: f64 = 1.4;
@@ -139,13 +140,55 @@ impl SizeArray {
     }
 }
 
+/// The `U^(1/k)` grid of one `k`, and each cell-of-16's smallest value.
+#[derive(Debug)]
+struct RatioTable {
+    at: Vec<f64>,
+    cell_min: Vec<f64>,
+}
+
+impl RatioTable {
+    fn new(k_eff: f64) -> Self {
+        let at: Vec<f64> = (0..=RATIO_STEPS)
+            .map(|i| (i as f64 / RATIO_STEPS as f64).powf(1.0 / k_eff))
+            .collect();
+        // Cell c covers draws with grid index 16c..16c+15, interpolating up to index 16c+16.
+        let cell_min = (0..RATIO_STEPS / 16)
+            .map(|c| {
+                at[16 * c..=16 * c + 16]
+                    .iter()
+                    .copied()
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        Self { at, cell_min }
+    }
+
+    /// The table for `k_eff`, built once per process (every pool profiles the same few K).
+    fn shared(k_eff: f64) -> Arc<Self> {
+        type Tables = Vec<(u64, Arc<RatioTable>)>;
+        static TABLES: OnceLock<Mutex<Tables>> = OnceLock::new();
+        let mut tables = TABLES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let key = k_eff.to_bits();
+        if let Some((_, t)) = tables.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(t);
+        }
+        let t = Arc::new(Self::new(k_eff));
+        tables.push((key, Arc::clone(&t)));
+        t
+    }
+}
+
 /// The KRR profiler for one K.
 pub struct Krr {
     cfg: KrrConfig,
     inv_k: f64,
     /// `ratio[i] = (i/RATIO_STEPS)^(1/k)`: the inverse CDF of `U^(1/k)` on a grid (see
-    /// [`Krr::draw_ratio`]).
-    ratio: Vec<f64>,
+    /// [`Krr::next_position`]), shared by every profiler with the same `k`.
+    ratio: Arc<RatioTable>,
     filter: SpatialFilter,
     rng: Rng,
     ids: U64Map<u32>,
@@ -178,9 +221,7 @@ impl Krr {
             });
         }
         let k_eff = (cfg.k as f64).powf(cfg.exponent);
-        let ratio = (0..=RATIO_STEPS)
-            .map(|i| (i as f64 / RATIO_STEPS as f64).powf(1.0 / k_eff))
-            .collect();
+        let ratio = RatioTable::shared(k_eff);
         Ok(Self {
             inv_k: 1.0 / k_eff,
             ratio,
@@ -240,26 +281,46 @@ impl Krr {
         None
     }
 
-    /// A draw of `U^(1/k)`, `U` uniform on (0, 1]: exact for K = 1 and in the lowest 16 grid
-    /// cells (where the function is steep; 0.4% of draws), elsewhere linear interpolation on a
-    /// 4096-cell grid, whose absolute error is below 3e-5 (checked numerically for k from 2.6 to
-    /// 338). This replaces a libm `pow` on the chain's hot path by a table lookup.
+    /// The next position of the backward chain from `l > 1`: `⌈(L−1)·U^{1/k}⌉` clamped to
+    /// `1..=L−1`, `U` uniform on (0, 1].
+    ///
+    /// `U^{1/k}` is exact for K = 1 and in the lowest 16 grid cells (where the function is steep;
+    /// 0.4% of draws), elsewhere linear interpolation on a 4096-cell grid, whose absolute error is
+    /// below 3e-5 (checked numerically for k from 2.6 to 338). This replaces a libm `pow` on the
+    /// chain's hot path by a table lookup. Most steps of a large k land on `L−1` whatever the
+    /// interpolation gives: when `(L−1)` times the smallest table value of the draw's cell of 16
+    /// already exceeds `L−2`, the answer is `L−1` without reading the (larger, colder) table.
     #[inline]
-    fn draw_ratio(&mut self) -> f64 {
+    fn next_position(&mut self, l: u32) -> u32 {
         let u = self.rng.next_f64_nonzero();
-        if self.inv_k == 1.0 {
-            return u;
+        let lm1 = (l - 1) as f64;
+        let scaled = if self.inv_k == 1.0 {
+            u
+        } else {
+            let x = u * RATIO_STEPS as f64;
+            let i = x as usize;
+            if i < 16 {
+                u.powf(self.inv_k)
+            } else if i >= RATIO_STEPS {
+                1.0
+            } else {
+                // The interpolated value is at least the cell's minimum, and rounding is
+                // monotone, so `(L−1)·value > L−2` too: the ceiling below is `L−1`.
+                if lm1 * self.ratio.cell_min[i >> 4] > (l - 2) as f64 {
+                    return l - 1;
+                }
+                let f = x - i as f64;
+                let r = &self.ratio.at;
+                r[i] + f * (r[i + 1] - r[i])
+            }
+        };
+        // ⌈(L−1)·U^{1/k}⌉ in 1..=L−1 (by hand: `f64::ceil` is a libm call without SSE4.1).
+        let x = lm1 * scaled;
+        let mut lp = x as u32;
+        if (lp as f64) < x {
+            lp += 1;
         }
-        let x = u * RATIO_STEPS as f64;
-        let i = x as usize;
-        if i < 16 {
-            return u.powf(self.inv_k);
-        }
-        if i >= RATIO_STEPS {
-            return 1.0;
-        }
-        let f = x - i as f64;
-        self.ratio[i] + f * (self.ratio[i + 1] - self.ratio[i])
+        lp.clamp(1, l - 1)
     }
 
     /// Moves `x` (at position `d`) to the top with the backward cyclic update.
@@ -277,18 +338,19 @@ impl Krr {
             self.holes.push(Reverse(d));
             l = h;
         }
+        // Each step adds to the sizeArray boundaries in [L', L−1]; L only decreases, so one
+        // cursor walks the boundaries down instead of a search per step. `cursor` = the first
+        // boundary ≥ L.
+        let mut cursor = self.sizes.as_ref().map_or(0, |sa| sa.first_at_least(l));
         while l > 1 {
-            let scaled = self.draw_ratio();
-            // ⌈(L−1)·U^{1/k}⌉ in 1..=L−1 (by hand: `f64::ceil` is a libm call without SSE4.1).
-            let x = (l - 1) as f64 * scaled;
-            let mut lp = x as u32;
-            if (lp as f64) < x {
-                lp += 1;
-            }
-            let lp = lp.clamp(1, l - 1);
+            let lp = self.next_position(l);
             let y = self.stack[lp as usize];
             if let Some(sa) = self.sizes.as_mut() {
-                sa.add_range(lp, l - 1, sx - self.size[y as usize] as i64);
+                let delta = sx - self.size[y as usize] as i64;
+                while cursor > 0 && sa.bnd[cursor - 1] >= lp {
+                    cursor -= 1;
+                    sa.pre[cursor] += delta;
+                }
             }
             self.stack[l as usize] = y;
             self.pos[y as usize] = l;
@@ -393,6 +455,19 @@ impl Profiler for Krr {
             self.full_weight += mw;
         }
         if self.filter.sampled(key) {
+            self.sampled_access(key, size, op, mw);
+        }
+    }
+
+    #[inline]
+    fn access_filtered(&mut self, key: u64, size: u32, op: Op, sampled: bool) {
+        debug_assert_eq!(sampled, self.filter.sampled(key));
+        self.accesses += 1;
+        let mw = metric_weight(self.cfg.metric, size);
+        if op == Op::Get {
+            self.full_weight += mw;
+        }
+        if sampled {
             self.sampled_access(key, size, op, mw);
         }
     }

@@ -42,6 +42,15 @@ pub trait Profiler: Send {
     fn metric(&self) -> Metric;
     /// Feeds one access.
     fn access(&mut self, key: u64, size: u32, op: Op);
+    /// Feeds one access whose spatial-sampling verdict the caller already knows: `sampled` is
+    /// what a [`SpatialFilter`](crate::sampling::SpatialFilter) with this profiler's rate and seed says of
+    /// `key`. Spatially sampled profilers skip their own hash; the others ignore the hint. Same
+    /// effect as [`Profiler::access`].
+    #[inline]
+    fn access_filtered(&mut self, key: u64, size: u32, op: Op, sampled: bool) {
+        let _ = sampled;
+        self.access(key, size, op);
+    }
     /// Number of accesses fed so far (all ops, sampled or not).
     fn accesses(&self) -> u64;
     /// The largest capacity worth plotting: the (estimated) peak number of distinct objects, or

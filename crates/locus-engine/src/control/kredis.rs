@@ -456,8 +456,9 @@ impl Controller for Kredis {
         } else {
             pm.mean_size
         };
+        // The KRR profilers sample with this filter's rate and seed: one hash for all of them.
         for (_, prof) in &mut pm.profilers {
-            prof.access(a.key_hash, size, op);
+            prof.access_filtered(a.key_hash, size, op, sampled);
         }
     }
 
