@@ -281,7 +281,7 @@ impl KredisConfig {
 /// The profilers and interval counters of one pool.
 struct PoolModel {
     /// `(K, profiler)`; one entry labelled `fixed_k` for EAET; empty for `model = none`.
-    profilers: Vec<(u32, Box<dyn Profiler>)>,
+    profilers: Vec<(u32, PoolProfiler)>,
     /// The KRR exponent the profilers were built with.
     exponent: f64,
     /// Whether `exponent` came from `auto` with the Redis-pool guess.
@@ -310,13 +310,47 @@ impl fmt::Debug for Kredis {
     }
 }
 
+/// One profiler of a pool: KRR by its concrete type, so that the data path's per-K call is a direct,
+/// inlined call rather than a virtual one (four K per access); anything else boxed. Dereferences
+/// to the [`Profiler`] for everything else.
+enum PoolProfiler {
+    Krr(Box<Krr>),
+    Other(Box<dyn Profiler>),
+}
+
+impl PoolProfiler {
+    /// [`Profiler::access_filtered`], statically dispatched for KRR.
+    #[inline]
+    fn access_filtered(&mut self, key: u64, size: u32, op: Op, sampled: bool) {
+        match self {
+            PoolProfiler::Krr(k) => k.access_filtered(key, size, op, sampled),
+            PoolProfiler::Other(p) => p.access_filtered(key, size, op, sampled),
+        }
+    }
+}
+
+impl std::ops::Deref for PoolProfiler {
+    type Target = dyn Profiler;
+    fn deref(&self) -> &(dyn Profiler + 'static) {
+        match self {
+            PoolProfiler::Krr(k) => k.as_ref(),
+            PoolProfiler::Other(p) => p.as_ref(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for PoolProfiler {
+    fn deref_mut(&mut self) -> &mut (dyn Profiler + 'static) {
+        match self {
+            PoolProfiler::Krr(k) => k.as_mut(),
+            PoolProfiler::Other(p) => p.as_mut(),
+        }
+    }
+}
+
 /// Builds one pool's profilers.
-fn build_profilers(
-    cfg: &KredisConfig,
-    pool: PoolId,
-    exponent: f64,
-) -> Vec<(u32, Box<dyn Profiler>)> {
-    let mut out: Vec<(u32, Box<dyn Profiler>)> = Vec::new();
+fn build_profilers(cfg: &KredisConfig, pool: PoolId, exponent: f64) -> Vec<(u32, PoolProfiler)> {
+    let mut out: Vec<(u32, PoolProfiler)> = Vec::new();
     match cfg.model {
         KredisModel::Krr => {
             for k in cfg.profiled_ks() {
@@ -333,14 +367,14 @@ fn build_profilers(
                 // The settings were validated; a failure would be a bug, and the pool then
                 // simply has no curve for this K.
                 if let Ok(krr) = krr {
-                    out.push((k, Box::new(krr)));
+                    out.push((k, PoolProfiler::Krr(Box::new(krr))));
                 }
             }
         }
         KredisModel::Eaet => {
             let seed = cfg.seed ^ (u64::from(pool.0) << 32);
             if let Ok(e) = Eaet::new(cfg.rate, cfg.unit, Metric::Requests, seed) {
-                out.push((cfg.fixed_k, Box::new(e)));
+                out.push((cfg.fixed_k, PoolProfiler::Other(Box::new(e))));
             }
         }
         KredisModel::None => {}
