@@ -1046,8 +1046,10 @@ impl Engine {
                 });
                 let age = self.hyp_now().saturating_sub(m.born) + 1;
                 let cost = self.penalty.penalty(t).0.max(1.0);
-                // Larger evicts first: the inverse of the priority cost * uses / age.
-                (age as f64 / (f64::from(m.uses.max(1)) * cost) * 1024.0) as u64
+                // Larger evicts first: the inverse of the priority cost * uses / age. The bits of
+                // a positive f64 order like its value, so no resolution is lost: a fixed-point
+                // score truncated every item to 0 once costs (µs) exceeded ages (accesses).
+                (age as f64 / (f64::from(m.uses.max(1)) * cost)).to_bits()
             }
             _ => self.idle_of(lruclock, self.store.lru(h)),
         }
