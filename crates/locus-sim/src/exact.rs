@@ -311,12 +311,27 @@ pub struct ClassPlan {
 /// # Errors
 /// Trace and engine errors; the planner's error as [`SimError::Control`].
 pub fn slab_plan(exp: &Experiment, maxmemory: u64) -> Result<Vec<ClassPlan>, SimError> {
+    Ok(slab_plans(exp, maxmemory, false)?.0)
+}
+
+/// [`slab_plan`] of the whole run and, with `per_phase`, one of each phase of the generated
+/// workload (curves of that phase's requests only), from one pass.
+///
+/// # Errors
+/// As [`slab_plan`].
+pub fn slab_plans(
+    exp: &Experiment,
+    maxmemory: u64,
+    per_phase: bool,
+) -> Result<(Vec<ClassPlan>, Vec<Vec<ClassPlan>>), SimError> {
     use std::collections::BTreeMap;
     let clock = VirtualClock::new(0);
     let probe = build_engine(exp, exp.page_size, &clock)?;
     let chunks: Vec<u32> = probe.size_classes().iter().map(|(_, b)| *b).collect();
     let pages_total = maxmemory / exp.page_size;
-    let mut prof: BTreeMap<(usize, u16), (ExactLru, u64)> = BTreeMap::new();
+    type Profiles = BTreeMap<(usize, u16), (ExactLru, u64)>;
+    let mut whole: Profiles = BTreeMap::new();
+    let mut phases: Vec<Profiles> = Vec::new();
     let mut wl = Workload::open(exp)?;
     let mut it = Item::default();
     while wl.next(&mut it)? {
@@ -330,50 +345,63 @@ pub fn slab_plan(exp: &Experiment, maxmemory: u64) -> Result<Vec<ClassPlan>, Sim
             TraceOp::Set => Op::Set,
             TraceOp::Delete => Op::Del,
         };
-        let e = prof
-            .entry((it.tenant, class.0))
-            .or_insert_with(|| (ExactLru::new(Unit::Objects, Metric::Requests), 0));
-        if op == Op::Get {
-            e.1 += 1;
+        let feed = |prof: &mut Profiles| {
+            let e = prof
+                .entry((it.tenant, class.0))
+                .or_insert_with(|| (ExactLru::new(Unit::Objects, Metric::Requests), 0));
+            if op == Op::Get {
+                e.1 += 1;
+            }
+            e.0.access(r.key, 1, op);
+        };
+        feed(&mut whole);
+        if per_phase && !exp.phases.is_empty() {
+            if phases.len() <= it.phase {
+                phases.resize_with(it.phase + 1, BTreeMap::new);
+            }
+            feed(&mut phases[it.phase]);
         }
-        e.0.access(r.key, 1, op);
     }
-    let mut curves = Vec::new();
-    let mut keys = Vec::new();
-    for (&(t, c), (p, gets)) in &prof {
-        let per_page = (exp.page_size / u64::from(chunks[c as usize]).max(1)).max(1);
-        let caps: Vec<f64> = (1..=pages_total).map(|j| (j * per_page) as f64).collect();
-        let mrc = p.mrc(&caps)?;
-        let mut cost = vec![*gets as f64];
-        cost.extend(mrc.points().iter().map(|(_, m)| m * *gets as f64));
-        curves.push(ClassCurve {
-            pool: locus_engine::PoolId(t as u32),
-            class: locus_engine::ClassId(c),
-            cost,
-        });
-        keys.push((t, c, *gets));
-    }
-    let plan = plan_classes(&curves, pages_total).map_err(|source| SimError::Control {
-        label: "slab-oracle".into(),
-        source,
-    })?;
-    Ok(plan
-        .iter()
-        .zip(&keys)
-        .zip(&curves)
-        .map(|(((_, _, pages), &(t, c, gets)), curve)| ClassPlan {
-            tenant: exp.tenants[t].name.clone(),
-            class: c,
-            chunk_bytes: chunks[c as usize],
-            gets,
-            pages: *pages,
-            miss_ratio: if gets > 0 {
-                curve.cost[(*pages as usize).min(curve.cost.len() - 1)] / gets as f64
-            } else {
-                0.0
-            },
-        })
-        .collect())
+    let plan_of = |prof: &Profiles| -> Result<Vec<ClassPlan>, SimError> {
+        let mut curves = Vec::new();
+        let mut keys = Vec::new();
+        for (&(t, c), (p, gets)) in prof {
+            let per_page = (exp.page_size / u64::from(chunks[c as usize]).max(1)).max(1);
+            let caps: Vec<f64> = (1..=pages_total).map(|j| (j * per_page) as f64).collect();
+            let mrc = p.mrc(&caps)?;
+            let mut cost = vec![*gets as f64];
+            cost.extend(mrc.points().iter().map(|(_, m)| m * *gets as f64));
+            curves.push(ClassCurve {
+                pool: locus_engine::PoolId(t as u32),
+                class: locus_engine::ClassId(c),
+                cost,
+            });
+            keys.push((t, c, *gets));
+        }
+        let plan = plan_classes(&curves, pages_total).map_err(|source| SimError::Control {
+            label: "slab-oracle".into(),
+            source,
+        })?;
+        Ok(plan
+            .iter()
+            .zip(&keys)
+            .zip(&curves)
+            .map(|(((_, _, pages), &(t, c, gets)), curve)| ClassPlan {
+                tenant: exp.tenants[t].name.clone(),
+                class: c,
+                chunk_bytes: chunks[c as usize],
+                gets,
+                pages: *pages,
+                miss_ratio: if gets > 0 {
+                    curve.cost[(*pages as usize).min(curve.cost.len() - 1)] / gets as f64
+                } else {
+                    0.0
+                },
+            })
+            .collect())
+    };
+    let phase_plans = phases.iter().map(plan_of).collect::<Result<Vec<_>, _>>()?;
+    Ok((plan_of(&whole)?, phase_plans))
 }
 
 #[cfg(test)]

@@ -40,6 +40,7 @@ struct RawExperiment {
     class_mode: Option<String>,
     interleave: Option<String>,
     baseline: Option<String>,
+    steady: Option<f64>,
     #[serde(default, rename = "controller")]
     controllers: Vec<RawController>,
     #[serde(default, rename = "tenant")]
@@ -389,6 +390,9 @@ pub struct Experiment {
     pub interleave: Interleave,
     /// Controller label the "share of the oracle's gain" is measured from.
     pub baseline: Option<String>,
+    /// Steady-state window: the last fraction of the run and of each phase whose GETs are
+    /// also reported on their own (`RunResult::steady`).
+    pub steady: Option<f64>,
     /// Controllers to compare.
     pub controllers: Vec<ControllerRun>,
     /// Tenants.
@@ -734,9 +738,9 @@ impl Experiment {
     }
 }
 
-/// Scales key counts and phase lengths of generator options.
+/// Scales key counts, key offsets and phase lengths of generator options.
 fn scale_options(o: &mut BTreeMap<String, String>, s: f64) {
-    for k in ["keys", "n", "records", "phase", "phase-len"] {
+    for k in ["keys", "n", "records", "phase", "phase-len", "key-offset"] {
         if let Some(v) = o.get_mut(k)
             && let Some(n) = parse_count(v)
         {
@@ -840,10 +844,13 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             .map(|(k, v)| (k.clone(), setting_string(v)))
             .collect();
         if c.name == "slab-oracle" {
-            if let Some((k, _)) = settings.iter().find(|(k, _)| k != "max_moves") {
+            if let Some((k, _)) = settings
+                .iter()
+                .find(|(k, _)| !["max_moves", "per_phase"].contains(&k.as_str()))
+            {
                 p.add(
                     &format!("{path}.settings"),
-                    format!("unknown slab-oracle setting '{k}' (max_moves)"),
+                    format!("unknown slab-oracle setting '{k}' (max_moves, per_phase)"),
                 );
             }
         } else if c.name != "oracle" {
@@ -894,6 +901,11 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             samples: c.samples,
             evpool_size: c.evpool_size,
         });
+    }
+    if let Some(f) = raw.steady
+        && !(f > 0.0 && f <= 1.0)
+    {
+        p.add("steady", format!("{f} is not a fraction in (0, 1]"));
     }
     if let Some(b) = &raw.baseline
         && !controllers.iter().any(|c| &c.label == b)
@@ -1158,6 +1170,7 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
         class_mode,
         interleave,
         baseline: raw.baseline,
+        steady: raw.steady,
         controllers,
         tenants,
         phases,

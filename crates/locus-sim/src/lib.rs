@@ -144,19 +144,31 @@ pub struct Report {
     pub failed: Vec<(String, String)>,
     /// Share of the oracle's gain over the baseline per label (needs `baseline` and `oracle`).
     pub oracle_gain: Vec<(String, f64)>,
+    /// The experiment's `steady` fraction (steady-state windows), if any.
+    pub steady: Option<f64>,
+    /// The same share in each steady-state window (experiment key `steady`): (window name,
+    /// (label, share) per run).
+    pub steady_gain: Vec<(String, Vec<(String, f64)>)>,
     /// The oracle's curves and partitions (when it ran).
     pub oracle: Option<exact::OracleCurves>,
     /// The slab oracle's per-class plan (when it ran).
     pub slab_oracle: Option<Vec<exact::ClassPlan>>,
+    /// Its plan per phase (`per_phase = true`), else empty.
+    pub slab_oracle_phases: Vec<Vec<exact::ClassPlan>>,
 }
 
 impl Report {
     /// The headline value of a run (lower is better).
     pub fn headline(&self, r: &RunResult) -> f64 {
+        self.headline_of(&r.overall)
+    }
+
+    /// The headline value of a result (lower is better).
+    pub fn headline_of(&self, t: &TenantResult) -> f64 {
         if self.metric == "mean_latency_us" {
-            r.overall.mean_latency_us
+            t.mean_latency_us
         } else {
-            1.0 - r.overall.hit_ratio
+            1.0 - t.hit_ratio
         }
     }
 }
@@ -233,6 +245,7 @@ pub fn simulate(
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let oracle_curves: Mutex<Option<exact::OracleCurves>> = Mutex::new(None);
     let slab_plan: Mutex<Option<Vec<exact::ClassPlan>>> = Mutex::new(None);
+    let slab_phase_plans: Mutex<Vec<Vec<exact::ClassPlan>>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -243,7 +256,15 @@ pub fn simulate(
                     };
                     let label = job.label.clone();
                     let report = |n: u64| progress(&label, n);
-                    let r = run_job(exp, maxmemory, job, &report, &oracle_curves, &slab_plan);
+                    let r = run_job(
+                        exp,
+                        maxmemory,
+                        job,
+                        &report,
+                        &oracle_curves,
+                        &slab_plan,
+                        &slab_phase_plans,
+                    );
                     results.lock().expect("no worker panics holding the lock")[i] = Some(r);
                 }
             });
@@ -280,8 +301,11 @@ pub fn simulate(
         runs,
         failed,
         oracle_gain: Vec::new(),
+        steady: exp.steady,
+        steady_gain: Vec::new(),
         oracle: oracle_curves.into_inner().expect("workers joined"),
         slab_oracle: slab_plan.into_inner().expect("workers joined"),
+        slab_oracle_phases: slab_phase_plans.into_inner().expect("workers joined"),
     };
     let mut order: Vec<(f64, String)> = report
         .runs
@@ -305,6 +329,24 @@ pub fn simulate(
                     .map(|r| (r.label.clone(), (hb - report.headline(r)) / (hb - ho)))
                     .collect();
             }
+            for (i, w) in o.steady.iter().enumerate() {
+                let (Some(bw), ow) = (b.steady.get(i), &w.overall) else {
+                    continue;
+                };
+                let (hb, ho) = (report.headline_of(&bw.overall), report.headline_of(ow));
+                if (hb - ho).abs() <= 1e-12 {
+                    continue;
+                }
+                let shares = report
+                    .runs
+                    .iter()
+                    .filter_map(|r| {
+                        let h = report.headline_of(&r.steady.get(i)?.overall);
+                        Some((r.label.clone(), (hb - h) / (hb - ho)))
+                    })
+                    .collect();
+                report.steady_gain.push((w.name.clone(), shares));
+            }
         }
     }
     Ok(report)
@@ -317,43 +359,66 @@ fn run_job(
     progress: &(dyn Fn(u64) + Sync),
     oracle_out: &Mutex<Option<exact::OracleCurves>>,
     slab_out: &Mutex<Option<Vec<exact::ClassPlan>>>,
+    slab_phases_out: &Mutex<Vec<Vec<exact::ClassPlan>>>,
 ) -> Result<RunResult, SimError> {
-    let mut schedule = None;
+    let mut schedule: Vec<Option<Box<dyn control::Controller>>> = Vec::new();
     let ctl: Box<dyn control::Controller> = if job.name == "slab-oracle" {
         let mut max_moves = u64::from(exp.max_moves);
+        let mut per_phase = false;
         for (k, v) in &job.settings {
-            match (k.as_str(), v.parse::<u64>()) {
-                ("max_moves", Ok(m)) => max_moves = m,
+            match (k.as_str(), v.parse::<u64>(), v.parse::<bool>()) {
+                ("max_moves", Ok(m), _) => max_moves = m,
+                ("per_phase" | "per-phase", _, Ok(b)) => per_phase = b,
                 _ => {
                     return Err(SimError::Control {
                         label: job.label.clone(),
                         source: ControlError::UnknownSetting {
                             controller: "slab-oracle".into(),
                             key: format!("{k} = {v}"),
-                            known: vec!["max_moves".into()],
+                            known: vec!["max_moves".into(), "per_phase".into()],
                         },
                     });
                 }
             }
         }
-        let plan = exact::slab_plan(exp, maxmemory)?;
-        let targets = plan
-            .iter()
-            .map(|c| {
-                (
-                    locus_engine::PoolId(
-                        exp.tenants
-                            .iter()
-                            .position(|t| t.name == c.tenant)
-                            .unwrap_or(0) as u32,
-                    ),
-                    locus_engine::ClassId(c.class),
-                    c.pages,
-                )
-            })
-            .collect();
+        let (plan, phase_plans) = exact::slab_plans(exp, maxmemory, per_phase)?;
+        let targets = |plan: &[exact::ClassPlan]| -> Vec<_> {
+            plan.iter()
+                .map(|c| {
+                    (
+                        locus_engine::PoolId(
+                            exp.tenants
+                                .iter()
+                                .position(|t| t.name == c.tenant)
+                                .unwrap_or(0) as u32,
+                        ),
+                        locus_engine::ClassId(c.class),
+                        c.pages,
+                    )
+                })
+                .collect()
+        };
+        let first = match phase_plans.first() {
+            Some(p0) => {
+                schedule = phase_plans
+                    .iter()
+                    .map(|p| {
+                        Some(Box::new(control::SlabOracle::new(targets(p), max_moves))
+                            as Box<dyn control::Controller>)
+                    })
+                    .collect();
+                schedule[0] = None;
+                targets(p0)
+            }
+            None => targets(&plan),
+        };
         *slab_out.lock().expect("no worker panics holding the lock") = Some(plan);
-        Box::new(control::SlabOracle::new(targets, max_moves))
+        if !phase_plans.is_empty() {
+            *slab_phases_out
+                .lock()
+                .expect("no worker panics holding the lock") = phase_plans;
+        }
+        Box::new(control::SlabOracle::new(first, max_moves))
     } else if job.name == "oracle" {
         let fail = |source| SimError::Control {
             label: job.label.clone(),
@@ -368,7 +433,15 @@ fn run_job(
         let mut curves = exact::exact_curves(exp, maxmemory)?;
         let plan = exact::plan_oracle(exp, &curves, &settings).map_err(fail)?;
         let first = if settings.per_phase && !plan.phase_pages.is_empty() {
-            schedule = Some(plan.phase_pages.clone());
+            schedule = plan
+                .phase_pages
+                .iter()
+                .skip(1)
+                .map(|t| {
+                    Some(Box::new(control::Oracle::new(t.clone())) as Box<dyn control::Controller>)
+                })
+                .collect();
+            schedule.insert(0, None);
             plan.phase_pages[0].clone()
         } else {
             plan.pages.clone()

@@ -5,6 +5,7 @@
 //!         ─► write_dir(DIR): summary.csv     one row per controller × tenant (+ overall)
 //!                            intervals.csv   one row per controller × decision × tenant
 //!                            phases.csv      one row per controller × phase × tenant (phases)
+//!                            steady.csv      one row per controller × steady window × tenant (steady)
 //!                            curves.csv      the MRCs each controller used at its last decision
 //!                            oracle_curves.csv (when the oracle ran)
 //!                            report.json     everything above
@@ -14,7 +15,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::{Report, RunResult, SimError, TenantResult};
+use crate::{PhaseResult, Report, RunResult, SimError, TenantResult};
 
 fn fmt_opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
@@ -91,46 +92,27 @@ pub fn table(r: &Report) -> String {
     }
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         let _ = writeln!(out, "per phase (overall hit% / modelled latency µs):");
-        let mut grid: Vec<Vec<String>> = vec![
-            std::iter::once("controller".to_string())
-                .chain(r.runs[0].phases.iter().map(|p| p.name.clone()))
-                .collect(),
-        ];
-        for run in &r.runs {
-            grid.push(
-                std::iter::once(run.label.clone())
-                    .chain(run.phases.iter().map(|p| {
-                        format!(
-                            "{:.2}% / {:.1}",
-                            100.0 * p.overall.hit_ratio,
-                            p.overall.mean_latency_us
-                        )
-                    }))
-                    .collect(),
-            );
-        }
-        let cols = grid.iter().map(Vec::len).max().unwrap_or(0);
-        let widths: Vec<usize> = (0..cols)
-            .map(|c| {
-                grid.iter()
-                    .filter_map(|row| row.get(c))
-                    .map(|x| x.chars().count())
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for row in &grid {
-            let mut l = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                let w = widths[c];
-                if c == 0 {
-                    let _ = write!(l, "{cell:<w$}");
-                } else {
-                    let _ = write!(l, "  {cell:>w$}");
-                }
-            }
-            let _ = writeln!(out, "{l}");
-        }
+        span_grid(&mut out, r, |run| &run.phases, |_, _| None);
+    }
+    if r.runs.iter().any(|run| !run.steady.is_empty()) {
+        let _ = writeln!(
+            out,
+            "steady state, the last {:.0}% of the run and of each phase (overall hit% / modelled \
+             latency µs / share of the oracle's gain):",
+            100.0 * r.steady.unwrap_or(0.0)
+        );
+        span_grid(
+            &mut out,
+            r,
+            |run| &run.steady,
+            |span, label| {
+                r.steady_gain
+                    .iter()
+                    .find(|(s, _)| s == span)
+                    .and_then(|(_, g)| g.iter().find(|(l, _)| l == label))
+                    .map(|(_, x)| *x)
+            },
+        );
     }
     for run in &r.runs {
         let _ = writeln!(
@@ -163,6 +145,59 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(out, "FAILED {label}: {e}");
     }
     out
+}
+
+/// One row per run, one column per span (phase or steady window): "hit% / latency[ / gain%]".
+fn span_grid(
+    out: &mut String,
+    r: &Report,
+    spans: impl Fn(&RunResult) -> &Vec<PhaseResult>,
+    gain: impl Fn(&str, &str) -> Option<f64>,
+) {
+    let mut grid: Vec<Vec<String>> = vec![
+        std::iter::once("controller".to_string())
+            .chain(spans(&r.runs[0]).iter().map(|p| p.name.clone()))
+            .collect(),
+    ];
+    for run in &r.runs {
+        grid.push(
+            std::iter::once(run.label.clone())
+                .chain(spans(run).iter().map(|p| {
+                    let mut cell = format!(
+                        "{:.2}% / {:.1}",
+                        100.0 * p.overall.hit_ratio,
+                        p.overall.mean_latency_us
+                    );
+                    if let Some(g) = gain(&p.name, &run.label) {
+                        let _ = write!(cell, " / {:.1}%", 100.0 * g);
+                    }
+                    cell
+                }))
+                .collect(),
+        );
+    }
+    let cols = grid.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            grid.iter()
+                .filter_map(|row| row.get(c))
+                .map(|x| x.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in &grid {
+        let mut l = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let w = widths[c];
+            if c == 0 {
+                let _ = write!(l, "{cell:<w$}");
+            } else {
+                let _ = write!(l, "  {cell:>w$}");
+            }
+        }
+        let _ = writeln!(out, "{l}");
+    }
 }
 
 /// `summary.csv`.
@@ -198,6 +233,49 @@ pub fn summary_csv(r: &Report) -> String {
         }
     }
     s
+}
+
+/// `steady.csv` (empty string without `steady`): one row per controller × steady-state window ×
+/// tenant (and `overall`), with the window's share of the oracle's gain on the overall row.
+pub fn steady_csv(r: &Report) -> String {
+    if r.runs.iter().all(|run| run.steady.is_empty()) {
+        return String::new();
+    }
+    let mut out = String::from(
+        "controller,window,tenant,gets,hits,misses,hit_ratio,miss_cost_us,mean_latency_us,oracle_gain\n",
+    );
+    for run in &r.runs {
+        for w in &run.steady {
+            let gain = r
+                .steady_gain
+                .iter()
+                .find(|(s, _)| s == &w.name)
+                .and_then(|(_, g)| g.iter().find(|(l, _)| l == &run.label))
+                .map(|(_, x)| format!("{x:.6}"))
+                .unwrap_or_default();
+            for t in w.tenants.iter().chain(std::iter::once(&w.overall)) {
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{},{},{},{:.6},{:.1},{:.3},{}",
+                    run.label,
+                    w.name,
+                    t.name,
+                    t.gets,
+                    t.hits,
+                    t.misses,
+                    t.hit_ratio,
+                    t.miss_cost_us,
+                    t.mean_latency_us,
+                    if t.name == "overall" {
+                        gain.as_str()
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+    out
 }
 
 /// `phases.csv` (empty string without phases).
@@ -342,6 +420,9 @@ pub fn write_dir(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
     ];
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         files.push(write(dir.join("phases.csv"), &phases_csv(r))?);
+    }
+    if r.runs.iter().any(|run| !run.steady.is_empty()) {
+        files.push(write(dir.join("steady.csv"), &steady_csv(r))?);
     }
     if r.runs.iter().any(|run| !run.last_curves.is_empty()) {
         files.push(write(dir.join("curves.csv"), &curves_csv(r))?);

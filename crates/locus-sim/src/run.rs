@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use locus_common::VirtualClock;
-use locus_engine::control::{ControlConfig, Controller, IntervalRecord, Oracle};
+use locus_engine::control::{ControlConfig, Controller, IntervalRecord};
 use locus_engine::{
     Engine, EngineConfig, EngineError, PartitionMode, SetOptions, TenantConfig, TenantId,
 };
@@ -140,6 +140,10 @@ pub struct RunResult {
     pub overall: TenantResult,
     /// Per phase of the generated workload (empty without phases).
     pub phases: Vec<PhaseResult>,
+    /// Steady-state windows (experiment key `steady`, else empty): the last fraction of the
+    /// whole run (named `run`, when its length is known) then of each phase (named as the
+    /// phase).
+    pub steady: Vec<PhaseResult>,
     /// The curves of the last decision that reported any.
     pub last_curves: Vec<UsedCurve>,
     /// Decisions, oldest first.
@@ -229,8 +233,8 @@ pub fn penalty_draw(seed: u64, index: u64) -> f64 {
 
 /// Replays the experiment with controller `ctl`.
 ///
-/// `schedule`: the per-phase oracle's targets (pages per tenant) for each phase; at each phase
-/// boundary the run installs `Oracle::new(targets)` of the new phase. `progress(requests)` is
+/// `schedule`: a controller per phase (the per-phase oracles' plans), installed at that
+/// phase's boundary; empty for one controller throughout. `progress(requests)` is
 /// called every [`PROGRESS_EVERY`] requests.
 ///
 /// # Errors
@@ -240,7 +244,7 @@ pub fn run(
     maxmemory: u64,
     entry: &ControllerRun,
     ctl: Box<dyn Controller>,
-    schedule: Option<Vec<Vec<u64>>>,
+    mut schedule: Vec<Option<Box<dyn Controller>>>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<RunResult, SimError> {
     let clock = VirtualClock::new(0);
@@ -256,6 +260,34 @@ pub fn run(
     // Decision 0 at request 0: targets (oracle) and initial allocations apply from the start.
     engine.run_controller();
     let mut phase = 0usize;
+    // Steady-state windows: (name, phase or None for the whole run, first counted position).
+    let all_generated = exp
+        .tenants
+        .iter()
+        .all(|t| matches!(t.source, crate::experiment::Source::Generator(_)));
+    let tail = |len: u64, f: f64| len - ((len as f64 * f).round() as u64).min(len);
+    let mut windows: Vec<(String, Option<usize>, u64)> = Vec::new();
+    if let Some(f) = exp.steady {
+        if let Some(total) = exp.total_requests() {
+            windows.push(("run".into(), None, tail(total, f)));
+        }
+        if all_generated {
+            for (i, p) in exp.phases.iter().enumerate() {
+                windows.push((p.name.clone(), Some(i), tail(p.requests, f)));
+            }
+        }
+    }
+    let blank = || -> Vec<TenantResult> {
+        exp.tenants
+            .iter()
+            .map(|t| TenantResult {
+                name: t.name.clone(),
+                ..TenantResult::default()
+            })
+            .collect()
+    };
+    let mut steady_acc: Vec<Vec<TenantResult>> = windows.iter().map(|_| blank()).collect();
+    let mut in_phase = 0u64;
     // GET outcomes per phase and tenant (empty without phases).
     let mut per_phase: Vec<Vec<TenantResult>> = exp
         .phases
@@ -296,9 +328,10 @@ pub fn run(
     while wl.next(&mut item)? {
         if item.phase != phase {
             phase = item.phase;
-            if let Some(targets) = schedule.as_ref().and_then(|s| s.get(phase)) {
+            in_phase = 0;
+            if let Some(next) = schedule.get_mut(phase).and_then(Option::take) {
                 // A new controller starts a new decision log: collect from its first decision.
-                engine.set_controller(Box::new(Oracle::new(targets.clone())), control_cfg);
+                engine.set_controller(next, control_cfg);
                 engine.run_controller();
                 seen = 0;
             }
@@ -333,14 +366,25 @@ pub fn run(
                     clock.advance_us(pen.round() as u64);
                     store(&mut engine, tid, &key, &value[..vlen], r.value_size, tr)?;
                 }
-                if let Some(ph) = per_phase.get_mut(item.phase) {
-                    let p = &mut ph[t];
+                let count = |p: &mut TenantResult| {
                     p.gets += 1;
                     if hit {
                         p.hits += 1;
                     } else {
                         p.misses += 1;
                         p.miss_cost_us += pen;
+                    }
+                };
+                if let Some(ph) = per_phase.get_mut(item.phase) {
+                    count(&mut ph[t]);
+                }
+                for (w, acc) in windows.iter().zip(steady_acc.iter_mut()) {
+                    let inside = match w.1 {
+                        None => index >= w.2,
+                        Some(ph) => ph == item.phase && in_phase >= w.2,
+                    };
+                    if inside {
+                        count(&mut acc[t]);
                     }
                 }
             }
@@ -354,6 +398,7 @@ pub fn run(
             }
         }
         index += 1;
+        in_phase += 1;
         let d = engine.control_decisions();
         if d != seen {
             collect(
@@ -401,38 +446,45 @@ pub fn run(
         overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
         overall.mean_latency_us = latency_sum / overall.gets as f64;
     }
+    let summarize = |name: String, mut tenants: Vec<TenantResult>| {
+        let mut overall = TenantResult {
+            name: "overall".into(),
+            ..TenantResult::default()
+        };
+        let mut lat = 0.0;
+        for (i, tr) in tenants.iter_mut().enumerate() {
+            tr.finish(hit_us[i]);
+            overall.gets += tr.gets;
+            overall.hits += tr.hits;
+            overall.misses += tr.misses;
+            overall.miss_cost_us += tr.miss_cost_us;
+            lat += tr.mean_latency_us * tr.gets as f64;
+        }
+        if overall.gets > 0 {
+            overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
+            overall.mean_latency_us = lat / overall.gets as f64;
+        }
+        PhaseResult {
+            name,
+            tenants,
+            overall,
+        }
+    };
     let phases = exp
         .phases
         .iter()
         .zip(per_phase)
-        .map(|(p, mut tenants)| {
-            let mut overall = TenantResult {
-                name: "overall".into(),
-                ..TenantResult::default()
-            };
-            let mut lat = 0.0;
-            for (i, tr) in tenants.iter_mut().enumerate() {
-                tr.finish(hit_us[i]);
-                overall.gets += tr.gets;
-                overall.hits += tr.hits;
-                overall.misses += tr.misses;
-                overall.miss_cost_us += tr.miss_cost_us;
-                lat += tr.mean_latency_us * tr.gets as f64;
-            }
-            if overall.gets > 0 {
-                overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
-                overall.mean_latency_us = lat / overall.gets as f64;
-            }
-            PhaseResult {
-                name: p.name.clone(),
-                tenants,
-                overall,
-            }
-        })
+        .map(|(p, tenants)| summarize(p.name.clone(), tenants))
+        .collect();
+    let steady = windows
+        .into_iter()
+        .zip(steady_acc)
+        .map(|(w, tenants)| summarize(w.0, tenants))
         .collect();
     Ok(RunResult {
         label: label.to_string(),
         phases,
+        steady,
         last_curves,
         controller,
         tenants: res,

@@ -1,6 +1,6 @@
 //! Golden numbers: every `experiments/*.toml`, scaled down by its `[golden]` table, must give the
-//! hit ratios (per controller, per tenant, 4 decimals) and the best-to-worst ordering recorded in
-//! `tests/golden/<name>.json`.
+//! hit ratios (per controller, per tenant, 4 decimals; per steady-state window for experiments
+//! with `steady`) and the best-to-worst ordering recorded in `tests/golden/<name>.json`.
 //!
 //! Runs are deterministic (seeded generators, virtual clock, seeded engine), so any difference is
 //! a behaviour change: review it, then regenerate the files deliberately with
@@ -39,13 +39,30 @@ fn summary(r: &Report) -> Value {
         hit.insert(run.label.clone(), t);
     }
     let failed: Vec<&str> = r.failed.iter().map(|(l, _)| l.as_str()).collect();
-    json!({
+    let mut v = json!({
         "experiment": r.name,
         "metric": r.metric,
         "ordering": r.ordering,
         "hit_ratio": hit,
         "failed": failed,
-    })
+    });
+    // Experiments with `steady` also record each steady-state window's overall hit ratio.
+    if r.runs.iter().any(|run| !run.steady.is_empty()) {
+        let steady: BTreeMap<String, BTreeMap<String, f64>> = r
+            .runs
+            .iter()
+            .map(|run| {
+                let w = run
+                    .steady
+                    .iter()
+                    .map(|w| (w.name.clone(), round4(w.overall.hit_ratio)))
+                    .collect();
+                (run.label.clone(), w)
+            })
+            .collect();
+        v["steady_hit_ratio"] = json!(steady);
+    }
+    v
 }
 
 /// Lines that differ between two summaries (keys in order).

@@ -413,3 +413,72 @@ generator = { pattern = "uniform", keys = 5000, value_size = 92 }
     let hr = r.runs[0].overall.hit_ratio;
     assert!(hr > 0.12 && hr < 0.25, "{hr}");
 }
+
+/// `steady = f` reports the last fraction of the run and of each phase on their own; a phase's
+/// `key_offset` moves its key set; the per-phase slab oracle plans each phase and is at least
+/// as good as the whole-run plan in every phase's steady state.
+#[test]
+fn steady_windows_key_offsets_and_the_per_phase_slab_oracle() {
+    let e = exp(r#"
+name = "steady"
+memory = "1MiB"
+page_size = "16KiB"
+interval = "5k"
+baseline = "memcached"
+steady = 0.5
+[[controller]]
+name = "memcached"
+[[controller]]
+name = "slab-oracle"
+settings = { per_phase = true }
+[[controller]]
+name = "slab-oracle"
+label = "whole"
+[[tenant]]
+name = "a"
+generator = { pattern = "zipf", alpha = 0.9, keys = "10k", value_size = "uniform:50:300" }
+[[phase]]
+name = "small"
+requests = "40k"
+[[phase]]
+name = "large"
+requests = "40k"
+tenant.a = { key_offset = "10k", value_size = "uniform:1000:3000" }
+"#);
+    let r = run(&e);
+    assert_eq!(r.slab_oracle_phases.len(), 2);
+    for run in &r.runs {
+        let names: Vec<&str> = run.steady.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["run", "small", "large"], "{}", run.label);
+        assert_eq!(run.steady[0].overall.gets, 40_000);
+        assert_eq!(run.steady[1].overall.gets, 20_000);
+        assert_eq!(run.steady[2].overall.gets, 20_000);
+        let whole: u64 = run.phases.iter().map(|p| p.overall.gets).sum();
+        assert_eq!(whole, 80_000);
+    }
+    let hit = |l: &str, w: usize| {
+        r.runs.iter().find(|x| x.label == l).unwrap().steady[w]
+            .overall
+            .hit_ratio
+    };
+    assert!(hit("slab-oracle", 2) + 0.005 >= hit("whole", 2), "{r:?}");
+    assert!(hit("slab-oracle", 2) > hit("memcached", 2), "{r:?}");
+    let gains = &r.steady_gain;
+    assert_eq!(gains.len(), 3);
+    let share = gains[2]
+        .1
+        .iter()
+        .find(|(l, _)| l == "slab-oracle")
+        .unwrap()
+        .1;
+    assert!((share - 1.0).abs() < 1e-9);
+    // The large phase uses classes the small phase never touched.
+    let classes = |p: &[locus_sim::exact::ClassPlan]| -> Vec<u16> {
+        p.iter().filter(|c| c.pages > 0).map(|c| c.class).collect()
+    };
+    let (a, b) = (
+        classes(&r.slab_oracle_phases[0]),
+        classes(&r.slab_oracle_phases[1]),
+    );
+    assert!(b.iter().any(|c| !a.contains(c)), "{a:?} {b:?}");
+}

@@ -278,6 +278,9 @@ pub struct TenantConfig {
     pub ops: OpMix,
     /// Miss penalty written into every request of this tenant.
     pub penalty_us: Option<u32>,
+    /// Added to every item number before it becomes a key: two configurations with disjoint
+    /// `[key_offset, key_offset + items)` ranges request disjoint key sets.
+    pub key_offset: u64,
 }
 
 impl Default for TenantConfig {
@@ -293,6 +296,7 @@ impl Default for TenantConfig {
             value_size: SizeDist::Fixed(100),
             ops: OpMix::default(),
             penalty_us: None,
+            key_offset: 0,
         }
     }
 }
@@ -316,6 +320,7 @@ impl FromStr for TenantConfig {
     /// Comma-separated `key=value`: `pattern=zipf|uniform|loop|ycsb-a…ycsb-f`, `alpha=0.99`,
     /// `keys=1e6` (items, or YCSB records), `phase=N` (hot set moves every N requests),
     /// `rate=1000` (req/s), `key-size=DIST`, `value-size=DIST` (see [`SizeDist`]),
+    /// `key-offset=N` (item numbers start at N: disjoint offsets give disjoint key sets),
     /// `get=0.9,set=0.1,delete=0`, `penalty-us=500`, `tenant=ID`.
     fn from_str(s: &str) -> Result<Self> {
         let mut t = TenantConfig::default();
@@ -372,6 +377,7 @@ impl FromStr for TenantConfig {
                         TraceError::Options(format!("{k}: at most {} µs", u32::MAX))
                     })?)
                 }
+                "key-offset" => t.key_offset = count()?,
                 "tenant" | "id" => {
                     t.tenant = u32::try_from(count()?)
                         .map_err(|_| TraceError::Options(format!("{k}: tenant id below 2^32")))?
@@ -414,6 +420,11 @@ impl FromStr for TenantConfig {
             };
         }
         t.keys.validate()?;
+        if t.key_offset.saturating_add(t.keys.items()) >= 1 << 40 {
+            return Err(TraceError::Options(
+                "key-offset + keys must stay below 2^40".into(),
+            ));
+        }
         Ok(t)
     }
 }
@@ -699,7 +710,7 @@ impl RequestReader for Generator {
             .unwrap_or(self.tenants.len() - 1);
         let (item, op) = self.draw(i);
         let t = &self.tenants[i].cfg;
-        let key = mix64(item + ((t.tenant as u64) << 40));
+        let key = mix64(item + t.key_offset + ((t.tenant as u64) << 40));
         let mut size_rng = Rng::new(key ^ self.seed.rotate_left(17));
         *req = Request {
             time_us: (self.clock_s * 1e6) as u64,
@@ -753,6 +764,26 @@ mod tests {
             assert_eq!(*size.entry(r.key).or_insert(r.value_size), r.value_size);
         }
         assert!(a.windows(2).all(|w| w[0].time_us <= w[1].time_us));
+    }
+
+    #[test]
+    fn key_offsets_move_the_key_set() {
+        use std::collections::HashSet;
+        let keys = |spec: &str| -> HashSet<u64> {
+            gen_all(&[spec], 2000, 3).iter().map(|r| r.key).collect()
+        };
+        let a = keys("pattern=loop,keys=100");
+        assert_eq!(a, keys("pattern=loop,keys=100,key-offset=0"));
+        let b = keys("pattern=loop,keys=100,key-offset=100");
+        assert!(a.is_disjoint(&b));
+        // Half overlapping ranges share half their keys.
+        let c = keys("pattern=loop,keys=100,key-offset=50");
+        assert_eq!(a.intersection(&c).count(), 50);
+        assert!(
+            "keys=10,key-offset=1099511627770"
+                .parse::<TenantConfig>()
+                .is_err()
+        );
     }
 
     #[test]
