@@ -113,6 +113,8 @@ fn slab_controllers_reject_bad_settings() {
     for (name, key, value) in [
         ("lama", "objective", "fast"),
         ("lama", "sample_rate", "0"),
+        ("lama", "edge_cap", "-1"),
+        ("lama", "max_intervals", "0"),
         ("psa", "misses_per_move", "0"),
         ("facebook", "threshold", "1.5"),
     ] {

@@ -54,6 +54,23 @@ impl Footprint {
         out
     }
 
+    /// The reuse-time histogram of the sampled stream: `r[t]` reuses had reuse time `t` (in
+    /// sampled accesses; trailing zeros possible). With [`Footprint::footprint_curve`] it lets a
+    /// caller build its own conversion (e.g. LAMA's window-edge correction).
+    pub fn reuse_times(&self) -> &[u64] {
+        &self.rt
+    }
+
+    /// Sampled accesses in the window (`n` of the footprint formula).
+    pub fn sampled_len(&self) -> u64 {
+        self.n
+    }
+
+    /// Unsampled GETs and SETs seen since the last restart (`_adj`'s `full`).
+    pub fn full_len(&self) -> u64 {
+        self.full
+    }
+
     /// Calls `f(w, fp(w), hits(w))` for `w = 0, 1, …, n` where `hits(w) = Σ_{t ≤ w} r_t`; stops
     /// when `f` returns false.
     fn sweep(&self, mut f: impl FnMut(u64, f64, f64) -> bool) {
