@@ -43,6 +43,9 @@ pub(crate) fn bucket_range(i: usize, sub_bits: u32) -> (u64, u64) {
 pub(crate) struct Hist {
     sub_bits: u32,
     buckets: Vec<f64>,
+    /// One past the highest bucket ever added to: the buckets beyond are 0 (`grow` doubles the
+    /// vector, so up to half of it), and the whole-histogram passes stop here.
+    used: usize,
     /// Weight of infinite values (cold misses).
     pub inf: f64,
 }
@@ -52,6 +55,7 @@ impl Hist {
         Self {
             sub_bits,
             buckets: Vec::new(),
+            used: 0,
             inf: 0.0,
         }
     }
@@ -59,8 +63,11 @@ impl Hist {
     #[inline]
     pub fn add(&mut self, v: u64, w: f64) {
         let i = bucket_of(v, self.sub_bits);
-        if i >= self.buckets.len() {
-            self.grow(i);
+        if i >= self.used {
+            if i >= self.buckets.len() {
+                self.grow(i);
+            }
+            self.used = i + 1;
         }
         self.buckets[i] += w;
     }
@@ -73,12 +80,12 @@ impl Hist {
 
     /// Sum of finite weights.
     pub fn finite_total(&self) -> f64 {
-        self.buckets.iter().sum()
+        self.buckets[..self.used].iter().sum()
     }
 
     /// Non-empty buckets as `(lo, hi, weight)`, values increasing.
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64, f64)> + '_ {
-        self.buckets
+        self.buckets[..self.used]
             .iter()
             .enumerate()
             .filter(|(_, w)| **w != 0.0)
@@ -117,15 +124,15 @@ impl Hist {
 impl Hist {
     /// Multiplies every weight by `f` (interval decay).
     pub fn scale(&mut self, f: f64) {
-        for b in &mut self.buckets {
+        for b in &mut self.buckets[..self.used] {
             *b *= f;
         }
         self.inf *= f;
     }
 
-    /// Number of bucket slots allocated (indices beyond are empty).
+    /// Number of bucket slots in use (indices beyond are empty).
     pub fn slots(&self) -> usize {
-        self.buckets.len()
+        self.used
     }
 
     /// Weight of bucket `i` (0 beyond the allocated range).
