@@ -235,6 +235,24 @@ pub fn summary_csv(r: &Report) -> String {
     s
 }
 
+/// One `label,window,tenant,gets,hits,misses,hit_ratio,miss_cost_us,mean_latency_us` row (no
+/// newline) of `steady.csv` and `phases.csv`.
+fn window_row(out: &mut String, label: &str, window: &str, t: &TenantResult) {
+    let _ = write!(
+        out,
+        "{},{},{},{},{},{},{:.6},{:.1},{:.3}",
+        label,
+        window,
+        t.name,
+        t.gets,
+        t.hits,
+        t.misses,
+        t.hit_ratio,
+        t.miss_cost_us,
+        t.mean_latency_us
+    );
+}
+
 /// `steady.csv` (empty string without `steady`): one row per controller × steady-state window ×
 /// tenant (and `overall`), with the window's share of the oracle's gain on the overall row.
 pub fn steady_csv(r: &Report) -> String {
@@ -254,24 +272,13 @@ pub fn steady_csv(r: &Report) -> String {
                 .map(|(_, x)| format!("{x:.6}"))
                 .unwrap_or_default();
             for t in w.tenants.iter().chain(std::iter::once(&w.overall)) {
-                let _ = writeln!(
-                    out,
-                    "{},{},{},{},{},{},{:.6},{:.1},{:.3},{}",
-                    run.label,
-                    w.name,
-                    t.name,
-                    t.gets,
-                    t.hits,
-                    t.misses,
-                    t.hit_ratio,
-                    t.miss_cost_us,
-                    t.mean_latency_us,
-                    if t.name == "overall" {
-                        gain.as_str()
-                    } else {
-                        ""
-                    }
-                );
+                window_row(&mut out, &run.label, &w.name, t);
+                let gain = if t.name == "overall" {
+                    gain.as_str()
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, ",{gain}");
             }
         }
     }
@@ -289,19 +296,8 @@ pub fn phases_csv(r: &Report) -> String {
     for run in &r.runs {
         for p in &run.phases {
             for t in p.tenants.iter().chain(std::iter::once(&p.overall)) {
-                let _ = writeln!(
-                    s,
-                    "{},{},{},{},{},{},{:.6},{:.1},{:.3}",
-                    run.label,
-                    p.name,
-                    t.name,
-                    t.gets,
-                    t.hits,
-                    t.misses,
-                    t.hit_ratio,
-                    t.miss_cost_us,
-                    t.mean_latency_us
-                );
+                window_row(&mut s, &run.label, &p.name, t);
+                s.push('\n');
             }
         }
     }
