@@ -418,11 +418,6 @@ pub fn run(
     progress(index);
     let wall = started.elapsed().as_secs_f64();
     let targets = engine.targets();
-    let mut overall = TenantResult {
-        name: "overall".into(),
-        ..TenantResult::default()
-    };
-    let mut latency_sum = 0.0;
     for (i, tr) in res.iter_mut().enumerate() {
         let st = engine.tenant_stats(ids[i]);
         tr.final_pages = st.pages;
@@ -431,43 +426,16 @@ pub fn run(
         tr.evictions = st.evictions;
         tr.engine_penalty_us = engine.penalty(ids[i]).0;
         tr.finish(hit_us[i]);
-        overall.gets += tr.gets;
-        overall.hits += tr.hits;
-        overall.misses += tr.misses;
-        overall.sets += tr.sets;
-        overall.deletes += tr.deletes;
-        overall.miss_cost_us += tr.miss_cost_us;
-        overall.final_pages += tr.final_pages;
-        overall.too_large += tr.too_large;
-        overall.evictions += tr.evictions;
-        latency_sum += tr.mean_latency_us * tr.gets as f64;
     }
-    if overall.gets > 0 {
-        overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
-        overall.mean_latency_us = latency_sum / overall.gets as f64;
-    }
+    let overall = overall_of(&res);
     let summarize = |name: String, mut tenants: Vec<TenantResult>| {
-        let mut overall = TenantResult {
-            name: "overall".into(),
-            ..TenantResult::default()
-        };
-        let mut lat = 0.0;
         for (i, tr) in tenants.iter_mut().enumerate() {
             tr.finish(hit_us[i]);
-            overall.gets += tr.gets;
-            overall.hits += tr.hits;
-            overall.misses += tr.misses;
-            overall.miss_cost_us += tr.miss_cost_us;
-            lat += tr.mean_latency_us * tr.gets as f64;
-        }
-        if overall.gets > 0 {
-            overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
-            overall.mean_latency_us = lat / overall.gets as f64;
         }
         PhaseResult {
             name,
+            overall: overall_of(&tenants),
             tenants,
-            overall,
         }
     };
     let phases = exp
@@ -495,6 +463,33 @@ pub fn run(
         wall_secs: wall,
         requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
     })
+}
+
+/// The `overall` row of finished tenant rows: counts summed, hit ratio over all GETs, mean latency
+/// weighted by GETs.
+fn overall_of(tenants: &[TenantResult]) -> TenantResult {
+    let mut overall = TenantResult {
+        name: "overall".into(),
+        ..TenantResult::default()
+    };
+    let mut latency_sum = 0.0;
+    for tr in tenants {
+        overall.gets += tr.gets;
+        overall.hits += tr.hits;
+        overall.misses += tr.misses;
+        overall.sets += tr.sets;
+        overall.deletes += tr.deletes;
+        overall.miss_cost_us += tr.miss_cost_us;
+        overall.final_pages += tr.final_pages;
+        overall.too_large += tr.too_large;
+        overall.evictions += tr.evictions;
+        latency_sum += tr.mean_latency_us * tr.gets as f64;
+    }
+    if overall.gets > 0 {
+        overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
+        overall.mean_latency_us = latency_sum / overall.gets as f64;
+    }
+    overall
 }
 
 /// SET with the simulator's accounting: an item larger than a page is counted, not an error.
