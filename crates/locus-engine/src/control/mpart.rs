@@ -605,16 +605,20 @@ impl Controller for Mpart {
             let _ = m.aet.decay(self.cfg.decay);
         }
 
-        let held = |p: &super::PoolState| {
-            let cap = p.max_pages.unwrap_or(u64::MAX);
-            p.pages.max(p.min_pages).min(cap).min(total)
+        // A young pool is held at the pages it has (within its budget), in the bonus split and
+        // in the DP alike.
+        let pin_young = |floors: &mut [u64], caps: &mut [Option<u64>]| {
+            for (i, p) in view.pools.iter().enumerate() {
+                if young[i] {
+                    let cap = p.max_pages.unwrap_or(u64::MAX);
+                    floors[i] = p.pages.max(p.min_pages).min(cap).min(total);
+                    caps[i] = Some(floors[i]);
+                }
+            }
         };
-        let floors: Vec<u64> = (view.pools.iter().enumerate())
-            .map(|(i, p)| if young[i] { held(p) } else { p.min_pages })
-            .collect();
-        let caps: Vec<Option<u64>> = (view.pools.iter().enumerate())
-            .map(|(i, p)| if young[i] { Some(held(p)) } else { p.max_pages })
-            .collect();
+        let mut floors: Vec<u64> = view.pools.iter().map(|p| p.min_pages).collect();
+        let mut caps: Vec<Option<u64>> = view.pools.iter().map(|p| p.max_pages).collect();
+        pin_young(&mut floors, &mut caps);
         // E_i = min(max(L_i, WSS_i), H_i) must fit (checked here without overflow).
         let wss_sum = (0..n).fold(0u64, |a, i| {
             a.saturating_add(wss[i].max(floors[i]).min(caps[i].unwrap_or(u64::MAX)))
@@ -633,12 +637,7 @@ impl Controller for Mpart {
         }
         notes.push(("mpart.bonus".into(), 0.0));
         let (mut floors, mut caps) = bounds(view, self.cfg.max_change);
-        for (i, p) in view.pools.iter().enumerate() {
-            if young[i] {
-                floors[i] = held(p);
-                caps[i] = Some(floors[i]);
-            }
-        }
+        pin_young(&mut floors, &mut caps);
         let opts = PlanOptions {
             pages_total: total,
             step: self.cfg.step,
