@@ -321,32 +321,30 @@ pub fn simulate(
             find(&|r| r.controller == "oracle")
                 .or_else(|| find(&|r| r.controller == "slab-oracle")),
         ) {
-            let (hb, ho) = (report.headline(b), report.headline(o));
-            if (hb - ho).abs() > 1e-12 {
-                report.oracle_gain = report
-                    .runs
-                    .iter()
-                    .map(|r| (r.label.clone(), (hb - report.headline(r)) / (hb - ho)))
-                    .collect();
-            }
-            for (i, w) in o.steady.iter().enumerate() {
-                let (Some(bw), ow) = (b.steady.get(i), &w.overall) else {
-                    continue;
-                };
-                let (hb, ho) = (report.headline_of(&bw.overall), report.headline_of(ow));
-                if (hb - ho).abs() <= 1e-12 {
-                    continue;
-                }
-                let shares = report
-                    .runs
-                    .iter()
-                    .filter_map(|r| {
-                        let h = report.headline_of(&r.steady.get(i)?.overall);
-                        Some((r.label.clone(), (hb - h) / (hb - ho)))
-                    })
-                    .collect();
-                report.steady_gain.push((w.name.clone(), shares));
-            }
+            // (baseline − run) / (baseline − oracle) on the headline of the row `row` picks
+            // (the whole run, or one steady-state window); none when the oracle gains nothing.
+            let shares = |row: &dyn Fn(&RunResult) -> Option<&TenantResult>| {
+                let (hb, ho) = (report.headline_of(row(b)?), report.headline_of(row(o)?));
+                ((hb - ho).abs() > 1e-12).then(|| {
+                    report
+                        .runs
+                        .iter()
+                        .filter_map(|r| {
+                            let h = report.headline_of(row(r)?);
+                            Some((r.label.clone(), (hb - h) / (hb - ho)))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            };
+            let whole = shares(&|r| Some(&r.overall));
+            let steady: Vec<_> = (o.steady.iter().enumerate())
+                .filter_map(|(i, w)| {
+                    let s = shares(&|r| r.steady.get(i).map(|w| &w.overall))?;
+                    Some((w.name.clone(), s))
+                })
+                .collect();
+            report.oracle_gain = whole.unwrap_or_default();
+            report.steady_gain = steady;
         }
     }
     Ok(report)
