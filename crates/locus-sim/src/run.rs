@@ -289,29 +289,10 @@ pub fn run(
     let mut steady_acc: Vec<Vec<TenantResult>> = windows.iter().map(|_| blank()).collect();
     let mut in_phase = 0u64;
     // GET outcomes per phase and tenant (empty without phases).
-    let mut per_phase: Vec<Vec<TenantResult>> = exp
-        .phases
-        .iter()
-        .map(|_| {
-            exp.tenants
-                .iter()
-                .map(|t| TenantResult {
-                    name: t.name.clone(),
-                    ..TenantResult::default()
-                })
-                .collect()
-        })
-        .collect();
+    let mut per_phase: Vec<Vec<TenantResult>> = exp.phases.iter().map(|_| blank()).collect();
     let n = exp.tenants.len();
     let ids: Vec<TenantId> = engine.tenant_ids();
-    let mut res: Vec<TenantResult> = exp
-        .tenants
-        .iter()
-        .map(|t| TenantResult {
-            name: t.name.clone(),
-            ..TenantResult::default()
-        })
-        .collect();
+    let mut res: Vec<TenantResult> = blank();
     let hit_us: Vec<f64> = exp.tenants.iter().map(|t| t.hit_us).collect();
     let hit_tick: Vec<u64> = hit_us.iter().map(|h| h.round() as u64).collect();
     let value = vec![0u8; exp.page_size as usize];
