@@ -163,6 +163,15 @@ impl Report {
         self.headline_of(&r.overall)
     }
 
+    /// The share of the oracle's gain of run `label` in steady-state window `window`.
+    pub fn steady_gain_of(&self, window: &str, label: &str) -> Option<f64> {
+        self.steady_gain
+            .iter()
+            .find(|(w, _)| w == window)
+            .and_then(|(_, g)| g.iter().find(|(l, _)| l == label))
+            .map(|(_, x)| *x)
+    }
+
     /// The headline value of a result (lower is better).
     pub fn headline_of(&self, t: &TenantResult) -> f64 {
         if self.metric == "mean_latency_us" {

@@ -105,13 +105,7 @@ pub fn table(r: &Report) -> String {
             &mut out,
             r,
             |run| &run.steady,
-            |span, label| {
-                r.steady_gain
-                    .iter()
-                    .find(|(s, _)| s == span)
-                    .and_then(|(_, g)| g.iter().find(|(l, _)| l == label))
-                    .map(|(_, x)| *x)
-            },
+            |span, label| r.steady_gain_of(span, label),
         );
     }
     for run in &r.runs {
@@ -265,11 +259,8 @@ pub fn steady_csv(r: &Report) -> String {
     for run in &r.runs {
         for w in &run.steady {
             let gain = r
-                .steady_gain
-                .iter()
-                .find(|(s, _)| s == &w.name)
-                .and_then(|(_, g)| g.iter().find(|(l, _)| l == &run.label))
-                .map(|(_, x)| format!("{x:.6}"))
+                .steady_gain_of(&w.name, &run.label)
+                .map(|x| format!("{x:.6}"))
                 .unwrap_or_default();
             for t in w.tenants.iter().chain(std::iter::once(&w.overall)) {
                 window_row(&mut out, &run.label, &w.name, t);
