@@ -449,14 +449,8 @@ impl Profiler for Krr {
 
     #[inline]
     fn access(&mut self, key: u64, size: u32, op: Op) {
-        self.accesses += 1;
-        let mw = metric_weight(self.cfg.metric, size);
-        if op == Op::Get {
-            self.full_weight += mw;
-        }
-        if self.filter.sampled(key) {
-            self.sampled_access(key, size, op, mw);
-        }
+        let sampled = self.filter.sampled(key);
+        self.access_filtered(key, size, op, sampled);
     }
 
     #[inline]
