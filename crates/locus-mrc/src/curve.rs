@@ -127,7 +127,13 @@ impl Mrc {
         if p.is_empty() || c <= 0.0 {
             return 1.0;
         }
-        let i = p.partition_point(|&(x, _)| x < c);
+        self.interpolate(p.partition_point(|&(x, _)| x < c), c)
+    }
+
+    /// The miss ratio at `c > 0` given `i`, the number of points below `c`.
+    #[inline]
+    fn interpolate(&self, i: usize, c: f64) -> f64 {
+        let p = &self.points;
         if i < p.len() && p[i].0 == c {
             return p[i].1;
         }
@@ -137,6 +143,25 @@ impl Mrc {
         }
         let (x1, y1) = p[i];
         y0 + (y1 - y0) * (c - x0) / (x1 - x0)
+    }
+
+    /// [`Mrc::miss_ratio`] at every capacity of `caps`, which must be ascending (the answers are
+    /// the same, one walk along the curve instead of a search per capacity).
+    pub fn miss_ratios(&self, caps: &[f64]) -> Vec<f64> {
+        debug_assert!(caps.windows(2).all(|w| w[0] <= w[1]), "caps ascending");
+        let p = &self.points;
+        let mut i = 0;
+        caps.iter()
+            .map(|&c| {
+                if p.is_empty() || c <= 0.0 {
+                    return 1.0;
+                }
+                while i < p.len() && p[i].0 < c {
+                    i += 1;
+                }
+                self.interpolate(i, c)
+            })
+            .collect()
     }
 
     /// The smallest capacity whose (interpolated) miss ratio is at most `target`, or `None` if the
@@ -229,20 +254,32 @@ impl Mrc {
         for (_, c) in curves {
             first.check_same_kind(c)?;
         }
-        let mut caps: Vec<f64> = curves
+        // The union of the capacities (the common case: every curve has the same ones).
+        let same = curves
             .iter()
-            .flat_map(|(_, c)| c.points.iter().map(|p| p.0))
-            .collect();
-        caps.sort_by(f64::total_cmp);
-        caps.dedup();
+            .all(|(_, c)| c.points.len() == first.points.len())
+            && curves
+                .iter()
+                .all(|(_, c)| c.points.iter().zip(&first.points).all(|(a, b)| a.0 == b.0));
+        let caps: Vec<f64> = if same {
+            first.capacities()
+        } else {
+            let mut caps: Vec<f64> = curves
+                .iter()
+                .flat_map(|(_, c)| c.points.iter().map(|p| p.0))
+                .collect();
+            caps.sort_by(f64::total_cmp);
+            caps.dedup();
+            caps
+        };
+        let at: Vec<Vec<f64>> = curves.iter().map(|(_, c)| c.miss_ratios(&caps)).collect();
         let mut points = Vec::with_capacity(caps.len());
         let mut argmin = Vec::with_capacity(caps.len());
-        for c in caps {
+        for (j, c) in caps.into_iter().enumerate() {
             let mut best = (curves[0].0, f64::INFINITY);
-            for &(label, curve) in curves {
-                let m = curve.miss_ratio(c);
-                if m < best.1 {
-                    best = (label, m);
+            for (&(label, _), m) in curves.iter().zip(&at) {
+                if m[j] < best.1 {
+                    best = (label, m[j]);
                 }
             }
             points.push((c, best.1));
@@ -296,6 +333,41 @@ mod tests {
 
     fn curve(p: &[(f64, f64)]) -> Mrc {
         Mrc::new(Unit::Objects, Metric::Requests, p.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn miss_ratios_walk_equals_each_search() {
+        let m = curve(&[(2.0, 0.5), (4.0, 0.1), (7.5, 0.05), (9.0, 0.0)]);
+        let caps = [-1.0, 0.0, 0.5, 2.0, 2.0, 3.0, 4.0, 5.0, 7.5, 8.0, 9.0, 50.0];
+        let walk = m.miss_ratios(&caps);
+        for (c, w) in caps.iter().zip(&walk) {
+            assert_eq!(w.to_bits(), m.miss_ratio(*c).to_bits(), "at {c}");
+        }
+        let empty = Mrc::new(Unit::Objects, Metric::Requests, vec![]).unwrap();
+        assert_eq!(empty.miss_ratios(&[0.0, 1.0]), vec![1.0, 1.0]);
+    }
+
+    #[test]
+    fn merge_min_same_or_different_capacities() {
+        // Same capacities (the fast path) and different ones (the union) give the pointwise
+        // minimum computed by searching each curve, with ties to the first curve.
+        let a = curve(&[(1.0, 0.9), (2.0, 0.5), (3.0, 0.4)]);
+        let b = curve(&[(1.0, 0.8), (2.0, 0.5), (3.0, 0.45)]);
+        let c = curve(&[(1.5, 0.7), (3.0, 0.3)]);
+        for set in [vec![(1, &a), (5, &b)], vec![(1, &a), (5, &b), (8, &c)]] {
+            let mm = Mrc::merge_min(&set).unwrap();
+            for (j, &(x, y)) in mm.mrc.points().iter().enumerate() {
+                let (mut bl, mut bm) = (set[0].0, f64::INFINITY);
+                for &(l, cv) in &set {
+                    if cv.miss_ratio(x) < bm {
+                        (bl, bm) = (l, cv.miss_ratio(x));
+                    }
+                }
+                assert_eq!((y, mm.argmin[j]), (bm, bl), "at {x}");
+            }
+        }
+        let two = Mrc::merge_min(&[(1, &a), (5, &b)]).unwrap();
+        assert_eq!(two.argmin, vec![5, 1, 1]);
     }
 
     #[test]

@@ -557,9 +557,7 @@ impl Controller for Kredis {
             let Ok(mm) = Mrc::merge_min(&refs) else {
                 continue;
             };
-            for (u, &c) in caps.iter().enumerate() {
-                mr[i][u] = mm.mrc.miss_ratio(c);
-            }
+            mr[i] = mm.mrc.miss_ratios(&caps);
             let label = match cfg.model {
                 KredisModel::Eaet => "eaet".to_string(),
                 _ => "krr K=".to_string(),
@@ -818,6 +816,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(interval),
                 max_moves: 256,
+                offload: false,
             },
         );
     }
