@@ -68,13 +68,14 @@ def locus_info(c):
     return c.info("locus")
 
 
-def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None):
+def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None, offload=False):
     main, *tp = ports
     lines = [
         "[server]", 'bind = "127.0.0.1"', f"port = {main}",
         "[memory]", 'maxmemory = "4MiB"', 'page_size = "64KiB"',
         "[tenancy]", 'mode = "port"',
         "[controller]", f'name = "{name}"', f"interval = {interval}",
+        f"offload = {'true' if offload else 'false'}",
         "[controller.settings]", *settings,
     ]
     for t, p in zip(tenants, tp):
@@ -199,6 +200,7 @@ def test_controller_set_replaces_the_running_one(static_server):
         (["static", "shares", "x"], "shares"),
         (["static", "interval", "soon"], "interval"),
         (["static", "max_moves", "0"], "max_moves"),
+        (["static", "offload", "maybe"], "offload must be yes or no"),
         (["static", "shares"], "wrong number of arguments"),
     ]:
         with pytest.raises(redis.ResponseError, match=match):
@@ -213,10 +215,18 @@ def test_controller_set_replaces_the_running_one(static_server):
     info = ctl_info(c)
     assert info["controller"] == "static" and info["interval"] == "1000req"
     assert info["max_moves"] == 8 and info["decisions"] == 0
+    assert locus_info(c)["controller_offload"] == 0
     assert records(c) == []
     set_many(client(pb), "b:", 1500)
     assert targets(c) == {"a": 3 * PAGES // 4, "b": PAGES // 4}
     assert c.config_get("*")  # the configuration still reads
+
+    # The same controller profiling on a thread of its own decides the same way.
+    assert c.execute_command("LOCUS.CONTROLLER", "SET", "static", "shares", "1,1",
+                             "INTERVAL", "1000", "OFFLOAD", "yes") in ("OK", True)
+    assert locus_info(c)["controller_offload"] == 1
+    set_many(client(pb), "b:", 1500)
+    assert targets(c) == {"a": PAGES // 2, "b": PAGES // 2}
 
     # NONE: back to the memory.partition arbiter, no controller, no targets.
     assert c.execute_command("LOCUS.CONTROLLER", "SET", "none") in ("OK", True)
@@ -237,12 +247,15 @@ MODELS = {
 }
 
 
+@pytest.mark.parametrize("offload", [False, True], ids=["inline", "offload"])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_model_moves_targets_toward_the_larger_working_set(start_locus_toml, name):
+def test_model_moves_targets_toward_the_larger_working_set(start_locus_toml, name, offload):
     # A decision every 4000 data-path requests; both tenants with the same miss penalty, so only
-    # locality matters. RESP3 here (both protocols are covered by the static test above).
+    # locality matters. RESP3 here (both protocols are covered by the static test above). With
+    # `offload`, the controller profiles on a thread of its own and must decide the same way.
     ports = free_ports(3)
-    toml = config(ports, name, 4000, MODELS[name], tenants=("big", "small"), penalty_us=1000)
+    toml = config(ports, name, 4000, MODELS[name], tenants=("big", "small"), penalty_us=1000,
+                  offload=offload)
     start_locus_toml(toml, ports[1])
     protocol = 3
     p_big, p_small = ports[1], ports[2]
@@ -285,6 +298,7 @@ def test_model_moves_targets_toward_the_larger_working_set(start_locus_toml, nam
 
     li = locus_info(small)
     assert li["controller"] == name
+    assert li["controller_offload"] == int(offload)
     assert li["pool_big"]["target"] == final["big"]
     assert li["pool_small"]["target"] == final["small"]
 

@@ -9,6 +9,7 @@ use locus_common::{Rng, SharedClock, hash_key};
 use crate::arbiter::{Arbiter, ArbiterView, PoolView, SharedArbiter, StaticArbiter, Victim};
 use crate::class::SizeClasses;
 use crate::config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
+use crate::control::host::Host;
 use crate::control::target::TargetArbiter;
 use crate::control::{
     Access, AccessKind, ClassState, ControlConfig, ControlView, Controller, Evicted, Interval,
@@ -290,7 +291,7 @@ pub const CONTROL_RECORD_LOG: usize = 256;
 
 /// A controller installed in the engine.
 struct ControlState {
-    ctl: Box<dyn Controller>,
+    ctl: Host,
     cfg: ControlConfig,
     /// Data-path accesses seen.
     requests: u64,
@@ -2391,7 +2392,7 @@ impl Engine {
             self.class_mode = mode;
         }
         self.control = Some(Box::new(ControlState {
-            ctl,
+            ctl: Host::new(ctl, cfg.offload),
             cfg,
             requests: 0,
             next_at,
@@ -2410,6 +2411,19 @@ impl Engine {
             PartitionMode::Shared => Box::new(SharedArbiter),
             PartitionMode::Static => Box::new(StaticArbiter),
         };
+    }
+
+    /// Waits until an offloaded controller has seen every event so far (at once when it runs
+    /// inline, or without a controller).
+    pub fn sync_controller(&mut self) {
+        if let Some(cs) = self.control.as_mut() {
+            cs.ctl.sync();
+        }
+    }
+
+    /// Whether the installed controller profiles on a thread of its own.
+    pub fn controller_offloaded(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| c.ctl.offloaded())
     }
 
     /// The installed controller's name.
@@ -2479,7 +2493,7 @@ impl Engine {
             AccessKind::Set => self.penalty.set(t, hash, now_us),
             _ => {}
         }
-        cs.ctl.on_access(&Access {
+        cs.ctl.on_access(Access {
             tenant: TenantId(t as u32),
             pool: PoolId(t as u32),
             kind,
@@ -2514,7 +2528,7 @@ impl Engine {
         };
         let now_us = self.clock.now_us();
         if let Some(cs) = self.control.as_mut() {
-            cs.ctl.on_evict(&Evicted {
+            cs.ctl.on_evict(Evicted {
                 tenant: TenantId(t as u32),
                 pool: PoolId(t as u32),
                 class: ClassId(class),

@@ -50,6 +50,7 @@ fn static_shares_are_reached_and_recorded() {
         ControlConfig {
             interval: Interval::Requests(1000),
             max_moves: 4,
+            offload: false,
         },
     );
     assert_eq!(e.controller_name(), Some("static"));
@@ -86,6 +87,7 @@ fn targets_shift_memory_back_with_bounded_releases() {
         ControlConfig {
             interval: Interval::Requests(1_000_000),
             max_moves: 5,
+            offload: false,
         },
     );
     e.run_controller();
@@ -158,6 +160,7 @@ fn k_moves_accesses_and_penalties_reach_the_engine() {
         ControlConfig {
             interval: Interval::Millis(100),
             max_moves: 8,
+            offload: false,
         },
     );
     let v = [1u8; 100];

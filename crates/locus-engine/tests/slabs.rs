@@ -33,6 +33,7 @@ fn run(controller: &str, settings: &[(&str, &str)]) -> (f64, f64, Engine) {
         ControlConfig {
             interval: Interval::Requests(20_000),
             max_moves: 64,
+            offload: false,
         },
     );
     let small = [1u8; 100];

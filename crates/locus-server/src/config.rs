@@ -263,6 +263,9 @@ pub struct ControllerSection {
     pub interval: TextOrNumber,
     /// Pages released (by pools above target) plus explicit page moves, per decision.
     pub max_moves: u32,
+    /// Run the controller's profiling on a thread of its own, fed in batches, instead of on the
+    /// request path (same decisions; the profilers' CPU time moves to another core).
+    pub offload: bool,
     /// `[controller.settings]`: the controller's own settings; values of any TOML type
     /// (arrays become comma-separated lists).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -275,6 +278,7 @@ impl Default for ControllerSection {
             name: NO_CONTROLLER.to_string(),
             interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
             max_moves: ControlConfig::default().max_moves,
+            offload: false,
             settings: BTreeMap::new(),
         }
     }
@@ -345,6 +349,7 @@ impl ControllerSection {
         Ok(ControlConfig {
             interval: self.parsed_interval()?,
             max_moves: self.max_moves,
+            offload: self.offload,
         })
     }
 
@@ -1083,7 +1088,8 @@ mod tests {
             eng.control_config(),
             Some(ControlConfig {
                 interval: Interval::Requests(100),
-                max_moves: 4
+                max_moves: 4,
+                offload: false,
             })
         );
         let b = eng.tenant_by_name("b").unwrap();

@@ -186,7 +186,7 @@ fn errors_are_redis_style() {
     let help = reply_text(&mut a, &["locus.controller", "help"]);
     assert!(
         help.starts_with(
-            "*14\r\n+LOCUS.CONTROLLER <subcommand> [<arg> ...]. Subcommands are:\r\n+INFO\r\n"
+            "*15\r\n+LOCUS.CONTROLLER <subcommand> [<arg> ...]. Subcommands are:\r\n+INFO\r\n"
         ),
         "{help:?}"
     );

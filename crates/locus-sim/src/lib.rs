@@ -116,6 +116,34 @@ pub struct Options {
     pub threads: usize,
     /// Only these controller labels (empty: all).
     pub only: Vec<String>,
+    /// Whether each run's controller profiles on a thread of its own.
+    pub offload: Offload,
+}
+
+/// Whether controllers profile on a thread of their own ([`locus_engine::ControlConfig::offload`]).
+/// Results are the same either way, bit for bit; only where the work runs differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Offload {
+    /// When a core is free for it: at most half the cores run replays.
+    #[default]
+    Auto,
+    /// Always.
+    On,
+    /// Never: the profilers run on the replay thread.
+    Off,
+}
+
+impl std::str::FromStr for Offload {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "auto" => Ok(Offload::Auto),
+            "on" | "true" | "yes" => Ok(Offload::On),
+            "off" | "false" | "no" => Ok(Offload::Off),
+            _ => Err(format!("offload '{s}': expected auto, on or off")),
+        }
+    }
 }
 
 /// What a whole experiment produced.
@@ -243,12 +271,18 @@ pub fn simulate(
         .iter()
         .filter(|c| opts.only.is_empty() || opts.only.contains(&c.label))
         .collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if opts.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        cores
     } else {
         opts.threads
     }
     .clamp(1, jobs.len().max(1));
+    let offload = match opts.offload {
+        Offload::Auto => 2 * threads <= cores,
+        Offload::On => true,
+        Offload::Off => false,
+    };
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunResult, SimError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());
@@ -269,10 +303,13 @@ pub fn simulate(
                         exp,
                         maxmemory,
                         job,
+                        offload,
                         &report,
-                        &oracle_curves,
-                        &slab_plan,
-                        &slab_phase_plans,
+                        &Planned {
+                            oracle: &oracle_curves,
+                            slab: &slab_plan,
+                            slab_phases: &slab_phase_plans,
+                        },
                     );
                     results.lock().expect("no worker panics holding the lock")[i] = Some(r);
                 }
@@ -359,14 +396,20 @@ pub fn simulate(
     Ok(report)
 }
 
+/// Where the runs that plan from the exact first pass leave their plans for the report.
+struct Planned<'a> {
+    oracle: &'a Mutex<Option<exact::OracleCurves>>,
+    slab: &'a Mutex<Option<Vec<exact::ClassPlan>>>,
+    slab_phases: &'a Mutex<Vec<Vec<exact::ClassPlan>>>,
+}
+
 fn run_job(
     exp: &Experiment,
     maxmemory: u64,
     job: &experiment::ControllerRun,
+    offload: bool,
     progress: &(dyn Fn(u64) + Sync),
-    oracle_out: &Mutex<Option<exact::OracleCurves>>,
-    slab_out: &Mutex<Option<Vec<exact::ClassPlan>>>,
-    slab_phases_out: &Mutex<Vec<Vec<exact::ClassPlan>>>,
+    planned: &Planned<'_>,
 ) -> Result<RunResult, SimError> {
     let mut schedule: Vec<Option<Box<dyn control::Controller>>> = Vec::new();
     let ctl: Box<dyn control::Controller> = if job.name == "slab-oracle" {
@@ -419,9 +462,13 @@ fn run_job(
             }
             None => targets(&plan),
         };
-        *slab_out.lock().expect("no worker panics holding the lock") = Some(plan);
+        *planned
+            .slab
+            .lock()
+            .expect("no worker panics holding the lock") = Some(plan);
         if !phase_plans.is_empty() {
-            *slab_phases_out
+            *planned
+                .slab_phases
                 .lock()
                 .expect("no worker panics holding the lock") = phase_plans;
         }
@@ -454,7 +501,8 @@ fn run_job(
             plan.pages.clone()
         };
         curves.plan = Some(plan);
-        *oracle_out
+        *planned
+            .oracle
             .lock()
             .expect("no worker panics holding the lock") = Some(curves);
         Box::new(control::Oracle::new(first))
@@ -465,5 +513,5 @@ fn run_job(
             source,
         })?
     };
-    run::run(exp, maxmemory, job, ctl, schedule, progress)
+    run::run(exp, maxmemory, job, ctl, schedule, offload, progress)
 }

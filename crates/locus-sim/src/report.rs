@@ -111,11 +111,19 @@ pub fn table(r: &Report) -> String {
     for run in &r.runs {
         let _ = writeln!(
             out,
-            "{}: {} requests in {:.2} s ({:.0} req/s), {} decisions",
+            "{}: {} requests in {:.2} s ({:.0} req/s{}{}), {} decisions",
             run.label,
             run.requests,
             run.wall_secs,
             run.requests_per_sec,
+            run.replay_cpu_secs
+                .map(|c| format!(", replay thread {c:.2} CPU s"))
+                .unwrap_or_default(),
+            if run.offload {
+                ", controller offloaded"
+            } else {
+                ""
+            },
             run.intervals.len()
         );
         if run.skipped > 0 {

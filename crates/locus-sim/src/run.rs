@@ -156,6 +156,17 @@ pub struct RunResult {
     pub wall_secs: f64,
     /// Requests per wall-clock second.
     pub requests_per_sec: f64,
+    /// CPU seconds of the replay thread (the data path; an offloaded controller's profiling
+    /// thread is not counted). `None` where the OS does not tell (`/proc/thread-self/schedstat`).
+    pub replay_cpu_secs: Option<f64>,
+    /// Whether the controller profiled on a thread of its own.
+    pub offload: bool,
+}
+
+/// CPU time of the calling thread in nanoseconds (Linux: `/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
 }
 
 /// The engine for `exp` with its tenants (no controller yet).
@@ -245,6 +256,7 @@ pub fn run(
     entry: &ControllerRun,
     ctl: Box<dyn Controller>,
     mut schedule: Vec<Option<Box<dyn Controller>>>,
+    offload: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<RunResult, SimError> {
     let clock = VirtualClock::new(0);
@@ -255,6 +267,7 @@ pub fn run(
     let control_cfg = ControlConfig {
         interval: exp.interval,
         max_moves: exp.max_moves,
+        offload,
     };
     engine.set_controller(ctl, control_cfg);
     // Decision 0 at request 0: targets (oracle) and initial allocations apply from the start.
@@ -305,6 +318,7 @@ pub fn run(
     let mut last_cum = (vec![0u64; n], vec![0u64; n]);
     let mut index = 0u64;
     let started = Instant::now();
+    let cpu_start = thread_cpu_ns();
     let penalty_seed = exp.seed ^ PENALTY_SEED;
     while wl.next(&mut item)? {
         if item.phase != phase {
@@ -397,7 +411,12 @@ pub fn run(
         }
     }
     progress(index);
+    // An offloaded controller finishes its queued events inside the measured time.
+    engine.sync_controller();
     let wall = started.elapsed().as_secs_f64();
+    let replay_cpu_secs = thread_cpu_ns()
+        .zip(cpu_start)
+        .map(|(end, start)| end.saturating_sub(start) as f64 / 1e9);
     let targets = engine.targets();
     for (i, tr) in res.iter_mut().enumerate() {
         let st = engine.tenant_stats(ids[i]);
@@ -443,6 +462,8 @@ pub fn run(
         skipped: wl.skipped(),
         wall_secs: wall,
         requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
+        replay_cpu_secs,
+        offload,
     })
 }
 

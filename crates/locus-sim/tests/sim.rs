@@ -482,3 +482,74 @@ tenant.a = { key_offset = "10k", value_size = "uniform:1000:3000" }
     );
     assert!(b.iter().any(|c| !a.contains(c)), "{a:?} {b:?}");
 }
+
+/// Profiling on a thread of its own (`offload`) changes where the controllers' work runs, not what
+/// they decide: every controller that profiles (KRR, AET, EAET, mini caches, shadow queues) gives
+/// the same report, decisions and curves included, bit for bit.
+#[test]
+fn offloaded_controllers_decide_exactly_as_inline_ones() {
+    let e = exp(r#"
+name = "offload"
+memory = "2MiB"
+page_size = "16KiB"
+requests = 120000
+interval = 7000
+[[controller]]
+name = "kredis"
+settings = { rate = 0.2 }
+[[controller]]
+name = "predis"
+[[controller]]
+name = "mpart"
+settings = { rate = 0.2 }
+[[controller]]
+name = "dlru"
+settings = { rate = 0.2 }
+[[controller]]
+name = "memsweeper-max"
+[[controller]]
+name = "memshare"
+[[tenant]]
+name = "hot"
+generator = { pattern = "zipf", alpha = 0.9, keys = 20000, value_size = 100 }
+penalty = 200
+[[tenant]]
+name = "loop"
+generator = { pattern = "loop", keys = 9000, value_size = 100 }
+penalty = 2000
+"#);
+    let report = |offload| {
+        let opts = Options {
+            threads: 2,
+            offload,
+            ..Options::default()
+        };
+        let r = simulate(&e, &opts, &|_, _| {}).unwrap();
+        assert!(r.failed.is_empty(), "{:?}", r.failed);
+        let mut v = serde_json::to_value(&r).unwrap();
+        for run in v["runs"].as_array_mut().unwrap() {
+            let run = run.as_object_mut().unwrap();
+            assert_eq!(run["offload"], offload == locus_sim::Offload::On);
+            for timing in [
+                "wall_secs",
+                "requests_per_sec",
+                "replay_cpu_secs",
+                "offload",
+            ] {
+                run.remove(timing);
+            }
+        }
+        v
+    };
+    let inline = report(locus_sim::Offload::Off);
+    let offloaded = report(locus_sim::Offload::On);
+    assert!(
+        inline["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["intervals"].as_array().unwrap().len() > 10),
+        "every controller decided"
+    );
+    assert_eq!(inline, offloaded);
+}

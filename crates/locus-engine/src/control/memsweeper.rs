@@ -674,6 +674,7 @@ pub(crate) mod testkit {
                 ControlConfig {
                     interval: Interval::Requests(interval),
                     max_moves: 64,
+                    offload: false,
                 },
             );
         }

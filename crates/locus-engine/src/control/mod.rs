@@ -25,6 +25,7 @@ mod automove;
 mod basic;
 mod dlru;
 mod facebook;
+pub(crate) mod host;
 mod kredis;
 mod lama;
 mod memcached;
@@ -321,6 +322,9 @@ pub struct ControlConfig {
     pub interval: Interval,
     /// Pages released by pools above target, plus explicit moves, per interval.
     pub max_moves: u32,
+    /// Run the controller's profiling on a thread of its own, fed in batches (same results,
+    /// bit for bit; the data path pays a store per access instead of the profilers' work).
+    pub offload: bool,
 }
 
 impl Default for ControlConfig {
@@ -328,6 +332,7 @@ impl Default for ControlConfig {
         ControlConfig {
             interval: Interval::default(),
             max_moves: 64,
+            offload: false,
         }
     }
 }

@@ -769,6 +769,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(1000),
                 max_moves: 64,
+                offload: false,
             },
         );
         e.run_controller();
@@ -812,6 +813,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(20_000),
                 max_moves: 64,
+                offload: false,
             },
         );
         let z = [Zipf::new(8000, 1.0), Zipf::new(8000, 0.5)];

@@ -793,6 +793,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(500),
                 max_moves: 64,
+                offload: false,
             },
         );
         let v = vec![7u8; 100];

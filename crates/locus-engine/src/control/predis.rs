@@ -450,6 +450,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(20_000),
                 max_moves: 64,
+                offload: false,
             },
         );
         let z = Zipf::new(6000, 0.9);
@@ -516,6 +517,7 @@ mod tests {
             ControlConfig {
                 interval: Interval::Requests(1000),
                 max_moves: 64,
+                offload: false,
             },
         );
         let pattern = [0usize, 1, 0, 1, 0, 1, 0, 2, 0, 2];

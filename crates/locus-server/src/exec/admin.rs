@@ -577,11 +577,12 @@ fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::Shared) {
     let last = eng.last_control_record().map(|r| r.at_request);
     let _ = write!(
         out,
-        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
         eng.controller_name()
             .unwrap_or(crate::config::NO_CONTROLLER),
         cc.map_or("none".to_string(), |c| c.interval.to_string()),
         cc.map_or(0, |c| c.max_moves),
+        u8::from(eng.controller_offloaded()),
         eng.control_decisions(),
         eng.control_requests(),
         last.map_or("none".to_string(), |r| r.to_string()),
@@ -1024,6 +1025,13 @@ fn controller_set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         let value = text(&kv[1])?;
         match key.as_str() {
             "interval" => sec.interval = crate::config::TextOrNumber(value),
+            "offload" => {
+                sec.offload = match value.to_ascii_lowercase().as_str() {
+                    "yes" | "on" | "true" | "1" => true,
+                    "no" | "off" | "false" | "0" => false,
+                    _ => return Err(CmdError::msg("ERR offload must be yes or no")),
+                };
+            }
             "max_moves" | "max-moves" => {
                 sec.max_moves = value
                     .parse::<u32>()
@@ -1117,9 +1125,10 @@ pub fn controller(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "    The last <count> decisions (default 10), oldest first: pages, targets, K, moves, notes.",
                     "RUN",
                     "    Decide now and return the decision.",
-                    "SET <name> [INTERVAL <interval>] [MAX_MOVES <n>] [<setting> <value> ...]",
-                    "    Replace the running controller (NONE: the memory.partition arbiter). Interval and",
-                    "    max_moves default to the configured ones; the other pairs are the controller's settings.",
+                    "SET <name> [INTERVAL <interval>] [MAX_MOVES <n>] [OFFLOAD yes|no] [<setting> <value> ...]",
+                    "    Replace the running controller (NONE: the memory.partition arbiter). Interval,",
+                    "    max_moves and offload (profile on a thread of its own) default to the configured ones;",
+                    "    the other pairs are the controller's settings.",
                     "HELP",
                     "    Print this help.",
                 ],

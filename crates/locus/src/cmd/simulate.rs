@@ -31,6 +31,10 @@ pub struct Args {
     /// Worker threads (default: available cores, at most one per controller).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Run each controller's profiling on a thread of its own: auto (when a core is free for it,
+    /// i.e. at most half the cores replay), on or off. Results are identical either way.
+    #[arg(long, default_value = "auto")]
+    pub offload: locus_sim::Offload,
     /// Run the scaled-down version of the experiment's [golden] table (what the golden test runs).
     #[arg(long)]
     pub golden: bool,
@@ -159,6 +163,7 @@ pub fn run(args: Args) -> Result<()> {
     let opts = Options {
         threads: args.threads,
         only: args.only.clone(),
+        offload: args.offload,
     };
     let rep = locus_sim::simulate(&exp, &opts, &|l, n| progress.tick(l, n))?;
     progress.done();
