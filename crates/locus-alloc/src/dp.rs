@@ -209,6 +209,8 @@ pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
     let mut used = vec![0_u64; (n + 1) * width];
     let mut moved = vec![0_u64; (n + 1) * width];
     let mut choice = vec![0_u32; n * width];
+    // The next row reversed, so that `curve[k] + next[j - k]` reads both slices forwards.
+    let mut next_rev: Vec<f64> = Vec::with_capacity(width);
     let pool = |i: usize| {
         let Range { lo, hi } = ranges[i];
         let curve = &p.costs[i][lo as usize..=hi as usize];
@@ -243,22 +245,29 @@ pub fn solve_dp(p: &DpProblem) -> Result<Allocation, AllocError> {
                 }
             }
         } else {
-            for j in 0..width {
-                let (c, u, m, k) = best_cell(curve, next, unext, mnext, j, &move_of);
-                (row[j], urow[j], mrow[j], crow[j]) = (c, u, m, k as u32);
-            }
+            next_rev.clear();
+            next_rev.extend(next.iter().rev());
+            let cells = Cells {
+                curve,
+                next_rev: &next_rev,
+                next_used: unext,
+                next_moved: mnext,
+                move_of: &move_of,
+            };
+            cells.fill_row(row, urow, mrow, crow);
         }
     }
     let (curve0, move_of0) = pool(0);
-    let next = &cost[width..2 * width];
-    let (total_cost, _, _, k0) = best_cell(
-        curve0,
-        next,
-        &used[width..2 * width],
-        &moved[width..2 * width],
-        budget as usize,
-        &move_of0,
-    );
+    next_rev.clear();
+    next_rev.extend(cost[width..2 * width].iter().rev());
+    let (total_cost, _, _, k0) = Cells {
+        curve: curve0,
+        next_rev: &next_rev,
+        next_used: &used[width..2 * width],
+        next_moved: &moved[width..2 * width],
+        move_of: &move_of0,
+    }
+    .best(budget as usize);
     if total_cost == f64::INFINITY {
         return Err(AllocError::infeasible(
             "every allocation within the bounds has an infinite cost (or the sum overflows f64)",
@@ -288,27 +297,23 @@ fn better_or_equal(new: (f64, u64, u64), old: (f64, u64, u64)) -> bool {
 /// Chunk width of the DP's inner loops.
 const LANES: usize = 8;
 
-/// `min over k of a[k] + b[len - 1 - k]` (never NaN here: validated costs hold no NaN or
-/// `-inf`). The hot loop of the DP: eight independent running minima let the CPU overlap the
-/// adds and compares (and the compiler vectorise them); the minimum of a set does not depend
-/// on the order it is taken in.
-#[inline]
+/// `min over k of a[k] + b[k]` (never NaN here: validated costs hold no NaN or `-inf`). The hot
+/// loop of the DP: eight independent running minima let the CPU overlap the adds and compares
+/// (and the compiler vectorise them); the minimum of a set does not depend on the order it is
+/// taken in.
+#[inline(always)]
 fn least_sum(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [f64::INFINITY; LANES];
     let mut a_chunks = a.chunks_exact(LANES);
-    let mut b_chunks = b.rchunks_exact(LANES);
+    let mut b_chunks = b.chunks_exact(LANES);
     for (ca, cb) in (&mut a_chunks).zip(&mut b_chunks) {
         for t in 0..LANES {
-            let c = ca[t] + cb[LANES - 1 - t];
+            let c = ca[t] + cb[t];
             acc[t] = if c < acc[t] { c } else { acc[t] };
         }
     }
     let mut least = f64::INFINITY;
-    for (&ca, &cb) in a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder().iter().rev())
-    {
+    for (&ca, &cb) in a_chunks.remainder().iter().zip(b_chunks.remainder()) {
         let c = ca + cb;
         least = if c < least { c } else { least };
     }
@@ -318,63 +323,101 @@ fn least_sum(a: &[f64], b: &[f64]) -> f64 {
     least
 }
 
-/// `G[i][j]` from the next row: the best `k` for pool `i` with `j` units to spend, and its key.
-/// On a full tie the largest `k` wins.
-#[inline]
-fn best_cell(
-    curve: &[f64],
-    next: &[f64],
-    next_used: &[u64],
-    next_moved: &[u64],
-    j: usize,
-    move_of: &impl Fn(usize) -> u64,
-) -> (f64, u64, u64, usize) {
-    let kmax = (curve.len() - 1).min(j);
-    let tail = &next[j - kmax..=j];
-    let least = least_sum(&curve[..=kmax], tail);
-    // Pass 2: among the k reaching it, the tie rule (more units, fewer moves, larger k). Whole
-    // chunks without a candidate are skipped with one vector compare.
-    let (mut bc, mut bu, mut bm, mut bk) = (f64::INFINITY, 0_u64, u64::MAX, 0_usize);
-    let mut found = false;
-    let mut consider = |k: usize, c: f64| {
-        let u = k as u64 + next_used[j - k];
-        // Saturating: absurd `current` values must not overflow (they only break ties).
-        let m = move_of(k).saturating_add(next_moved[j - k]);
-        if !found || better_or_equal((c, u, m), (bc, bu, bm)) {
-            (bc, bu, bm, bk) = (c, u, m, k);
-            found = true;
+/// One pool's row of the DP: its cost curve against the best keys of the pools after it.
+struct Cells<'a, F: Fn(usize) -> u64> {
+    curve: &'a [f64],
+    /// The next row's costs, reversed: `next[j - k]` is `next_rev[width - 1 - j + k]`.
+    next_rev: &'a [f64],
+    next_used: &'a [u64],
+    next_moved: &'a [u64],
+    move_of: &'a F,
+}
+
+impl<F: Fn(usize) -> u64> Cells<'_, F> {
+    /// Every cell of the row, with the widest vectors the CPU has (the same float additions and
+    /// comparisons either way, so the same answers).
+    fn fill_row(&self, row: &mut [f64], urow: &mut [u64], mrow: &mut [u64], crow: &mut [u32]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            unsafe { self.fill_row_avx2(row, urow, mrow, crow) };
+            return;
         }
-    };
-    let a = &curve[..=kmax];
-    let mut a_chunks = a.chunks_exact(LANES);
-    let mut b_chunks = tail.rchunks_exact(LANES);
-    for (ci, (ca, cb)) in (&mut a_chunks).zip(&mut b_chunks).enumerate() {
-        let mut hit = false;
-        for t in 0..LANES {
-            hit |= ca[t] + cb[LANES - 1 - t] == least;
+        self.fill_row_portable(row, urow, mrow, crow);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn fill_row_avx2(&self, row: &mut [f64], urow: &mut [u64], mrow: &mut [u64], crow: &mut [u32]) {
+        self.fill_row_portable(row, urow, mrow, crow);
+    }
+
+    #[inline(always)]
+    fn fill_row_portable(
+        &self,
+        row: &mut [f64],
+        urow: &mut [u64],
+        mrow: &mut [u64],
+        crow: &mut [u32],
+    ) {
+        for j in 0..row.len() {
+            let (c, u, m, k) = self.best(j);
+            (row[j], urow[j], mrow[j], crow[j]) = (c, u, m, k as u32);
         }
-        if hit {
+    }
+
+    /// `G[i][j]`: the best `k` for this pool with `j` units to spend, and its key. On a full
+    /// tie the largest `k` wins.
+    #[inline(always)]
+    fn best(&self, j: usize) -> (f64, u64, u64, usize) {
+        let kmax = (self.curve.len() - 1).min(j);
+        let start = self.next_rev.len() - 1 - j;
+        let a = &self.curve[..=kmax];
+        let b = &self.next_rev[start..=start + kmax];
+        let least = least_sum(a, b);
+        // Pass 2: among the k reaching it, the tie rule (more units, fewer moves, larger k), k
+        // ascending. Whole chunks without a candidate are skipped with one vector compare.
+        let (mut bc, mut bu, mut bm, mut bk) = (f64::INFINITY, 0_u64, u64::MAX, 0_usize);
+        let mut found = false;
+        let mut consider = |k: usize, c: f64| {
+            let u = k as u64 + self.next_used[j - k];
+            // Saturating: absurd `current` values must not overflow (they only break ties).
+            let m = (self.move_of)(k).saturating_add(self.next_moved[j - k]);
+            if !found || better_or_equal((c, u, m), (bc, bu, bm)) {
+                (bc, bu, bm, bk) = (c, u, m, k);
+                found = true;
+            }
+        };
+        let mut a_chunks = a.chunks_exact(LANES);
+        let mut b_chunks = b.chunks_exact(LANES);
+        for (ci, (ca, cb)) in (&mut a_chunks).zip(&mut b_chunks).enumerate() {
+            let mut hit = false;
             for t in 0..LANES {
-                let c = ca[t] + cb[LANES - 1 - t];
-                if c == least {
-                    consider(ci * LANES + t, c);
+                hit |= ca[t] + cb[t] == least;
+            }
+            if hit {
+                for t in 0..LANES {
+                    let c = ca[t] + cb[t];
+                    if c == least {
+                        consider(ci * LANES + t, c);
+                    }
                 }
             }
         }
-    }
-    let base = a.len() - a_chunks.remainder().len();
-    for (t, (&ca, &cb)) in a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder().iter().rev())
-        .enumerate()
-    {
-        let c = ca + cb;
-        if c == least {
-            consider(base + t, c);
+        let base = a.len() - a_chunks.remainder().len();
+        for (t, (&ca, &cb)) in a_chunks
+            .remainder()
+            .iter()
+            .zip(b_chunks.remainder())
+            .enumerate()
+        {
+            let c = ca + cb;
+            if c == least {
+                consider(base + t, c);
+            }
         }
+        (bc, bu, bm, bk)
     }
-    (bc, bu, bm, bk)
 }
 
 #[cfg(test)]

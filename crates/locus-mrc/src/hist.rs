@@ -121,6 +121,12 @@ impl Hist {
     /// For each threshold `x` (ascending), the weight of values `v ≤ x` (values spread uniformly
     /// over their bucket).
     pub fn weight_at_most(&self, xs: &[f64]) -> Vec<f64> {
+        self.weight_at_most_and_total(xs).0
+    }
+
+    /// [`Hist::weight_at_most`] and [`Hist::finite_total`] in one pass over the buckets (the
+    /// total continues the same running sum, so both are what the separate calls give).
+    pub fn weight_at_most_and_total(&self, xs: &[f64]) -> (Vec<f64>, f64) {
         let b = &self.buckets[..self.used];
         let mut out = Vec::with_capacity(xs.len());
         let mut next = 0; // first bucket not yet in `below`
@@ -156,7 +162,8 @@ impl Hist {
             }
             out.push(below + part);
         }
-        out
+        let total = sum_nonzero(below, &b[next..]);
+        (out, total)
     }
 }
 
@@ -237,6 +244,12 @@ mod tests {
             xs.sort_by(f64::total_cmp);
             let got = h.weight_at_most(&xs);
             let want = weight_at_most_reference(&h, &xs);
+            for k in [0, 1, xs.len() / 2, xs.len()] {
+                let (_, total) = h.weight_at_most_and_total(&xs[..k]);
+                let whole: f64 = h.iter().map(|(_, _, w)| w).fold(0.0, |a, w| a + w);
+                assert_eq!(total.to_bits(), h.finite_total().to_bits());
+                assert_eq!(total.to_bits(), whole.to_bits());
+            }
             for ((x, g), w) in xs.iter().zip(&got).zip(&want) {
                 assert_eq!(
                     g.to_bits(),

@@ -140,9 +140,9 @@ pub(crate) fn mrc_from_hist(
     capacities: &[f64],
 ) -> Result<Mrc, MrcError> {
     check_capacities(capacities)?;
-    let total = zero + hist.finite_total() + hist.inf;
     let xs: Vec<f64> = capacities.iter().map(|c| c * scale).collect();
-    let hits = hist.weight_at_most(&xs);
+    let (hits, finite) = hist.weight_at_most_and_total(&xs);
+    let total = zero + finite + hist.inf;
     let points = capacities
         .iter()
         .zip(hits)

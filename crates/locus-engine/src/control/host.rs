@@ -31,7 +31,7 @@ use super::{Access, ControlView, Controller, Decision, Evicted};
 
 /// Events per batch: large enough that the hand-over (a channel send, at times a wake-up) is a
 /// few hundred per second at millions of requests per second.
-const BATCH: usize = 4096;
+const BATCH: usize = 8192;
 /// Batches in existence at most (filling, queued, being profiled, spare).
 const BUFFERS: usize = 4;
 
