@@ -221,10 +221,13 @@ def test_controller_set_replaces_the_running_one(static_server):
     assert targets(c) == {"a": 3 * PAGES // 4, "b": PAGES // 4}
     assert c.config_get("*")  # the configuration still reads
 
-    # The same controller profiling on a thread of its own decides the same way.
+    # OFFLOAD: a controller that profiles (mpart) runs on a thread of its own; one that decides
+    # from the pool counters alone (static) has nothing to profile and stays on the request path.
+    assert c.execute_command("LOCUS.CONTROLLER", "SET", "mpart", "OFFLOAD", "yes") in ("OK", True)
+    assert locus_info(c)["controller_offload"] == 1
     assert c.execute_command("LOCUS.CONTROLLER", "SET", "static", "shares", "1,1",
                              "INTERVAL", "1000", "OFFLOAD", "yes") in ("OK", True)
-    assert locus_info(c)["controller_offload"] == 1
+    assert locus_info(c)["controller_offload"] == 0
     set_many(client(pb), "b:", 1500)
     assert targets(c) == {"a": PAGES // 2, "b": PAGES // 2}
 

@@ -159,7 +159,8 @@ pub struct RunResult {
     /// CPU seconds of the replay thread (the data path; an offloaded controller's profiling
     /// thread is not counted). `None` where the OS does not tell (`/proc/thread-self/schedstat`).
     pub replay_cpu_secs: Option<f64>,
-    /// Whether the controller profiled on a thread of its own.
+    /// Whether the controller profiled on a thread of its own (never for one with nothing to
+    /// profile, such as `shared` or the oracles).
     pub offload: bool,
 }
 
@@ -463,7 +464,7 @@ pub fn run(
         wall_secs: wall,
         requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
         replay_cpu_secs,
-        offload,
+        offload: engine.controller_offloaded(),
     })
 }
 

@@ -15,6 +15,10 @@ impl Controller for SharedController {
 
     fn on_access(&mut self, _a: &super::Access) {}
 
+    fn observes(&self) -> bool {
+        false
+    }
+
     fn decide(&mut self, _view: &ControlView<'_>) -> Decision {
         Decision::default()
     }
@@ -54,6 +58,10 @@ impl Controller for StaticController {
     }
 
     fn on_access(&mut self, _a: &super::Access) {}
+
+    fn observes(&self) -> bool {
+        false
+    }
 
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
         Decision {

@@ -199,10 +199,10 @@ enum Mode {
 }
 
 impl Host {
-    /// Hosts `ctl`, on a profiling thread of its own when `offload`.
+    /// Hosts `ctl`, on a profiling thread of its own when `offload` (and it observes events).
     pub(crate) fn new(ctl: Box<dyn Controller>, offload: bool) -> Self {
         let name = ctl.name();
-        let mode = if offload {
+        let mode = if offload && ctl.observes() {
             Mode::Offload(Box::new(Offloaded::start(ctl)))
         } else {
             Mode::Inline(ctl)

@@ -257,6 +257,13 @@ pub trait Controller: Send + fmt::Debug {
     /// Every eviction. Default: ignored.
     fn on_evict(&mut self, _e: &Evicted) {}
 
+    /// Whether `on_access` and `on_evict` do anything. A controller that decides from the
+    /// [`ControlView`] alone returns false, and the engine never runs it on a profiling thread
+    /// (`ControlConfig::offload`): there would be nothing to profile, only events to hand over.
+    fn observes(&self) -> bool {
+        true
+    }
+
     /// An interval boundary: decide.
     fn decide(&mut self, view: &ControlView<'_>) -> Decision;
 

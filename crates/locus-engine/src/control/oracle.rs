@@ -376,6 +376,10 @@ impl Controller for Oracle {
 
     fn on_access(&mut self, _a: &super::Access) {}
 
+    fn observes(&self) -> bool {
+        false
+    }
+
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
         let (phase, targets) = self.targets_at(view.requests);
         let mut t = targets.to_vec();

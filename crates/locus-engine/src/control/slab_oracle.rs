@@ -80,6 +80,10 @@ impl Controller for SlabOracle {
 
     fn on_access(&mut self, _a: &Access) {}
 
+    fn observes(&self) -> bool {
+        false
+    }
+
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
         let mut d = Decision::default();
         let mut budget = self.max_moves;

@@ -16,6 +16,10 @@ impl Controller for Twemcache {
 
     fn on_access(&mut self, _a: &Access) {}
 
+    fn observes(&self) -> bool {
+        false
+    }
+
     fn decide(&mut self, _view: &ControlView<'_>) -> Decision {
         Decision::default()
     }
