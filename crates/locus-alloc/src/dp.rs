@@ -521,6 +521,60 @@ mod tests {
     }
 
     #[test]
+    fn portable_row_loop_equals_the_dispatched_one() {
+        // On a CPU with AVX2 `fill_row` takes the AVX2 build; CPUs without it take the portable
+        // loop. Both must give the same cells, ties included (costs on a coarse grid tie often).
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut below = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n.max(1)
+        };
+        for width in [1usize, 7, 8, 9, 64, 257] {
+            let len = below(width as u64) as usize + 1;
+            let curve: Vec<f64> = (0..len).map(|_| below(6) as f64 * 0.5).collect();
+            let next: Vec<f64> = (0..width).map(|_| below(6) as f64 * 0.5).collect();
+            let next_rev: Vec<f64> = next.iter().rev().copied().collect();
+            let used: Vec<u64> = (0..width).map(|_| below(4)).collect();
+            let moved: Vec<u64> = (0..width).map(|_| below(4)).collect();
+            let move_of = |k: usize| (k as u64) % 3;
+            let cells = Cells {
+                curve: &curve,
+                next_rev: &next_rev,
+                next_used: &used,
+                next_moved: &moved,
+                move_of: &move_of,
+            };
+            let fill = |portable: bool| {
+                let (mut r, mut u, mut m, mut c) = (
+                    vec![0.0; width],
+                    vec![0; width],
+                    vec![0; width],
+                    vec![0; width],
+                );
+                if portable {
+                    cells.fill_row_portable(&mut r, &mut u, &mut m, &mut c);
+                } else {
+                    cells.fill_row(&mut r, &mut u, &mut m, &mut c);
+                }
+                (r, u, m, c)
+            };
+            assert_eq!(fill(true), fill(false), "width {width}");
+            // And each cell is the brute-force best under the tie rule.
+            let (r, _, _, c) = fill(true);
+            for j in 0..width {
+                let best = (0..=j.min(curve.len() - 1))
+                    .map(|k| curve[k] + next[j - k])
+                    .fold(f64::INFINITY, f64::min);
+                assert_eq!(r[j], best, "width {width} j {j}");
+                let k = c[j] as usize;
+                assert_eq!(curve[k] + next[j - k], best);
+            }
+        }
+    }
+
+    #[test]
     fn bad_inputs_are_typed_errors() {
         let ok = vec![vec![1.0, 0.0], vec![1.0, 0.0]];
         let bad = |p: DpProblem| matches!(solve_dp(&p), Err(AllocError::BadInput { .. }));

@@ -255,12 +255,10 @@ impl Mrc {
             first.check_same_kind(c)?;
         }
         // The union of the capacities (the common case: every curve has the same ones).
-        let same = curves
-            .iter()
-            .all(|(_, c)| c.points.len() == first.points.len())
-            && curves
-                .iter()
-                .all(|(_, c)| c.points.iter().zip(&first.points).all(|(a, b)| a.0 == b.0));
+        let same = curves.iter().all(|(_, c)| {
+            c.points.len() == first.points.len()
+                && c.points.iter().zip(&first.points).all(|(a, b)| a.0 == b.0)
+        });
         let caps: Vec<f64> = if same {
             first.capacities()
         } else {

@@ -244,9 +244,9 @@ mod tests {
             xs.sort_by(f64::total_cmp);
             let got = h.weight_at_most(&xs);
             let want = weight_at_most_reference(&h, &xs);
+            let whole: f64 = h.iter().map(|(_, _, w)| w).fold(0.0, |a, w| a + w);
             for k in [0, 1, xs.len() / 2, xs.len()] {
                 let (_, total) = h.weight_at_most_and_total(&xs[..k]);
-                let whole: f64 = h.iter().map(|(_, _, w)| w).fold(0.0, |a, w| a + w);
                 assert_eq!(total.to_bits(), h.finite_total().to_bits());
                 assert_eq!(total.to_bits(), whole.to_bits());
             }
