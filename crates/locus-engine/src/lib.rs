@@ -85,6 +85,10 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
+
+/// Bytes of the header every item carries in its chunk (key and value follow it): an item of
+/// `size` key + value bytes needs a chunk of at least `size + ITEM_HEADER_BYTES`.
+pub const ITEM_HEADER_BYTES: u32 = store::HDR as u32;
 pub use ids::{ClassId, PoolId, TenantId};
 pub use policy::Policy;
 pub use stats::{ClassStats, EngineStats, EvictionCounts, EvictionReason, TenantStats};

@@ -17,7 +17,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use locus_common::{ByteSize, parse_duration};
-use locus_engine::control::{self, ControlConfig, ControlError, Controller, Interval, Settings};
+use locus_control as control;
+use locus_engine::control::{ControlConfig, ControlError, Controller, Interval, Settings};
 use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, TenantConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -256,7 +257,7 @@ impl<'de> Deserialize<'de> for TextOrNumber {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ControllerSection {
-    /// A name of [`locus_engine::control::NAMES`], or `none` (the `memory.partition` arbiter).
+    /// A name of [`locus_control::NAMES`], or `none` (the `memory.partition` arbiter).
     pub name: String,
     /// Decisions every this many data-path requests (`100000`, `"100000req"`) or this long
     /// (`"1s"`, `"500ms"`).

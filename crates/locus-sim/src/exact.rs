@@ -8,7 +8,7 @@
 
 use locus_alloc::Objective;
 use locus_common::VirtualClock;
-use locus_engine::control::{
+use locus_control::{
     ClassCurve, ControlError, PlanOptions, PoolCurve, curve_in_pages, plan, plan_classes,
 };
 use locus_mrc::{ExactLru, Metric, Mrc, Op, Profiler, Unit};
@@ -261,7 +261,7 @@ pub fn plan_oracle(
         step: settings.step,
         ..PlanOptions::new(curves.pages_total, objective)
     };
-    let bad = |e: locus_engine::control::PlanError| ControlError::NotAvailable {
+    let bad = |e: locus_control::PlanError| ControlError::NotAvailable {
         name: "oracle".into(),
         why: format!("planning failed: {e}"),
     };

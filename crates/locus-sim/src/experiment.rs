@@ -266,7 +266,7 @@ pub struct Tenant {
 pub struct ControllerRun {
     /// Unique label in the reports (the name unless given).
     pub label: String,
-    /// Registry name (`locus_engine::control::NAMES`).
+    /// Registry name (`locus_control::NAMES`).
     pub name: String,
     /// Its settings as strings.
     pub settings: Vec<(String, String)>,
@@ -290,42 +290,25 @@ pub struct OracleSettings {
     pub per_phase: bool,
 }
 
-impl OracleSettings {
-    /// Parses `objective`, `step`, `per_phase`.
-    ///
-    /// # Errors
-    /// An unknown key or a bad value, as a message.
-    pub fn parse(settings: &[(String, String)]) -> Result<OracleSettings, String> {
-        let mut o = OracleSettings {
-            objective: None,
-            step: 0,
-            per_phase: false,
-        };
-        for (k, v) in settings {
-            match k.as_str() {
-                "objective" => {
-                    o.objective = Some(v.parse().map_err(|_| {
-                        format!("objective = '{v}': expected misses, latency or hits")
-                    })?)
-                }
-                "step" => {
-                    o.step = v
-                        .parse()
-                        .map_err(|_| format!("step = '{v}': expected pages (0 = automatic)"))?
-                }
-                "per_phase" => {
-                    o.per_phase = v
-                        .parse()
-                        .map_err(|_| format!("per_phase = '{v}': expected true or false"))?
-                }
-                other => {
-                    return Err(format!(
-                        "unknown oracle setting '{other}' (objective, step, per_phase)"
-                    ));
-                }
-            }
-        }
-        Ok(o)
+/// An offline planner that plans nothing: validating an experiment builds each controller once
+/// to check its settings, without computing the oracles' exact curves.
+struct SettingsOnly;
+
+impl locus_control::Offline for SettingsOnly {
+    fn pool_plans(
+        &self,
+        _objective: Option<locus_alloc::Objective>,
+        _step: u64,
+        _per_phase: bool,
+    ) -> Result<Vec<Vec<u64>>, locus_control::ControlError> {
+        Ok(vec![Vec::new()])
+    }
+
+    fn class_plans(
+        &self,
+        _per_phase: bool,
+    ) -> Result<Vec<locus_control::SlabPlan>, locus_control::ControlError> {
+        Ok(vec![Vec::new()])
     }
 }
 
@@ -843,31 +826,18 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             .iter()
             .map(|(k, v)| (k.clone(), setting_string(v)))
             .collect();
-        if c.name == "slab-oracle" {
-            if let Some((k, _)) = settings
-                .iter()
-                .find(|(k, _)| !["max_moves", "per_phase"].contains(&k.as_str()))
-            {
-                p.add(
-                    &format!("{path}.settings"),
-                    format!("unknown slab-oracle setting '{k}' (max_moves, per_phase)"),
-                );
+        // Build once to report unknown names and bad settings now, not in a worker thread
+        // (the oracles' plans are not made here: `SettingsOnly` plans nothing).
+        let s = locus_control::Settings::new(&c.name, settings.clone());
+        match locus_control::build_with(&c.name, s, &SettingsOnly) {
+            Ok(_) => {}
+            Err(locus_control::ControlError::NotAvailable { .. }) => {
+                // Registered but not in this build: reported when the run starts.
             }
-        } else if c.name != "oracle" {
-            // Build once to report unknown names and bad settings now, not in a worker thread.
-            let s = locus_engine::control::Settings::new(&c.name, settings.clone());
-            match locus_engine::control::build(&c.name, s) {
-                Ok(_) => {}
-                Err(locus_engine::control::ControlError::NotAvailable { .. }) => {
-                    // Registered but not in this build: reported when the run starts.
-                }
-                Err(e @ locus_engine::control::ControlError::UnknownController { .. }) => {
-                    p.add(&format!("{path}.name"), e)
-                }
-                Err(e) => p.add(&format!("{path}.settings"), e),
+            Err(e @ locus_control::ControlError::UnknownController { .. }) => {
+                p.add(&format!("{path}.name"), e)
             }
-        } else if let Err(e) = OracleSettings::parse(&settings) {
-            p.add(&format!("{path}.settings"), e);
+            Err(e) => p.add(&format!("{path}.settings"), e),
         }
         let policy = c.policy.as_ref().and_then(|s| {
             s.parse::<Policy>()

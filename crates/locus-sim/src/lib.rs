@@ -7,9 +7,11 @@
 //! stream ([`workload`]) through the production data path ([`run`]): GET, and on a miss the
 //! virtual clock advances by the miss penalty before the SET, so the engine's pRedis-style monitor
 //! measures the penalty as a server would. Nothing here re-implements a policy: controllers are
-//! built by name with [`locus_engine::control::build`]; the two offline optima (`oracle` per
-//! tenant, `slab-oracle` per size class) get exact LRU curves of the whole run from a first pass
-//! ([`exact`]) and are planned by the engine's own planners.
+//! built by name from `locus-control`'s registry ([`locus_control::build_with`]), the same table
+//! the server builds from; the two offline optima (`oracle` per tenant, `slab-oracle` per size
+//! class) plan through the registry's [`locus_control::Offline`] hook, which the simulator
+//! answers with exact LRU curves of the whole run from a first pass ([`exact`]) and
+//! `locus-control`'s own planners.
 //!
 //! ```text
 //!  EXPERIMENT.toml ─► Experiment ─┬─ job: controller A ─ Workload ─► Engine + A ─► RunResult ─┐
@@ -36,7 +38,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use locus_common::VirtualClock;
-use locus_engine::control::{self, ControlError, Settings};
+use locus_control::{self as control, ControlError, Controller, Settings};
 use serde::Serialize;
 
 pub use experiment::{Experiment, Memory};
@@ -411,107 +413,128 @@ fn run_job(
     progress: &(dyn Fn(u64) + Sync),
     planned: &Planned<'_>,
 ) -> Result<RunResult, SimError> {
-    let mut schedule: Vec<Option<Box<dyn control::Controller>>> = Vec::new();
-    let ctl: Box<dyn control::Controller> = if job.name == "slab-oracle" {
-        let mut max_moves = u64::from(exp.max_moves);
-        let mut per_phase = false;
-        for (k, v) in &job.settings {
-            match (k.as_str(), v.parse::<u64>(), v.parse::<bool>()) {
-                ("max_moves", Ok(m), _) => max_moves = m,
-                ("per_phase" | "per-phase", _, Ok(b)) => per_phase = b,
-                _ => {
-                    return Err(SimError::Control {
-                        label: job.label.clone(),
-                        source: ControlError::UnknownSetting {
-                            controller: "slab-oracle".into(),
-                            key: format!("{k} = {v}"),
-                            known: vec!["max_moves".into(), "per_phase".into()],
-                        },
-                    });
-                }
-            }
+    let offline = ExactPlanner {
+        exp,
+        maxmemory,
+        planned,
+        failure: Mutex::new(None),
+    };
+    let settings = Settings::new(&job.name, job.settings.clone());
+    let built = control::build_with(&job.name, settings, &offline).map_err(|source| {
+        // A trace or engine error met while planning is reported as itself.
+        match offline
+            .failure
+            .lock()
+            .expect("no panics holding the lock")
+            .take()
+        {
+            Some(e) => e,
+            None => SimError::Control {
+                label: job.label.clone(),
+                source,
+            },
         }
-        let (plan, phase_plans) = exact::slab_plans(exp, maxmemory, per_phase)?;
+    })?;
+    // Phase 0 runs `built.controller`; each later phase installs its own plan's controller.
+    let mut schedule: Vec<Option<Box<dyn Controller>>> = Vec::new();
+    if !built.phases.is_empty() {
+        schedule.push(None);
+        schedule.extend(built.phases.into_iter().map(Some));
+    }
+    run::run(
+        exp,
+        maxmemory,
+        job,
+        built.controller,
+        schedule,
+        offload,
+        progress,
+    )
+}
+
+/// The simulator's [`control::Offline`] planner: the oracles' plans from the exact curves of the
+/// whole run (or of each phase), left in [`Planned`] for the report.
+struct ExactPlanner<'a> {
+    exp: &'a Experiment,
+    maxmemory: u64,
+    planned: &'a Planned<'a>,
+    /// The trace or engine error that stopped a plan (the registry only carries ControlErrors).
+    failure: Mutex<Option<SimError>>,
+}
+
+impl ExactPlanner<'_> {
+    fn fail(&self, e: SimError) -> ControlError {
+        let why = e.to_string();
+        *self.failure.lock().expect("no panics holding the lock") = Some(e);
+        ControlError::NotAvailable {
+            name: "oracle".into(),
+            why,
+        }
+    }
+}
+
+impl control::Offline for ExactPlanner<'_> {
+    fn pool_plans(
+        &self,
+        objective: Option<locus_alloc::Objective>,
+        step: u64,
+        per_phase: bool,
+    ) -> Result<Vec<Vec<u64>>, ControlError> {
+        let (exp, maxmemory) = (self.exp, self.maxmemory);
+        let settings = experiment::OracleSettings {
+            objective,
+            step,
+            per_phase,
+        };
+        let mut curves = exact::exact_curves(exp, maxmemory).map_err(|e| self.fail(e))?;
+        let plan = exact::plan_oracle(exp, &curves, &settings)?;
+        let plans = if per_phase && !plan.phase_pages.is_empty() {
+            plan.phase_pages.clone()
+        } else {
+            vec![plan.pages.clone()]
+        };
+        curves.plan = Some(plan);
+        *self
+            .planned
+            .oracle
+            .lock()
+            .expect("no worker panics holding the lock") = Some(curves);
+        Ok(plans)
+    }
+
+    fn class_plans(&self, per_phase: bool) -> Result<Vec<control::SlabPlan>, ControlError> {
+        let exp = self.exp;
+        let (plan, phase_plans) =
+            exact::slab_plans(exp, self.maxmemory, per_phase).map_err(|e| self.fail(e))?;
         let targets = |plan: &[exact::ClassPlan]| -> Vec<_> {
             plan.iter()
                 .map(|c| {
+                    let pool = exp.tenants.iter().position(|t| t.name == c.tenant);
                     (
-                        locus_engine::PoolId(
-                            exp.tenants
-                                .iter()
-                                .position(|t| t.name == c.tenant)
-                                .unwrap_or(0) as u32,
-                        ),
+                        locus_engine::PoolId(pool.unwrap_or(0) as u32),
                         locus_engine::ClassId(c.class),
                         c.pages,
                     )
                 })
                 .collect()
         };
-        let first = match phase_plans.first() {
-            Some(p0) => {
-                schedule = phase_plans
-                    .iter()
-                    .map(|p| {
-                        Some(Box::new(control::SlabOracle::new(targets(p), max_moves))
-                            as Box<dyn control::Controller>)
-                    })
-                    .collect();
-                schedule[0] = None;
-                targets(p0)
-            }
-            None => targets(&plan),
+        let plans: Vec<_> = if phase_plans.is_empty() {
+            vec![targets(&plan)]
+        } else {
+            phase_plans.iter().map(|p| targets(p)).collect()
         };
-        *planned
+        *self
+            .planned
             .slab
             .lock()
             .expect("no worker panics holding the lock") = Some(plan);
         if !phase_plans.is_empty() {
-            *planned
+            *self
+                .planned
                 .slab_phases
                 .lock()
                 .expect("no worker panics holding the lock") = phase_plans;
         }
-        Box::new(control::SlabOracle::new(first, max_moves))
-    } else if job.name == "oracle" {
-        let fail = |source| SimError::Control {
-            label: job.label.clone(),
-            source,
-        };
-        let settings = experiment::OracleSettings::parse(&job.settings).map_err(|e| {
-            fail(ControlError::NotAvailable {
-                name: "oracle".into(),
-                why: e,
-            })
-        })?;
-        let mut curves = exact::exact_curves(exp, maxmemory)?;
-        let plan = exact::plan_oracle(exp, &curves, &settings).map_err(fail)?;
-        let first = if settings.per_phase && !plan.phase_pages.is_empty() {
-            schedule = plan
-                .phase_pages
-                .iter()
-                .skip(1)
-                .map(|t| {
-                    Some(Box::new(control::Oracle::new(t.clone())) as Box<dyn control::Controller>)
-                })
-                .collect();
-            schedule.insert(0, None);
-            plan.phase_pages[0].clone()
-        } else {
-            plan.pages.clone()
-        };
-        curves.plan = Some(plan);
-        *planned
-            .oracle
-            .lock()
-            .expect("no worker panics holding the lock") = Some(curves);
-        Box::new(control::Oracle::new(first))
-    } else {
-        let settings = Settings::new(&job.name, job.settings.clone());
-        control::build(&job.name, settings).map_err(|source| SimError::Control {
-            label: job.label.clone(),
-            source,
-        })?
-    };
-    run::run(exp, maxmemory, job, ctl, schedule, offload, progress)
+        Ok(plans)
+    }
 }

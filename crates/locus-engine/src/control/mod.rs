@@ -1,5 +1,7 @@
-//! Memory controllers: the decision logic that partitions memory between pools, chooses K per
-//! pool and moves pages, from models of each pool's locality and miss cost.
+//! The seam between the engine and the memory controllers: what a controller sees, what it may
+//! decide, and how the engine runs it and carries its decisions out. The controllers themselves
+//! (DLRU, kRedis, pRedis, mPart, LAMA, MemSweeper, ...) live in the `locus-control` crate:
+//! deciding lives there, doing lives here.
 //!
 //! A controller sees every access the engine serves ([`Controller::on_access`], after the fact,
 //! cheap: it samples inside) and every eviction ([`Controller::on_evict`]); every interval the
@@ -16,32 +18,15 @@
 //!           explicit moves, set_samples; an IntervalRecord per decision (observable)
 //! ```
 //!
-//! Controllers are registered by name ([`build`], [`NAMES`]) so the server configuration, the
-//! simulator's experiment files and the CLI construct them the same way, with typed
-//! [`Settings`] that reject unknown keys. One file per controller. Solvers are pure functions in
-//! `locus-alloc`; controllers only turn curves into its inputs and its answers into decisions.
+//! Here: the [`Controller`] trait and the types it trades in, [`Settings`] (the one typed
+//! key/value reader every controller builder uses), [`ControlError`], the host that runs a
+//! controller inline or on a profiling thread (`host`), the arbiter that enforces page targets
+//! (`target`) and the miss-penalty tracker (`penalty`).
 
-mod automove;
-mod basic;
-mod dlru;
-mod facebook;
 pub(crate) mod host;
-mod kredis;
-mod lama;
-mod memcached;
-mod memshare;
-mod memsweeper;
-mod mpart;
-mod oracle;
 mod penalty;
-mod predis;
-mod psa;
 mod settings;
-mod shadow;
-mod slab_oracle;
-mod slabs;
 pub(crate) mod target;
-mod twemcache;
 
 use std::fmt;
 use std::str::FromStr;
@@ -50,25 +35,8 @@ use locus_mrc::Mrc;
 
 use crate::ids::{ClassId, PoolId, TenantId};
 
-pub use automove::Automove;
-pub use basic::{SharedController, StaticController};
-pub use dlru::{Dlru, DlruConfig};
-pub use facebook::{Facebook, FacebookConfig};
-pub use kredis::{Kredis, KredisConfig, KredisModel, KrrExponent};
-pub use lama::{Lama, LamaConfig, LamaObjective};
-pub use memcached::Memcached;
-pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
-pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
-pub use mpart::{Mpart, MpartConfig};
-pub use oracle::{
-    Oracle, OracleConfig, Plan, PlanError, PlanOptions, PoolCurve, cost_at, curve_in_pages, plan,
-};
 pub(crate) use penalty::PenaltyTracker;
-pub use predis::{PENALTY_CLASSES, Predis, PredisConfig, penalty_class, penalty_class_range};
-pub use psa::{Psa, PsaConfig};
 pub use settings::Settings;
-pub use slab_oracle::{ClassCurve, SlabOracle, plan_classes};
-pub use twemcache::Twemcache;
 
 /// What happened on the data path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,56 +384,4 @@ pub enum ControlError {
         /// Why.
         why: String,
     },
-}
-
-/// The registered controller names.
-pub const NAMES: &[&str] = &[
-    "shared",
-    "static",
-    "dlru",
-    "kredis",
-    "predis",
-    "mpart",
-    "memsweeper-max",
-    "memsweeper-fair",
-    "memshare",
-    "oracle",
-    "lama",
-    "memcached",
-    "automove",
-    "psa",
-    "facebook",
-    "twemcache",
-    "slab-oracle",
-];
-
-/// Builds the controller `name` from its settings.
-///
-/// # Errors
-/// [`ControlError::UnknownController`] for a name not in [`NAMES`]; the controller's own setting
-/// errors otherwise.
-pub fn build(name: &str, settings: Settings) -> Result<Box<dyn Controller>, ControlError> {
-    match name {
-        "shared" => basic::build_shared(settings),
-        "static" => basic::build_static(settings),
-        "dlru" => dlru::build(settings),
-        "kredis" => kredis::build(settings),
-        "predis" => predis::build(settings),
-        "mpart" => mpart::build(settings),
-        "memsweeper-max" => memsweeper::build_max(settings),
-        "memsweeper-fair" => memsweeper::build_fair(settings),
-        "memshare" => memshare::build(settings),
-        "oracle" => oracle::build(settings),
-        "lama" => lama::build(settings),
-        "memcached" => memcached::build(settings),
-        "automove" => automove::build(settings),
-        "psa" => psa::build(settings),
-        "facebook" => facebook::build(settings),
-        "twemcache" => twemcache::build(settings),
-        "slab-oracle" => slab_oracle::build(settings),
-        _ => Err(ControlError::UnknownController {
-            name: name.to_string(),
-            known: NAMES.to_vec(),
-        }),
-    }
 }

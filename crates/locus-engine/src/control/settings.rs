@@ -33,6 +33,11 @@ impl Settings {
         &self.controller
     }
 
+    /// Whether `key` was given (without marking it read).
+    pub fn has(&self, key: &str) -> bool {
+        self.values.contains_key(key)
+    }
+
     fn raw(&mut self, key: &str) -> Option<String> {
         self.read.push(key.to_string());
         self.values.get(key).cloned()

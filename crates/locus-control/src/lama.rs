@@ -27,18 +27,18 @@
 //! `min(2 S_i, S_i + N)` pages, or `max_intervals` intervals have passed; then LAMA
 //! repartitions and the profilers restart. (One interval per window, the first version, left
 //! the small-item classes' curves flat: LAMA settled at 60% of the slab oracle's gain.)
-//! Runs the engine in [`crate::ClassMode::Manual`] (memcached: class-local eviction).
+//! Runs the engine in [`locus_engine::ClassMode::Manual`] (memcached: class-local eviction).
 
 use std::collections::HashMap;
 
 use locus_alloc::{DpProblem, solve_dp};
 use locus_mrc::{Footprint, Profiler};
 
-use super::slabs::{ClassTracker, class_pages, page_move, slots_per_page};
-use super::{
+use crate::slabs::{ClassTracker, class_pages, page_move, slots_per_page};
+use locus_engine::control::{
     Access, ControlError, ControlView, Controller, CurveRecord, Decision, Evicted, Settings,
 };
-use crate::ids::{ClassId, PoolId};
+use locus_engine::ids::{ClassId, PoolId};
 
 /// Classes with less than this share of a pool's misses in the window do not lengthen it
 /// (equation 8's "classes with few or no misses").
@@ -356,7 +356,7 @@ impl Controller for Lama {
 
     fn on_access(&mut self, a: &Access) {
         if let Some((class, op)) = self.tracker.access(a) {
-            let est = a.size.saturating_add(crate::store::HDR as u32);
+            let est = a.size.saturating_add(locus_engine::ITEM_HEADER_BYTES);
             let e = self.seen_chunk.entry(class.0).or_insert(est);
             *e = (*e).max(est);
             let rate = self.cfg.sample_rate;
@@ -402,8 +402,8 @@ impl Controller for Lama {
         d
     }
 
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        Some(crate::ClassMode::Manual)
+    fn class_mode(&self) -> Option<locus_engine::ClassMode> {
+        Some(locus_engine::ClassMode::Manual)
     }
 }
 
@@ -521,8 +521,8 @@ mod tests {
 
     #[test]
     fn equation_8_keeps_the_window_open_until_the_classes_have_missed_enough() {
-        use crate::control::{AccessKind, ClassState, PoolState};
-        use crate::ids::TenantId;
+        use locus_engine::control::{AccessKind, ClassState, PoolState};
+        use locus_engine::ids::TenantId;
         let mut l = Lama::new(LamaConfig {
             max_intervals: 3,
             ..LamaConfig::default()
@@ -549,7 +549,7 @@ mod tests {
                         pool: PoolId(0),
                         kind,
                         key_hash: key,
-                        size: chunk - crate::store::HDR as u32,
+                        size: chunk - locus_engine::ITEM_HEADER_BYTES,
                         class: (kind == AccessKind::Set).then_some(ClassId(1)),
                         now_us: key,
                     });

@@ -30,7 +30,7 @@
 
 use locus_mrc::sampling::{SpatialFilter, U64Map};
 
-use super::{Access, AccessKind, Evicted};
+use locus_engine::control::{Access, AccessKind, Evicted};
 
 /// Keys in logical-time order with their sizes; reuse distance = bytes at or after a key.
 #[derive(Debug, Clone)]

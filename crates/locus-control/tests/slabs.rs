@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use locus_common::{Rng, VirtualClock};
-use locus_engine::control::{self, ControlConfig, Interval, Settings};
+use locus_control as control;
+use locus_engine::control::{ControlConfig, Interval, Settings};
 use locus_engine::{ClassMode, Engine, EngineConfig, SetOptions, TenantConfig};
 
 const PAGE: u64 = 64 << 10;

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use locus_common::{Rng, VirtualClock};
+use locus_control as control;
 use locus_engine::control::{
-    self, Access, ControlConfig, ControlView, Controller, Decision, Evicted, Interval, PageMove,
-    Settings,
+    Access, ControlConfig, ControlView, Controller, Decision, Evicted, Interval, PageMove, Settings,
 };
 use locus_engine::{Engine, EngineConfig, PoolId, SetOptions, TenantConfig, TenantId};
 

@@ -2,7 +2,7 @@
 //! one database per tenant: no targets, the coldest candidate over all pools is evicted) and
 //! `static` (fixed shares of memory per pool, equal by default).
 
-use super::{ControlError, ControlView, Controller, Decision, Settings};
+use locus_engine::control::{ControlError, ControlView, Controller, Decision, Settings};
 
 /// Free competition: never sets a target.
 #[derive(Debug, Default, Clone)]

@@ -4,9 +4,11 @@
 //! risk to the class with the most misses. Here the misses of each interval are counted and the
 //! moves they pay for are made at the interval boundary (the remainder carries over).
 
-use super::slabs::{ClassTracker, class_pages, page_move};
-use super::{Access, ControlError, ControlView, Controller, Decision, Evicted, Settings};
-use crate::ids::ClassId;
+use crate::slabs::{ClassTracker, class_pages, page_move};
+use locus_engine::control::{
+    Access, ControlError, ControlView, Controller, Decision, Evicted, Settings,
+};
+use locus_engine::ids::ClassId;
 
 /// Settings of [`Psa`].
 #[derive(Clone, Debug, PartialEq)]
@@ -102,8 +104,8 @@ impl Controller for Psa {
         d
     }
 
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        Some(crate::ClassMode::Manual)
+    fn class_mode(&self) -> Option<locus_engine::ClassMode> {
+        Some(locus_engine::ClassMode::Manual)
     }
 }
 

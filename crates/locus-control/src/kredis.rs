@@ -46,11 +46,11 @@ use locus_mrc::{
     EXPONENT_REDIS_POOL, EXPONENT_TEXTBOOK, Eaet, Krr, KrrConfig, Metric, Mrc, Op, Profiler, Unit,
 };
 
-use super::{
+use locus_engine::PoolId;
+use locus_engine::control::{
     Access, AccessKind, ControlError, ControlView, Controller, CurveRecord, Decision, PoolState,
     Settings,
 };
-use crate::PoolId;
 
 /// The K kRedis profiles by default (section 4.1.4).
 pub const KREDIS_KS: &[u32] = &[1, 5, 8, 16];
@@ -157,7 +157,7 @@ fn bad(key: &str, value: String, expected: &str) -> ControlError {
 }
 
 fn check_k(key: &str, k: u32) -> Result<u32, ControlError> {
-    if (1..=crate::config::MAX_SAMPLES).contains(&k) {
+    if (1..=locus_engine::config::MAX_SAMPLES).contains(&k) {
         Ok(k)
     } else {
         Err(bad(key, k.to_string(), "K in 1..=64"))
@@ -778,10 +778,10 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::config::{EngineConfig, LruClockMode, TenantConfig};
-    use crate::control::{ControlConfig, Interval, IntervalRecord};
-    use crate::{Engine, SetOptions, TenantId};
     use locus_common::{Rng, VirtualClock};
+    use locus_engine::config::{EngineConfig, LruClockMode, TenantConfig};
+    use locus_engine::control::{ControlConfig, Interval, IntervalRecord};
+    use locus_engine::{Engine, SetOptions, TenantId};
 
     const PAGE: u64 = 4 << 10;
 

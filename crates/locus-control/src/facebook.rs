@@ -6,9 +6,11 @@
 //! `slabs`). A class that owns no page while it is asked to store items counts as evicting with
 //! age 0 (everything it gets is dropped at once). This approximates global LRU across classes.
 
-use super::slabs::{ClassTracker, class_pages, page_move};
-use super::{Access, ControlError, ControlView, Controller, Decision, Evicted, Settings};
-use crate::ids::ClassId;
+use crate::slabs::{ClassTracker, class_pages, page_move};
+use locus_engine::control::{
+    Access, ControlError, ControlView, Controller, Decision, Evicted, Settings,
+};
+use locus_engine::ids::ClassId;
 
 /// Settings of [`Facebook`].
 #[derive(Clone, Debug, PartialEq)]
@@ -111,8 +113,8 @@ impl Controller for Facebook {
         d
     }
 
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        Some(crate::ClassMode::Manual)
+    fn class_mode(&self) -> Option<locus_engine::ClassMode> {
+        Some(locus_engine::ClassMode::Manual)
     }
 }
 

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 
 use locus_mrc::Op;
 
-use super::{Access, AccessKind, ControlView, Evicted, PageMove, PoolState};
-use crate::ids::{ClassId, PoolId};
+use locus_engine::control::{Access, AccessKind, ControlView, Evicted, PageMove, PoolState};
+use locus_engine::ids::{ClassId, PoolId};
 
 /// Pending misses remembered (all pools together).
 const MAX_PENDING: usize = 1 << 18;
@@ -184,7 +184,7 @@ pub(crate) fn page_move(pool: PoolId, from: ClassId, to: ClassId) -> PageMove {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::TenantId;
+    use locus_engine::ids::TenantId;
 
     fn acc(kind: AccessKind, key_hash: u64, class: Option<u16>) -> Access {
         Access {

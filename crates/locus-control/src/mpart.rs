@@ -38,11 +38,15 @@
 use locus_alloc::{Objective, working_set_size, wss_bonus_bounded};
 use locus_mrc::{Aet, Metric, Op, Profiler};
 
-use super::oracle::{PlanOptions, PoolCurve, cost_at, pages_record, plan};
-use super::{Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings};
+use crate::checks::{bad_setting, check_common, check_initial, check_min_gain, read_pages_list};
+use crate::partition::{
+    Contention, FillFilter, MeanSize, Rates, bounds, initial_decision, planned_decision,
+};
+use crate::plan::{PlanOptions, PoolCurve, pages_record};
+use locus_engine::control::{
+    Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings,
+};
 
-/// Slots of the per-pool table of recent GET misses (demand-fill detection).
-const FILL_SLOTS: usize = 1024;
 /// Points kept per curve in the decision records.
 const RECORD_POINTS: usize = 64;
 /// A capacity beyond any reuse time: the curve's floor (only first references miss).
@@ -107,82 +111,6 @@ impl Default for MpartConfig {
     }
 }
 
-/// A setting error for controller `name`.
-pub(crate) fn bad_setting(name: &str, key: &str, value: String, expected: &str) -> ControlError {
-    ControlError::BadSetting {
-        controller: name.into(),
-        key: key.into(),
-        value,
-        expected: expected.into(),
-    }
-}
-
-/// Checks the settings the model-driven controllers share.
-pub(crate) fn check_common(
-    name: &str,
-    rate: f64,
-    decay: f64,
-    max_change: f64,
-) -> Result<(), ControlError> {
-    if !(rate > 0.0 && rate <= 1.0) {
-        return Err(bad_setting(
-            name,
-            "rate",
-            rate.to_string(),
-            "a rate in (0, 1]",
-        ));
-    }
-    if !(0.0..=1.0).contains(&decay) {
-        return Err(bad_setting(
-            name,
-            "decay",
-            decay.to_string(),
-            "a factor in [0, 1]",
-        ));
-    }
-    if !(max_change.is_finite() && max_change >= 0.0) {
-        return Err(bad_setting(
-            name,
-            "max_change",
-            max_change.to_string(),
-            "a share >= 0 (0 = unbounded)",
-        ));
-    }
-    Ok(())
-}
-
-/// Checks `min_gain`: finite and >= 0.
-pub(crate) fn check_min_gain(name: &str, min_gain: f64) -> Result<(), ControlError> {
-    if min_gain.is_finite() && min_gain >= 0.0 {
-        Ok(())
-    } else {
-        Err(bad_setting(
-            name,
-            "min_gain",
-            min_gain.to_string(),
-            "a share >= 0",
-        ))
-    }
-}
-
-/// Reads `initial = "p0,p1,…"` (pages).
-pub(crate) fn read_pages_list(
-    s: &mut Settings,
-    name: &str,
-    key: &str,
-) -> Result<Vec<u64>, ControlError> {
-    let v = s.f64_list(key, &[])?;
-    v.iter()
-        .map(|x| {
-            if *x >= 0.0 && x.fract() == 0.0 {
-                Ok(*x as u64)
-            } else {
-                Err(bad_setting(name, key, format!("{v:?}"), "whole pages >= 0"))
-            }
-        })
-        .collect()
-}
-
 impl MpartConfig {
     /// Reads the settings (see the field docs for keys and defaults).
     ///
@@ -226,181 +154,6 @@ impl MpartConfig {
             ));
         }
         Ok(())
-    }
-}
-
-/// Recent GET misses of one pool (direct-mapped by key hash), to recognise demand fills.
-#[derive(Clone, Debug)]
-pub(crate) struct FillFilter {
-    slots: Vec<u64>,
-}
-
-impl FillFilter {
-    pub(crate) fn new() -> Self {
-        FillFilter {
-            slots: vec![0; FILL_SLOTS],
-        }
-    }
-
-    fn tag(h: u64) -> u64 {
-        h.max(1)
-    }
-
-    /// A GET of `h` missed.
-    pub(crate) fn miss(&mut self, h: u64) {
-        self.slots[(h >> 7) as usize % FILL_SLOTS] = Self::tag(h);
-    }
-
-    /// A SET of `h`: true if it fills a recent miss (forgotten now).
-    pub(crate) fn fill(&mut self, h: u64) -> bool {
-        let s = &mut self.slots[(h >> 7) as usize % FILL_SLOTS];
-        if *s == Self::tag(h) {
-            *s = 0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// Running mean of item sizes seen on the data path.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct MeanSize {
-    sum: f64,
-    n: u64,
-}
-
-impl MeanSize {
-    pub(crate) fn add(&mut self, size: u32) {
-        if size > 0 {
-            self.sum += f64::from(size);
-            self.n += 1;
-        }
-    }
-
-    pub(crate) fn get(&self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum / self.n as f64)
-    }
-}
-
-/// GETs per pool since the previous decision, from the cumulative counters of the view.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Rates {
-    last: Vec<u64>,
-}
-
-impl Rates {
-    /// The GETs of each pool since the last call; all-zero windows fall back to cumulative.
-    pub(crate) fn window(&mut self, view: &ControlView<'_>) -> Vec<f64> {
-        let now: Vec<u64> = view.pools.iter().map(|p| p.hits + p.misses).collect();
-        self.last.resize(now.len(), 0);
-        let d: Vec<f64> = now
-            .iter()
-            .zip(&self.last)
-            .map(|(n, l)| n.saturating_sub(*l) as f64)
-            .collect();
-        self.last = now.clone();
-        if d.iter().all(|x| *x == 0.0) {
-            now.iter().map(|x| *x as f64).collect()
-        } else {
-            d
-        }
-    }
-}
-
-/// Whether pools compete for memory yet: memory has filled (within a page per pool), or some
-/// pool evicted (a pool held at its target evicts before memory is full). Before that the curves
-/// are young (most samples still wait for their reuse) and a plan on them would only misplace
-/// memory nobody needs yet. Sticky: once contended, always contended.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Contention {
-    evictions: u64,
-    seen: bool,
-}
-
-impl Contention {
-    /// Updates from the view; true once memory has been contended.
-    pub(crate) fn update(&mut self, view: &ControlView<'_>) -> bool {
-        let ev: u64 = view.pools.iter().map(|p| p.evictions).sum();
-        if ev > self.evictions || view.pages_used + view.pools.len() as u64 >= view.pages_total {
-            self.seen = true;
-        }
-        self.evictions = ev;
-        self.seen
-    }
-}
-
-/// Floors and caps per pool for the DP: the tenant's static budget, narrowed to
-/// `current ± max_change·max(current, pages_total/pools)` when `max_change > 0`.
-pub(crate) fn bounds(view: &ControlView<'_>, max_change: f64) -> (Vec<u64>, Vec<Option<u64>>) {
-    let n = view.pools.len().max(1) as u64;
-    let fair = view.pages_total / n;
-    view.pools
-        .iter()
-        .map(|p| {
-            let cap = p.max_pages;
-            let floor = p.min_pages.min(cap.unwrap_or(u64::MAX));
-            if max_change <= 0.0 {
-                return (floor, cap);
-            }
-            let cur = p.target_pages.unwrap_or(p.pages);
-            let delta = (max_change * cur.max(fair) as f64).ceil() as u64;
-            let hi = cur.saturating_add(delta).min(cap.unwrap_or(u64::MAX));
-            let lo = cur.saturating_sub(delta).max(floor).min(hi);
-            (lo, Some(hi))
-        })
-        .unzip()
-}
-
-/// Checks `initial` / `initial_shares`: at most one of them, shares finite and >= 0.
-pub(crate) fn check_initial(name: &str, pages: &[u64], shares: &[f64]) -> Result<(), ControlError> {
-    if !pages.is_empty() && !shares.is_empty() {
-        return Err(bad_setting(
-            name,
-            "initial_shares",
-            format!("{shares:?}"),
-            "either initial (pages) or initial_shares, not both",
-        ));
-    }
-    if shares.iter().any(|x| !(x.is_finite() && *x >= 0.0)) {
-        return Err(bad_setting(
-            name,
-            "initial_shares",
-            format!("{shares:?}"),
-            "shares >= 0",
-        ));
-    }
-    Ok(())
-}
-
-/// The initial targets (pages, or shares of `pages_total`), sized to the pools; no targets
-/// when neither is given.
-pub(crate) fn initial_decision(
-    initial: &[u64],
-    shares: &[f64],
-    pages_total: u64,
-    pools: usize,
-    note: &str,
-) -> Decision {
-    if initial.is_empty() && shares.is_empty() {
-        return Decision {
-            notes: vec![(note.into(), 0.0)],
-            ..Decision::default()
-        };
-    }
-    let mut t = if initial.is_empty() {
-        shares
-            .iter()
-            .map(|x| (x * pages_total as f64).floor() as u64)
-            .collect()
-    } else {
-        initial.to_vec()
-    };
-    t.resize(pools, 0);
-    Decision {
-        pool_pages: Some(t),
-        notes: vec![(note.into(), 0.0)],
-        ..Decision::default()
     }
 }
 
@@ -657,50 +410,6 @@ impl Controller for Mpart {
     }
 }
 
-/// The plan for `curves` as a decision, unless the targets in force are within `min_gain`
-/// (relative) of its cost: then they are kept, so noise in the curves does not move pages (each
-/// released page evicts what it holds). A failed plan keeps the targets too.
-pub(crate) fn planned_decision(
-    name: &str,
-    curves: &[PoolCurve],
-    opts: &PlanOptions,
-    view: &ControlView<'_>,
-    min_gain: f64,
-    records: Vec<super::CurveRecord>,
-    mut notes: Vec<(String, f64)>,
-) -> Decision {
-    let keep = |notes: Vec<(String, f64)>, records| Decision {
-        curves: records,
-        notes,
-        ..Decision::default()
-    };
-    let p = match plan(curves, opts) {
-        Ok(p) => p,
-        Err(_) => {
-            notes.push((format!("{name}.plan_failed"), 1.0));
-            return keep(notes, records);
-        }
-    };
-    notes.push(("objective".into(), p.cost));
-    let current: Option<Vec<u64>> = view.pools.iter().map(|q| q.target_pages).collect();
-    if let Some(cur) = current
-        && min_gain > 0.0
-        && cur.iter().sum::<u64>() <= opts.pages_total
-    {
-        let now = cost_at(curves, &cur, opts.objective);
-        if now - p.cost <= min_gain * now.abs() {
-            notes.push((format!("{name}.kept"), 1.0));
-            return keep(notes, records);
-        }
-    }
-    Decision {
-        pool_pages: Some(p.pages),
-        curves: records,
-        notes,
-        ..Decision::default()
-    }
-}
-
 /// Builds the controller from its settings.
 pub(crate) fn build(s: Settings) -> Result<Box<dyn Controller>, ControlError> {
     Ok(Box::new(Mpart::new(MpartConfig::from_settings(s)?)?))
@@ -712,8 +421,9 @@ mod tests {
     use locus_mrc::{ExactLru, Unit};
 
     use super::*;
-    use crate::control::oracle::testkit::{Zipf, engine, get_or_fill};
-    use crate::control::{ControlConfig, Interval, build as build_named, curve_in_pages};
+    use crate::testkit::demand::{Zipf, engine, get_or_fill};
+    use crate::{build as build_named, curve_in_pages};
+    use locus_engine::control::{ControlConfig, Interval};
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
         Settings::new(

@@ -4,14 +4,14 @@
 //!
 //! [`plan_classes`] is the planning half (the simulator computes the exact curves in a first
 //! pass); [`SlabOracle`] is the controller that moves pages toward the plan, at most
-//! `max_moves` per interval, in [`crate::ClassMode::Manual`]. From settings it takes the plan
+//! `max_moves` per interval, in [`locus_engine::ClassMode::Manual`]. From settings it takes the plan
 //! as `targets = "pool:class:pages, ..."`.
 
 use locus_alloc::{DpProblem, solve_dp};
 
-use super::slabs::{class_pages, page_move};
-use super::{Access, ControlError, ControlView, Controller, Decision, Settings};
-use crate::ids::{ClassId, PoolId};
+use crate::slabs::{class_pages, page_move};
+use locus_engine::control::{Access, ControlError, ControlView, Controller, Decision, Settings};
+use locus_engine::ids::{ClassId, PoolId};
 
 /// One class's curve for [`plan_classes`]: `cost[j]` is its cost (misses, or any cost to
 /// minimise) when it owns `j` pages, `j = 0..=len-1`.
@@ -123,8 +123,8 @@ impl Controller for SlabOracle {
         d
     }
 
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        Some(crate::ClassMode::Manual)
+    fn class_mode(&self) -> Option<locus_engine::ClassMode> {
+        Some(locus_engine::ClassMode::Manual)
     }
 }
 

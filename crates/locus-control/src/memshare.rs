@@ -30,8 +30,10 @@
 
 use locus_alloc::Credits;
 
-use super::shadow::{PoolShadows, ShadowLimits};
-use super::{Access, ControlError, ControlView, Controller, Decision, Evicted, Settings};
+use crate::shadow::{PoolShadows, ShadowLimits};
+use locus_engine::control::{
+    Access, ControlError, ControlView, Controller, Decision, Evicted, Settings,
+};
 
 /// Which pool gives the pages a round moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -251,8 +253,8 @@ pub(crate) fn build(s: Settings) -> Result<Box<dyn Controller>, ControlError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::memsweeper::testkit::{Stream, items_per_page, run};
     use super::*;
+    use crate::testkit::streams::{Stream, items_per_page, run};
 
     #[test]
     fn settings_are_typed_and_checked() {
@@ -284,7 +286,7 @@ mod tests {
             );
         }
         assert!(matches!(
-            super::super::build("memshare", s(&[("credit", "1")])),
+            crate::build("memshare", s(&[("credit", "1")])),
             Err(ControlError::UnknownSetting { .. })
         ));
     }

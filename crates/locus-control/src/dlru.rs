@@ -43,12 +43,12 @@ use locus_mrc::{Metric, Mrc, Unit};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
 
-use super::{
+use locus_engine::config::{EngineConfig, LruClockMode, TenantConfig};
+use locus_engine::control::{
     Access, AccessKind, ControlError, ControlView, Controller, CurveRecord, Decision, PoolState,
     Settings,
 };
-use crate::config::{EngineConfig, LruClockMode, TenantConfig};
-use crate::{Engine, Policy, PoolId, SetOptions, TenantId};
+use locus_engine::{Engine, Policy, PoolId, SetOptions, TenantId};
 
 /// The candidate K of the dissertation (section 3.1.1).
 pub const DLRU_KS: &[u32] = &[1, 2, 5, 10, 16];
@@ -140,7 +140,9 @@ impl DlruConfig {
     pub fn from_settings(s: &mut Settings) -> Result<Self, ControlError> {
         let d = DlruConfig::default();
         let ks = s.u32_list("ks", &d.ks)?;
-        if ks.iter().any(|&k| k == 0 || k > crate::config::MAX_SAMPLES)
+        if ks
+            .iter()
+            .any(|&k| k == 0 || k > locus_engine::config::MAX_SAMPLES)
             || ks.windows(2).any(|w| w[0] >= w[1])
         {
             return Err(bad(
@@ -168,7 +170,7 @@ impl DlruConfig {
         }
         let min_distinct = s.u64("min_distinct", d.min_distinct)?;
         let default_k = s.u32("default_k", d.default_k)?;
-        if default_k == 0 || default_k > crate::config::MAX_SAMPLES {
+        if default_k == 0 || default_k > locus_engine::config::MAX_SAMPLES {
             return Err(bad("default_k", default_k.to_string(), "K in 1..=64"));
         }
         let default_penalty_us = s.f64("default_penalty_us", d.default_penalty_us)?;
@@ -359,7 +361,7 @@ fn build_pool(cfg: &DlruConfig, pool: PoolId) -> Option<PoolMini> {
         minis,
         clock,
         scaled: None,
-        evpool_size: crate::config::DEFAULT_EVPOOL_SIZE,
+        evpool_size: locus_engine::config::DEFAULT_EVPOOL_SIZE,
         distinct: HashSet::default(),
         gets: 0,
         sampled_gets: 0,
@@ -543,8 +545,8 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::{ControlConfig, Interval};
     use locus_common::Rng;
+    use locus_engine::control::{ControlConfig, Interval};
 
     /// A one-tenant engine holding at most `max_items` objects, logical LRU clock.
     fn engine(max_items: u64) -> (Engine, VirtualClock, TenantId) {
@@ -609,7 +611,7 @@ mod tests {
             .collect()
     }
 
-    fn note(r: &crate::control::IntervalRecord, name: &str) -> f64 {
+    fn note(r: &locus_engine::control::IntervalRecord, name: &str) -> f64 {
         r.notes
             .iter()
             .find(|(n, _)| n == name)

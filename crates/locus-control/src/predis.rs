@@ -37,12 +37,12 @@
 use locus_alloc::Objective;
 use locus_mrc::{Eaet, Metric, Op, Profiler, Unit};
 
-use super::mpart::{
-    Contention, MeanSize, Rates, bad_setting, bounds, check_common, check_initial, check_min_gain,
-    initial_decision, planned_decision, read_pages_list,
+use crate::checks::{bad_setting, check_common, check_initial, check_min_gain, read_pages_list};
+use crate::partition::{Contention, MeanSize, Rates, bounds, initial_decision, planned_decision};
+use crate::plan::{PlanOptions, PoolCurve, pages_record};
+use locus_engine::control::{
+    Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings,
 };
-use super::oracle::{PlanOptions, PoolCurve, pages_record};
-use super::{Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings};
 
 /// Points kept per curve in the decision records.
 const RECORD_POINTS: usize = 64;
@@ -397,8 +397,9 @@ mod tests {
     use locus_common::Rng;
 
     use super::*;
-    use crate::control::oracle::testkit::{Zipf, engine, get_or_fill};
-    use crate::control::{ControlConfig, Interval, build as build_named};
+    use crate::build as build_named;
+    use crate::testkit::demand::{Zipf, engine, get_or_fill};
+    use locus_engine::control::{ControlConfig, Interval};
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
         Settings::new(

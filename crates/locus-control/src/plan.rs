@@ -1,4 +1,4 @@
-//! The offline optimum (`oracle`) and the planning step the model-driven controllers share.
+//! The planning step the model-driven controllers share, and the offline optimum plans with.
 //!
 //! * [`plan`]: given one miss-ratio curve per pool **in pages** (the miss ratio at 0, 1, 2, …
 //!   pages), each pool's access rate and miss penalty, and the pages to divide, the best partition
@@ -8,9 +8,6 @@
 //!   gain, as LAMA does; `mpart` and `predis` call it with their online curves.
 //! * [`curve_in_pages`]: an [`Mrc`] in objects or bytes resampled at whole pages, given how many
 //!   objects (bytes) a page holds.
-//! * [`Oracle`]: a controller that imposes a fixed partition, or a per-phase schedule
-//!   `(at_request, targets)`, computed offline. Built from settings it takes
-//!   `targets = "p0,p1,…"` or `schedule = "0:p0,p1;500000:q0,q1"` (pages).
 //!
 //! ```text
 //!   exact MRCs (sim) ─► curve_in_pages ─► PoolCurve{miss_ratio[pages], rate, penalty}
@@ -22,8 +19,8 @@
 use locus_alloc::{DpProblem, Objective, miss_cost, solve_dp};
 use locus_mrc::{Metric, Mrc, Unit};
 
-use super::{ControlError, ControlView, Controller, CurveRecord, Decision, Settings};
-use crate::ids::PoolId;
+use locus_engine::control::CurveRecord;
+use locus_engine::ids::PoolId;
 
 /// Largest number of DP units [`plan`] uses when the step is automatic (`step = 0`).
 pub const AUTO_MAX_UNITS: u64 = 1024;
@@ -302,161 +299,6 @@ pub fn cost_at(curves: &[PoolCurve], pages: &[u64], objective: Objective) -> f64
         .sum()
 }
 
-/// Settings of the `oracle` controller (pages per pool, computed offline).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct OracleConfig {
-    /// `(at_request, targets)`, requests increasing, the first at 0: from `at_request` data-path
-    /// accesses on (as the engine counts them for the controller), `targets` are in force.
-    pub schedule: Vec<(u64, Vec<u64>)>,
-}
-
-/// The offline optimum as a controller: imposes the targets of its schedule.
-#[derive(Clone, Debug)]
-pub struct Oracle {
-    cfg: OracleConfig,
-}
-
-impl Oracle {
-    /// One fixed partition (pages per pool, in pool order) for the whole run.
-    pub fn new(targets: Vec<u64>) -> Oracle {
-        Oracle {
-            cfg: OracleConfig {
-                schedule: vec![(0, targets)],
-            },
-        }
-    }
-
-    /// A per-phase schedule: `(at_request, targets)`.
-    ///
-    /// # Errors
-    /// [`PlanError::BadSchedule`] if it is empty, does not start at request 0, or its requests
-    /// do not increase strictly.
-    pub fn with_schedule(schedule: Vec<(u64, Vec<u64>)>) -> Result<Oracle, PlanError> {
-        check_schedule(&schedule)?;
-        Ok(Oracle {
-            cfg: OracleConfig { schedule },
-        })
-    }
-
-    /// The schedule.
-    pub fn config(&self) -> &OracleConfig {
-        &self.cfg
-    }
-
-    /// The targets in force after `requests` accesses, and the phase index.
-    pub fn targets_at(&self, requests: u64) -> (usize, &[u64]) {
-        let i = self
-            .cfg
-            .schedule
-            .partition_point(|(at, _)| *at <= requests)
-            .saturating_sub(1);
-        (i, &self.cfg.schedule[i].1)
-    }
-}
-
-fn check_schedule(schedule: &[(u64, Vec<u64>)]) -> Result<(), PlanError> {
-    let bad = |reason: &str| PlanError::BadSchedule {
-        reason: reason.to_string(),
-    };
-    match schedule.first() {
-        None => return Err(bad("no entries")),
-        Some((at, _)) if *at != 0 => return Err(bad("the first entry must be at request 0")),
-        _ => {}
-    }
-    if schedule.windows(2).any(|w| w[1].0 <= w[0].0) {
-        return Err(bad("requests must increase strictly"));
-    }
-    Ok(())
-}
-
-impl Controller for Oracle {
-    fn name(&self) -> &'static str {
-        "oracle"
-    }
-
-    fn on_access(&mut self, _a: &super::Access) {}
-
-    fn observes(&self) -> bool {
-        false
-    }
-
-    fn decide(&mut self, view: &ControlView<'_>) -> Decision {
-        let (phase, targets) = self.targets_at(view.requests);
-        let mut t = targets.to_vec();
-        t.resize(view.pools.len(), 0);
-        Decision {
-            pool_pages: Some(t),
-            notes: vec![("oracle.phase".into(), phase as f64)],
-            ..Decision::default()
-        }
-    }
-}
-
-/// Parses `"p0,p1,…"` (pages).
-fn parse_pages(list: &str) -> Option<Vec<u64>> {
-    let v: Result<Vec<u64>, _> = list
-        .trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .split(',')
-        .map(|x| x.trim().parse::<u64>())
-        .collect();
-    v.ok().filter(|v| !v.is_empty())
-}
-
-/// Parses `"0:p0,p1;500000:q0,q1"`.
-fn parse_schedule(s: &str) -> Option<Vec<(u64, Vec<u64>)>> {
-    s.split(';')
-        .filter(|e| !e.trim().is_empty())
-        .map(|e| {
-            let (at, pages) = e.split_once(':')?;
-            Some((at.trim().parse::<u64>().ok()?, parse_pages(pages)?))
-        })
-        .collect()
-}
-
-/// Builds the controller from its settings: `targets = "p0,p1,…"` (pages, pool order) or
-/// `schedule = "0:p0,p1;500000:q0,q1"` (exactly one of them).
-pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError> {
-    let targets = s.string("targets", "")?;
-    let schedule = s.string("schedule", "")?;
-    let bad = |key: &str, value: &str, expected: &str| ControlError::BadSetting {
-        controller: "oracle".into(),
-        key: key.into(),
-        value: value.into(),
-        expected: expected.into(),
-    };
-    let oracle = match (targets.trim().is_empty(), schedule.trim().is_empty()) {
-        (false, true) => Oracle::new(parse_pages(&targets).ok_or_else(|| {
-            bad(
-                "targets",
-                &targets,
-                "a comma-separated list of pages per pool",
-            )
-        })?),
-        (true, false) => {
-            let sch = parse_schedule(&schedule).ok_or_else(|| {
-                bad(
-                    "schedule",
-                    &schedule,
-                    "entries 'at_request:p0,p1,…' separated by ';'",
-                )
-            })?;
-            Oracle::with_schedule(sch).map_err(|e| bad("schedule", &schedule, &e.to_string()))?
-        }
-        _ => {
-            return Err(bad(
-                "targets",
-                &targets,
-                "exactly one of 'targets' (pages per pool) or 'schedule' (the oracle's partition \
-                 is computed offline, e.g. by the simulator with control::plan)",
-            ));
-        }
-    };
-    s.finish()?;
-    Ok(Box::new(oracle))
-}
-
 /// A curve in pages as an [`Mrc`] for [`CurveRecord`]s (at most `points` points).
 pub(crate) fn pages_record(pool: usize, label: String, mr: &[f64], points: usize) -> CurveRecord {
     let n = mr.len().saturating_sub(1).max(1);
@@ -482,14 +324,8 @@ pub(crate) fn pages_record(pool: usize, label: String, mr: &[f64], points: usize
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use locus_common::VirtualClock;
-
     use super::*;
-    use crate::config::{EngineConfig, TenantConfig};
-    use crate::control::{ControlConfig, Interval, build as build_named};
-    use crate::engine::Engine;
+    use crate::oracle::Oracle;
 
     fn step_curve(cliff: usize, n: usize) -> Vec<f64> {
         (0..=n).map(|p| if p < cliff { 1.0 } else { 0.0 }).collect()
@@ -744,164 +580,5 @@ mod tests {
         let c = curve_in_pages(&m, 10.0, 3);
         assert_eq!(c, vec![1.0, 0.5, 0.0, 0.0]);
         assert_eq!(curve_in_pages(&m, f64::NAN, 1), vec![1.0, 1.0]);
-    }
-
-    #[test]
-    fn settings_parse_and_reject() {
-        let mk = |pairs: &[(&str, &str)]| {
-            Settings::new(
-                "oracle",
-                pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
-            )
-        };
-        assert!(build(mk(&[("targets", "3, 4")])).is_ok());
-        assert!(build(mk(&[("schedule", "0:1,2; 100:2,1")])).is_ok());
-        for bad in [
-            vec![],
-            vec![("targets", "3,x")],
-            vec![("targets", "1"), ("schedule", "0:1")],
-            vec![("schedule", "5:1,2")],
-            vec![("schedule", "0:1;0:2")],
-        ] {
-            assert!(
-                matches!(build(mk(&bad)), Err(ControlError::BadSetting { .. })),
-                "{bad:?}"
-            );
-        }
-        assert!(matches!(
-            build(mk(&[("targets", "1"), ("typo", "1")])),
-            Err(ControlError::UnknownSetting { .. })
-        ));
-    }
-
-    #[test]
-    fn schedule_drives_engine_targets() {
-        let clock = VirtualClock::new(0);
-        let mut e = Engine::new(
-            EngineConfig {
-                maxmemory: 64 * 4096,
-                page_size: 4096,
-                ..EngineConfig::default()
-            },
-            Arc::new(clock),
-        )
-        .unwrap();
-        let a = e.add_tenant(TenantConfig::new("a")).unwrap();
-        let b = e.add_tenant(TenantConfig::new("b")).unwrap();
-        let s = Settings::new(
-            "oracle",
-            [("schedule".to_string(), "0:48,16;4000:16,48".to_string())],
-        );
-        e.set_controller(
-            build_named("oracle", s).unwrap(),
-            ControlConfig {
-                interval: Interval::Requests(500),
-                max_moves: 64,
-                offload: false,
-            },
-        );
-        let v = vec![7u8; 100];
-        for i in 0..8000u64 {
-            let t = if i % 2 == 0 { a } else { b };
-            let key = format!("k{}", i % 3000);
-            e.set(t, key.as_bytes(), &v, Default::default()).unwrap();
-            if i == 3900 {
-                assert_eq!(e.targets(), vec![Some(48), Some(16)]);
-                let sa = e.tenant_stats(a);
-                assert!(sa.pages >= 40, "{sa:?}");
-            }
-        }
-        assert_eq!(e.targets(), vec![Some(16), Some(48)]);
-        let rec = e.control_records();
-        assert_eq!(
-            rec.last().unwrap().notes[0],
-            ("oracle.phase".to_string(), 1.0)
-        );
-        assert!(e.tenant_stats(b).pages >= 40);
-    }
-}
-
-/// Shared by the engine-driven tests of `mpart`, `predis` and `oracle`: seeded Zipf key streams
-/// and a small engine on a virtual clock with demand fill (a GET miss waits the pool's penalty on
-/// the clock, then SETs the key, so the engine measures the penalty as pRedis does).
-#[cfg(test)]
-pub(crate) mod testkit {
-    use std::sync::Arc;
-
-    use locus_common::{Rng, VirtualClock};
-
-    use crate::config::{EngineConfig, LruClockMode, TenantConfig};
-    use crate::engine::Engine;
-    use crate::error::EngineError;
-    use crate::ids::TenantId;
-
-    /// Zipf(alpha) over `0..n` by inverse CDF.
-    pub(crate) struct Zipf {
-        cdf: Vec<f64>,
-    }
-
-    impl Zipf {
-        pub(crate) fn new(n: usize, alpha: f64) -> Self {
-            let mut acc = 0.0;
-            let mut cdf: Vec<f64> = (1..=n)
-                .map(|i| {
-                    acc += 1.0 / (i as f64).powf(alpha);
-                    acc
-                })
-                .collect();
-            for x in &mut cdf {
-                *x /= acc;
-            }
-            Zipf { cdf }
-        }
-
-        pub(crate) fn sample(&self, rng: &mut Rng) -> u64 {
-            let u = rng.next_f64();
-            self.cdf.partition_point(|c| *c < u).min(self.cdf.len() - 1) as u64
-        }
-    }
-
-    /// An engine of `pages` pages of 4 KiB, logical LRU clock, one tenant per name.
-    pub(crate) fn engine(pages: u64, names: &[&str]) -> (Engine, Vec<TenantId>, VirtualClock) {
-        let clock = VirtualClock::new(0);
-        let mut e = Engine::new(
-            EngineConfig {
-                maxmemory: pages * 4096,
-                page_size: 4096,
-                lru_clock: LruClockMode::Logical,
-                seed: 3,
-                ..EngineConfig::default()
-            },
-            Arc::new(clock.clone()),
-        )
-        .unwrap();
-        let ts = names
-            .iter()
-            .map(|n| e.add_tenant(TenantConfig::new(*n)).unwrap())
-            .collect();
-        (e, ts, clock)
-    }
-
-    /// GET `key` in `t`; on a miss wait `penalty_us` and SET it with a `vlen`-byte value.
-    /// Returns whether the GET hit.
-    pub(crate) fn get_or_fill(
-        e: &mut Engine,
-        clock: &VirtualClock,
-        t: TenantId,
-        key: &[u8],
-        vlen: usize,
-        penalty_us: u64,
-    ) -> bool {
-        clock.advance_us(1);
-        if e.get(t, key).is_some() {
-            return true;
-        }
-        clock.advance_us(penalty_us);
-        let v = vec![b'v'; vlen];
-        // A pool held at 0 pages cannot store the fill (pRedis's optimum may starve a class).
-        match e.set(t, key, &v, Default::default()) {
-            Ok(_) | Err(EngineError::OutOfMemory) => false,
-            Err(err) => panic!("SET failed: {err}"),
-        }
     }
 }

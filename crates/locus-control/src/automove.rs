@@ -6,9 +6,11 @@
 
 use std::collections::VecDeque;
 
-use super::slabs::{ClassTracker, class_pages, page_move};
-use super::{Access, ControlError, ControlView, Controller, Decision, Evicted, Settings};
-use crate::ids::ClassId;
+use crate::slabs::{ClassTracker, class_pages, page_move};
+use locus_engine::control::{
+    Access, ControlError, ControlView, Controller, Decision, Evicted, Settings,
+};
+use locus_engine::ids::ClassId;
 
 /// Windows a class must lead (and a donor must stay quiet).
 const WINDOWS: usize = 3;
@@ -90,8 +92,8 @@ impl Controller for Automove {
         d
     }
 
-    fn class_mode(&self) -> Option<crate::ClassMode> {
-        Some(crate::ClassMode::Manual)
+    fn class_mode(&self) -> Option<locus_engine::ClassMode> {
+        Some(locus_engine::ClassMode::Manual)
     }
 }
 
