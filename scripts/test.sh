@@ -13,8 +13,44 @@ fast=0
 
 step() { printf '\n=== %s\n' "$*"; }
 
+# honour CARGO_TARGET_DIR (relative paths are relative to the workspace root, like cargo does)
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+locus_bin="$target_dir/release/locus"
+
+# Tests that need ../shared (traces with oracles) skip loudly without it and list themselves in
+# this log (crates/locus-testdata); with ../shared beside the checkout, as in CI, a skip fails.
+export LOCUS_SKIP_LOG="$target_dir/skipped-tests.txt"
+mkdir -p "$target_dir"
+: > "$LOCUS_SKIP_LOG"
+if [ -d ../shared/traces ]; then
+  export LOCUS_REQUIRE_SHARED=1
+  echo "shared data: $(cd ../shared && pwd) (every test that needs it runs)"
+else
+  export LOCUS_REQUIRE_SHARED=0
+  echo "shared data: ../shared not found beside the checkout; the tests that need it will be skipped and listed at the end"
+fi
+print_skips() {
+  if [ -s "$LOCUS_SKIP_LOG" ]; then
+    printf '\n=== %s tests skipped for missing shared data (../shared):\n' "$(sort -u "$LOCUS_SKIP_LOG" | wc -l)"
+    sort -u "$LOCUS_SKIP_LOG" | sed 's/^/  /'
+  else
+    printf '\n=== no tests skipped for missing shared data\n'
+  fi
+}
+
 step "dependencies"
 scripts/install-deps.sh
+
+step "lint: cargo clippy (with the workspace's rust-version, so std APIs newer than it are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+msrv="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)"
+if rustup toolchain list 2>/dev/null | grep -q "^$msrv"; then
+  step "cargo +$msrv check (the declared minimum Rust version builds)"
+  cargo "+$msrv" check --workspace --all-targets
+else
+  echo "note: Rust $msrv (rust-version) is not installed here; clippy's incompatible_msrv lint checked std API use against it"
+fi
 
 step "cargo build (release binary for the end-to-end tests)"
 cargo build --release --bin locus
@@ -28,11 +64,6 @@ if [ "$fast" = 0 ]; then
   cargo test --release --workspace -- --ignored --skip bench_
 fi
 
-# honour CARGO_TARGET_DIR (relative paths are relative to the workspace root, like cargo does)
-target_dir="${CARGO_TARGET_DIR:-target}"
-case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
-locus_bin="$target_dir/release/locus"
-
 step "end-to-end: the python suites against redis-server (checks that every assertion is Redis's behaviour)"
 python3 -m pytest -q -p no:cacheprovider tests/python --peer redis
 
@@ -41,3 +72,5 @@ bash tests/redis_cli_smoke.sh "$locus_bin"
 
 step "end-to-end: python suites (redis-py and friends) against the real binary"
 LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python
+
+print_skips

@@ -165,10 +165,11 @@ fn krr_matches_textbook_klru_on_loop_plus_zipf() {
 /// The shared CloudPhysics trace (113,872 requests), one decimal id per line. Its exact LRU miss
 /// ratios are in `traces/stats.json`, computed by an independent script.
 fn cloudphysics() -> Option<Vec<Acc>> {
-    // shared/ sits beside the repository (as in CI's checkout).
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces/cloudPhysicsIO.txt");
-    let text = std::fs::read_to_string(path).ok()?;
+    let path = locus_testdata::trace(
+        "shared_trace_exact_matches_the_oracle_and_models_stay_close",
+        "cloudPhysicsIO.txt",
+    )?;
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Some(
         text.lines()
             .filter_map(|l| l.trim().parse::<u64>().ok())
@@ -183,12 +184,7 @@ fn cloudphysics() -> Option<Vec<Acc>> {
 
 #[test]
 fn shared_trace_exact_matches_the_oracle_and_models_stay_close() {
-    let Some(trace) = cloudphysics() else {
-        eprintln!(
-            "!!!!!!!! SKIPPED: ../shared/traces/cloudPhysicsIO.txt not found beside the repository !!!!!!!!"
-        );
-        return;
-    };
+    let Some(trace) = cloudphysics() else { return };
     assert_eq!(trace.len(), 113_872);
     // stats.json: 0.1% (48 objs) 0.9030, 1% (489) 0.8380, 10% (4897) 0.8049.
     let caps = [48.0, 489.0, 4897.0];

@@ -8,14 +8,8 @@ use std::path::PathBuf;
 
 use locus_trace::{CsvOptions, Format, ReadOptions, Request, create, open, requests};
 
-fn dir() -> Option<PathBuf> {
-    let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if d.join("cloudPhysicsIO.vscsi").is_file() {
-        Some(d)
-    } else {
-        eprintln!("\n!!!!!!!! SKIPPED: {} not found !!!!!!!!\n", d.display());
-        None
-    }
+fn dir(test: &str) -> Option<PathBuf> {
+    locus_testdata::trace(test, "cloudPhysicsIO.vscsi").map(|_| locus_testdata::traces_dir())
 }
 
 fn all(path: PathBuf, opts: &ReadOptions) -> Vec<Request> {
@@ -25,7 +19,9 @@ fn all(path: PathBuf, opts: &ReadOptions) -> Vec<Request> {
 
 #[test]
 fn cloud_physics_encodings_agree() {
-    let Some(d) = dir() else { return };
+    let Some(d) = dir("cloud_physics_encodings_agree") else {
+        return;
+    };
     let vscsi = all(d.join("cloudPhysicsIO.vscsi"), &ReadOptions::default());
     let og = all(
         d.join("cloudPhysicsIO.oracleGeneral.bin"),
@@ -62,7 +58,9 @@ fn cloud_physics_encodings_agree() {
 
 #[test]
 fn vscsi_to_oracle_general_matches_the_shipped_file() {
-    let Some(d) = dir() else { return };
+    let Some(d) = dir("vscsi_to_oracle_general_matches_the_shipped_file") else {
+        return;
+    };
     let out =
         std::env::temp_dir().join(format!("locus-xf-{}.oracleGeneral.bin", std::process::id()));
     let mut w = create(&out, Format::OracleGeneral).unwrap();

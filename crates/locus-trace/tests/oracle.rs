@@ -18,17 +18,8 @@ const LARGE: [&str; 5] = [
     "cache2k_orm-night.trace.xz",
 ];
 
-fn traces_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if dir.join("stats.json").is_file() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "\n!!!!!!!! SKIPPED: {} not found; the oracle tests need shared/traces beside the repository !!!!!!!!\n",
-            dir.display()
-        );
-        None
-    }
+fn traces_dir(test: &str) -> Option<PathBuf> {
+    locus_testdata::trace(test, "stats.json").map(|_| locus_testdata::traces_dir())
 }
 
 /// The reader options for a trace named in stats.json.
@@ -140,8 +131,8 @@ fn check(dir: &std::path::Path, entry: &Value) -> Vec<String> {
     bad
 }
 
-fn run(large: bool) {
-    let Some(dir) = traces_dir() else { return };
+fn run(test: &str, large: bool) {
+    let Some(dir) = traces_dir(test) else { return };
     let oracle: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("stats.json")).unwrap()).unwrap();
     let mut bad = Vec::new();
@@ -165,11 +156,11 @@ fn run(large: bool) {
 
 #[test]
 fn oracle_small_traces() {
-    run(false);
+    run("oracle_small_traces", false);
 }
 
 #[test]
 #[ignore = "slow: 35 M requests; run with cargo test --release -- --ignored"]
 fn oracle_large_traces_slow() {
-    run(true);
+    run("oracle_large_traces_slow", true);
 }
