@@ -15,7 +15,13 @@
 //! * `evict`: Redis's eviction pool, LRU clock and LFU counter (MODELS.md section 8).
 //! * [`arbiter`]: which pool may grow and which pool evicts ([`arbiter::SharedArbiter`] = free
 //!   competition, [`arbiter::StaticArbiter`] = per-tenant budgets).
-//! * `engine`: the [`Engine`] itself.
+//! * `engine/`: the [`Engine`] itself, one file per concern: `mod.rs` (types, the struct, its
+//!   constructor), `recency`, `index` (key index, TTLs), `pages`, `victim` (each policy's victim
+//!   choice), `data` (GET/SET/DEL, allocation), `maintenance`, `settings`, `stats`, `page_api`,
+//!   `control` (the controller runtime) and `slab` (class-local eviction).
+//! * [`control`]: the seam to the memory controllers (which live in the `locus-control` crate):
+//!   the `Controller` trait, its view and decision types, the host that runs it inline or on a
+//!   profiling thread, and the target arbiter that carries its decisions out.
 //! * [`stats`]: counters per engine, tenant and size class.
 //! * [`minisim`]: miniature simulation ([`minisim::MiniSim`], a `locus_mrc::Profiler` running
 //!   scaled-down engines on a hash-sampled stream) and the full-size K-LRU ground truth

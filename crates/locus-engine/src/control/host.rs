@@ -65,28 +65,53 @@ struct Offloaded {
     worker: Option<JoinHandle<()>>,
 }
 
+// Test builds: makes the next `Offloaded::start` on this thread fail as if the OS refused the
+// thread, so the fallback can be tested.
+#[cfg(test)]
+thread_local! {
+    static FAIL_NEXT_SPAWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 impl Offloaded {
-    fn start(ctl: Box<dyn Controller>) -> Self {
+    /// Starts the profiling thread; if the OS refuses it, hands the controller back with the
+    /// error (never panics: this runs with the server's engine lock held).
+    fn start(ctl: Box<dyn Controller>) -> Result<Self, (Box<dyn Controller>, std::io::Error)> {
         let ctl = Arc::new(Mutex::new(ctl));
         let (to_worker, inbox) = mpsc::channel::<Vec<Event>>();
         let (outbox, from_worker) = mpsc::channel::<Vec<Event>>();
         let shared = Arc::clone(&ctl);
-        let worker = std::thread::Builder::new()
-            .name("locus-profiler".into())
-            .spawn(move || {
-                for mut batch in inbox {
-                    {
-                        let mut c = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                        feed(c.as_mut(), &batch);
-                    }
-                    batch.clear();
-                    if outbox.send(batch).is_err() {
-                        break;
-                    }
+        let builder = std::thread::Builder::new().name("locus-profiler".into());
+        #[cfg(test)]
+        let builder = if FAIL_NEXT_SPAWN.with(|f| f.replace(false)) {
+            // An impossible stack size: the OS refuses the thread.
+            builder.stack_size(usize::MAX)
+        } else {
+            builder
+        };
+        let spawned = builder.spawn(move || {
+            for mut batch in inbox {
+                {
+                    let mut c = shared.lock().unwrap_or_else(PoisonError::into_inner);
+                    feed(c.as_mut(), &batch);
                 }
-            })
-            .expect("spawning the profiling thread");
-        Offloaded {
+                batch.clear();
+                if outbox.send(batch).is_err() {
+                    break;
+                }
+            }
+        });
+        let worker = match spawned {
+            Ok(w) => w,
+            Err(e) => {
+                // The closure (and its clone of `ctl`) was dropped with the failed spawn.
+                let ctl = Arc::try_unwrap(ctl)
+                    .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
+                    .map_err(|_| ())
+                    .expect("a failed spawn drops the thread's handle on the controller");
+                return Err((ctl, e));
+            }
+        };
+        Ok(Offloaded {
             ctl,
             buf: Vec::with_capacity(BATCH),
             spare: Vec::new(),
@@ -94,7 +119,7 @@ impl Offloaded {
             to_worker: Some(to_worker),
             from_worker,
             worker: Some(worker),
-        }
+        })
     }
 
     #[inline]
@@ -191,6 +216,8 @@ impl Drop for Offloaded {
 pub(crate) struct Host {
     name: &'static str,
     mode: Mode,
+    /// Set when offload was asked for and the profiling thread could not be started.
+    offload_error: Option<String>,
 }
 
 enum Mode {
@@ -200,14 +227,32 @@ enum Mode {
 
 impl Host {
     /// Hosts `ctl`, on a profiling thread of its own when `offload` (and it observes events).
+    ///
+    /// If the profiling thread cannot be started, the controller runs inline (same decisions,
+    /// bit for bit) and [`Host::offload_error`] says why.
     pub(crate) fn new(ctl: Box<dyn Controller>, offload: bool) -> Self {
         let name = ctl.name();
-        let mode = if offload && ctl.observes() {
-            Mode::Offload(Box::new(Offloaded::start(ctl)))
+        let (mode, offload_error) = if offload && ctl.observes() {
+            match Offloaded::start(ctl) {
+                Ok(o) => (Mode::Offload(Box::new(o)), None),
+                Err((ctl, e)) => (
+                    Mode::Inline(ctl),
+                    Some(format!("could not start the profiling thread: {e}")),
+                ),
+            }
         } else {
-            Mode::Inline(ctl)
+            (Mode::Inline(ctl), None)
         };
-        Host { name, mode }
+        Host {
+            name,
+            mode,
+            offload_error,
+        }
+    }
+
+    /// Why offload was asked for and is not in effect (the thread could not be started).
+    pub(crate) fn offload_error(&self) -> Option<&str> {
+        self.offload_error.as_deref()
     }
 
     pub(crate) fn name(&self) -> &'static str {
@@ -388,5 +433,27 @@ mod tests {
             host.on_access(access(k));
         }
         drop(host); // joins the thread; a hang here fails the test by timeout
+    }
+
+    #[test]
+    fn a_refused_thread_falls_back_inline_with_the_reason() {
+        FAIL_NEXT_SPAWN.with(|f| f.set(true));
+        let n = 20_000;
+        let mut host = Host::new(Box::new(Log::default()), true);
+        assert!(
+            !host.offloaded(),
+            "the thread was refused: the controller runs inline"
+        );
+        let why = host.offload_error().expect("the reason is kept");
+        assert!(why.contains("profiling thread"), "{why}");
+        let notes = |d: &[Decision]| d.iter().map(|x| x.notes.clone()).collect::<Vec<_>>();
+        let inline = drive(&mut Host::new(Box::new(Log::default()), false), n);
+        assert_eq!(
+            notes(&drive(&mut host, n)),
+            notes(&inline),
+            "same calls, same order"
+        );
+        // The next start is not affected.
+        assert!(Host::new(Box::new(Log::default()), true).offloaded());
     }
 }

@@ -1056,6 +1056,12 @@ fn controller_set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         None => ctx.eng.clear_controller(),
     }
     ctx.shared.config.write().controller = sec;
+    if let Some(why) = ctx.eng.controller_offload_error() {
+        // Installed and deciding, but on the data path: say so rather than a plain OK.
+        return Err(CmdError::msg(format!(
+            "ERR controller installed, running inline: {why}"
+        )));
+    }
     ctx.w.ok();
     Ok(())
 }

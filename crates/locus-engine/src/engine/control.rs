@@ -1,0 +1,355 @@
+//! Controllers (`crate::control`): installation, data-path observation, decisions carried out.
+
+use super::*;
+
+impl Engine {
+    /// Installs a memory controller: from now on its decisions drive the pools (the configured
+    /// arbiter is replaced by the target-driven one, which is free competition until the first
+    /// targets arrive). The first decision is due after one interval.
+    pub fn set_controller(&mut self, ctl: Box<dyn Controller>, cfg: ControlConfig) {
+        let next_at = match cfg.interval {
+            Interval::Requests(n) => n.max(1),
+            Interval::Millis(ms) => self.clock.now_us() + ms.max(1) * 1000,
+        };
+        self.arbiter = Box::new(TargetArbiter::default());
+        if let Some(mode) = ctl.class_mode() {
+            self.class_mode = mode;
+        }
+        self.control = Some(Box::new(ControlState {
+            ctl: Host::new(ctl, cfg.offload),
+            cfg,
+            requests: 0,
+            next_at,
+            decisions: 0,
+            targets: vec![None; self.tenants.len()],
+            records: VecDeque::new(),
+        }));
+        self.control_due = false;
+    }
+
+    /// Removes the controller; the arbiter of the configured partition mode takes over again.
+    pub fn clear_controller(&mut self) {
+        self.control = None;
+        self.control_due = false;
+        self.arbiter = match self.cfg.partition {
+            PartitionMode::Shared => Box::new(SharedArbiter),
+            PartitionMode::Static => Box::new(StaticArbiter),
+        };
+    }
+
+    /// Waits until an offloaded controller has seen every event so far (at once when it runs
+    /// inline, or without a controller).
+    pub fn sync_controller(&mut self) {
+        if let Some(cs) = self.control.as_mut() {
+            cs.ctl.sync();
+        }
+    }
+
+    /// Why the installed controller runs inline although offload was asked for (its profiling
+    /// thread could not be started); `None` when offload is in effect or was not asked for.
+    pub fn controller_offload_error(&self) -> Option<&str> {
+        self.control.as_ref().and_then(|c| c.ctl.offload_error())
+    }
+
+    /// Whether the controller runs on a profiling thread (`ControlConfig::offload` and it
+    /// observes events).
+    pub fn controller_offloaded(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| c.ctl.offloaded())
+    }
+
+    /// The installed controller's name.
+    pub fn controller_name(&self) -> Option<&'static str> {
+        self.control.as_ref().map(|c| c.ctl.name())
+    }
+
+    /// The installed controller's run settings.
+    pub fn control_config(&self) -> Option<ControlConfig> {
+        self.control.as_ref().map(|c| c.cfg)
+    }
+
+    /// Data-path accesses the controller has seen.
+    pub fn control_requests(&self) -> u64 {
+        self.control.as_ref().map_or(0, |c| c.requests)
+    }
+
+    /// Decisions made so far.
+    pub fn control_decisions(&self) -> u64 {
+        self.control.as_ref().map_or(0, |c| c.decisions)
+    }
+
+    /// The last decisions (at most [`CONTROL_RECORD_LOG`]), oldest first.
+    pub fn control_records(&self) -> Vec<IntervalRecord> {
+        self.control
+            .as_ref()
+            .map(|c| c.records.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The newest decision, without copying the log.
+    pub fn last_control_record(&self) -> Option<&IntervalRecord> {
+        self.control.as_ref().and_then(|c| c.records.back())
+    }
+
+    /// Page targets per pool (`None`: no target).
+    pub fn targets(&self) -> Vec<Option<u64>> {
+        match &self.control {
+            Some(c) => {
+                let mut t = c.targets.clone();
+                t.resize(self.tenants.len(), None);
+                t
+            }
+            None => vec![None; self.tenants.len()],
+        }
+    }
+
+    /// The operator's miss penalty for `t` in µs (`None`: measure it).
+    pub fn set_penalty_hint(&mut self, t: TenantId, us: Option<f64>) {
+        self.penalty.set_hint(t.0 as usize, us);
+    }
+
+    /// (mean miss penalty µs, measured samples) for `t`: the hint, the measured mean, or (0, 0).
+    pub fn penalty(&self, t: TenantId) -> (f64, u64) {
+        self.penalty.penalty(t.0 as usize)
+    }
+
+    /// Feeds one data-path access to the controller; marks a decision due.
+    #[inline]
+    pub(super) fn observe(
+        &mut self,
+        t: usize,
+        kind: AccessKind,
+        hash: u64,
+        size: u32,
+        class: Option<u16>,
+    ) {
+        let Some(cs) = self.control.as_mut() else {
+            return;
+        };
+        let now_us = self.clock.now_us();
+        match kind {
+            AccessKind::GetMiss => self.penalty.miss(t, hash, now_us),
+            AccessKind::Set => self.penalty.set(t, hash, now_us),
+            _ => {}
+        }
+        cs.ctl.on_access(Access {
+            tenant: TenantId(t as u32),
+            pool: PoolId(t as u32),
+            kind,
+            key_hash: hash,
+            size,
+            class: class.map(ClassId),
+            now_us,
+        });
+        cs.requests += 1;
+        let due = match cs.cfg.interval {
+            Interval::Requests(_) => cs.requests >= cs.next_at,
+            Interval::Millis(_) => now_us >= cs.next_at,
+        };
+        if due {
+            self.control_due = true;
+        }
+    }
+
+    /// Tells the controller about an eviction of `h` (still linked).
+    pub(super) fn observe_eviction(&mut self, t: usize, h: u32) {
+        let hash = hash_key(self.store.key(h));
+        let (klen, vlen) = self.store.lens(h);
+        let class = self.store.pages[self.store.split(h).0].class;
+        let idle_ms = if self.tenants[t].cfg.policy.is_lfu() {
+            0
+        } else {
+            let idle = self.idle_of(self.lru_clock(), self.store.lru(h));
+            match self.cfg.lru_clock {
+                LruClockMode::Redis => idle,
+                LruClockMode::Logical => 0,
+            }
+        };
+        let now_us = self.clock.now_us();
+        if let Some(cs) = self.control.as_mut() {
+            cs.ctl.on_evict(Evicted {
+                tenant: TenantId(t as u32),
+                pool: PoolId(t as u32),
+                class: ClassId(class),
+                key_hash: hash,
+                size: (klen + vlen) as u32,
+                idle_ms,
+                now_us,
+            });
+        }
+    }
+
+    /// Every pool as a controller sees it.
+    pub(super) fn pool_states(&self, targets: &[Option<u64>]) -> Vec<PoolState> {
+        let ps = self.cfg.page_size;
+        self.tenants
+            .iter()
+            .enumerate()
+            .map(|(i, tn)| {
+                let (penalty_us, penalty_samples) = self.penalty.penalty(i);
+                let classes = (0..self.classes.len())
+                    .filter_map(|c| {
+                        let cp = &tn.classes[c];
+                        let cc = &tn.class_counters[c];
+                        (cp.pages > 0 || cc.items > 0).then(|| ClassState {
+                            class: ClassId(c as u16),
+                            chunk_bytes: self.classes.chunk(c as u16),
+                            pages: cp.pages,
+                            items: cc.items,
+                            hits: cc.hits,
+                            sets: cc.sets,
+                            evictions: cc.evictions.total(),
+                        })
+                    })
+                    .collect();
+                PoolState {
+                    pool: PoolId(i as u32),
+                    tenant: TenantId(i as u32),
+                    name: tn.cfg.name.clone(),
+                    pages: tn.pages.len() as u64,
+                    items: tn.all.len() as u64,
+                    item_bytes: tn.item_bytes,
+                    charged_bytes: tn.charged_bytes,
+                    hits: tn.counters.hits,
+                    misses: tn.counters.misses,
+                    sets: tn.counters.sets,
+                    deletes: tn.counters.deletes,
+                    evictions: tn.counters.evictions.total(),
+                    samples: tn.cfg.samples,
+                    evpool_size: tn.cfg.evpool_size,
+                    min_pages: tn.cfg.min_bytes / ps,
+                    max_pages: tn.cfg.max_bytes.map(|m| m / ps),
+                    target_pages: targets.get(i).copied().flatten(),
+                    penalty_us,
+                    penalty_samples,
+                    classes,
+                }
+            })
+            .collect()
+    }
+
+    /// Asks the controller for a decision now and carries it out: targets (clamped so their sum
+    /// fits `maxmemory`), explicit page moves and releases of pages above target (together at
+    /// most `max_moves`), K per pool. Records the decision. Does nothing without a controller.
+    pub fn run_controller(&mut self) {
+        self.control_due = false;
+        let Some(mut cs) = self.control.take() else {
+            return;
+        };
+        let n = self.tenants.len();
+        cs.targets.resize(n, None);
+        let pools = self.pool_states(&cs.targets);
+        let view = ControlView {
+            now_us: self.clock.now_us(),
+            requests: cs.requests,
+            interval: cs.decisions,
+            page_size: self.cfg.page_size,
+            pages_total: self.pages_total,
+            pages_used: self.pages_used,
+            pools: &pools,
+        };
+        let decision = cs.ctl.decide(&view);
+        let mut notes = decision.notes;
+
+        // Targets: one per pool; a sum above maxmemory is scaled down (and noted).
+        if let Some(mut t) = decision.pool_pages {
+            t.resize(n, 0);
+            let sum: u64 = t.iter().sum();
+            if sum > self.pages_total && sum > 0 {
+                notes.push(("targets_clamped_from_pages".into(), sum as f64));
+                let total = self.pages_total;
+                for x in &mut t {
+                    *x = ((*x as u128 * total as u128) / sum as u128) as u64;
+                }
+            }
+            cs.targets = t.into_iter().map(Some).collect();
+        }
+        // Tenant budgets hold under every controller: targets are clamped into [min, max].
+        let ps = self.cfg.page_size;
+        for (ti, target) in cs.targets.iter_mut().enumerate() {
+            if let Some(x) = target {
+                let c = &self.tenants[ti].cfg;
+                let lo = c.min_bytes / ps;
+                let hi = c.max_bytes.map_or(u64::MAX, |m| m / ps);
+                *x = (*x).max(lo).min(hi);
+            }
+        }
+        self.arbiter.set_targets(&cs.targets);
+
+        // K per pool.
+        for (pool, k) in decision.samples {
+            let ti = pool.0 as usize;
+            if ti < n {
+                self.tenants[ti].cfg.samples = k.clamp(1, 64);
+            }
+        }
+
+        // Explicit moves, then releases of pages above target, within the move budget. The
+        // controller is back in place meanwhile, so it hears of the evictions they cause.
+        let mut budget = u64::from(cs.cfg.max_moves);
+        let targets = cs.targets.clone();
+        self.control = Some(cs);
+        let (mut moves_done, mut evicted) = (0u64, 0u64);
+        for mv in decision.moves {
+            if budget == 0 {
+                notes.push(("moves_dropped_over_budget".into(), 1.0));
+                break;
+            }
+            if let Ok(e) = self.move_page(mv.from, mv.to) {
+                budget -= 1;
+                moves_done += 1;
+                evicted += e;
+            }
+        }
+        for (ti, target) in targets.iter().enumerate().take(n) {
+            let Some(target) = *target else {
+                continue;
+            };
+            while budget > 0 && self.tenants[ti].pages.len() as u64 > target {
+                let Some(pg) = self.sparsest_page(ti, None, None) else {
+                    break;
+                };
+                let from = self.page_owner(pg);
+                let e = self.empty_page(pg, EvictionReason::Shrink);
+                self.release_page(pg);
+                self.record_page_event(pg, from, None, EvictionReason::Shrink, e);
+                budget -= 1;
+                moves_done += 1;
+                evicted += e;
+            }
+        }
+        let mut cs = self
+            .control
+            .take()
+            .expect("the controller was put back above");
+
+        let record = IntervalRecord {
+            interval: cs.decisions,
+            at_us: view.now_us,
+            at_request: cs.requests,
+            pages: self
+                .tenants
+                .iter()
+                .map(|tn| tn.pages.len() as u64)
+                .collect(),
+            targets: cs.targets.clone(),
+            samples: self.tenants.iter().map(|tn| tn.cfg.samples).collect(),
+            moves_done,
+            items_evicted_by_moves: evicted,
+            hits: pools.iter().map(|p| p.hits).collect(),
+            misses: pools.iter().map(|p| p.misses).collect(),
+            penalty_us: pools.iter().map(|p| p.penalty_us).collect(),
+            curves: decision.curves,
+            notes,
+        };
+        if cs.records.len() == CONTROL_RECORD_LOG {
+            cs.records.pop_front();
+        }
+        cs.records.push_back(record);
+        cs.decisions += 1;
+        cs.next_at = match cs.cfg.interval {
+            Interval::Requests(k) => cs.requests + k.max(1),
+            Interval::Millis(ms) => self.clock.now_us() + ms.max(1) * 1000,
+        };
+        self.control = Some(cs);
+    }
+}

@@ -1,0 +1,415 @@
+//! The data path: GET, SET (with its conditions and options), DEL, TTL commands and the allocation of a chunk for a new item.
+
+use super::*;
+
+impl Engine {
+    // Data path.
+
+    /// GET: a hit touches the item (LRU stamp or LFU increment); expired keys are removed lazily
+    /// and count as misses.
+    pub fn get(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
+        let ti = t.0 as usize;
+        if self.control_due {
+            self.run_controller();
+        }
+        self.logical += 1;
+        let hash = hash_key(key);
+        match self.lookup(ti, key, hash) {
+            Some(h) => {
+                self.touch(ti, h);
+                let c = self.store.pages[self.store.split(h).0].class;
+                let tn = &mut self.tenants[ti];
+                tn.counters.hits += 1;
+                tn.class_counters[c as usize].hits += 1;
+                if self.control.is_some() {
+                    let (klen, vlen) = self.store.lens(h);
+                    let size = (klen + vlen) as u32;
+                    self.observe(ti, AccessKind::GetHit, hash, size, Some(c));
+                }
+                Some(self.store.value(h))
+            }
+            None => {
+                self.tenants[ti].counters.misses += 1;
+                if self.control.is_some() {
+                    self.observe(ti, AccessKind::GetMiss, hash, 0, None);
+                }
+                None
+            }
+        }
+    }
+
+    /// The value without touching or counting (lazy expiry still applies).
+    pub fn peek(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
+        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
+        Some(self.store.value(h))
+    }
+
+    /// Whether the key exists (no touch).
+    pub fn exists(&mut self, t: TenantId, key: &[u8]) -> bool {
+        self.lookup(t.0 as usize, key, hash_key(key)).is_some()
+    }
+
+    /// SET with Redis's semantics. `Ok(false)` when an NX/XX condition is not met.
+    ///
+    /// # Errors
+    /// [`EngineError::ItemTooLarge`] when key + value + header exceed a page;
+    /// [`EngineError::OutOfMemory`] when memory (or an item cap) is full and nothing may be
+    /// evicted.
+    pub fn set(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        if self.control_due {
+            self.run_controller();
+        }
+        let r = self.set_inner(t, key, value, opts);
+        // The controller sees every SET request that was attempted, stored or refused for
+        // memory: profilers model the request stream, not what this cache happened to keep.
+        if self.control.is_some() && matches!(r, Ok(true) | Err(EngineError::OutOfMemory)) {
+            let c = self
+                .classes
+                .class_for((HDR + key.len()) as u64 + value.len() as u64);
+            let size = (key.len() + value.len()) as u32;
+            self.observe(t.0 as usize, AccessKind::Set, hash_key(key), size, c);
+        }
+        r
+    }
+
+    pub(super) fn set_inner(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
+        let size = (HDR + key.len()) as u64 + value.len() as u64;
+        let Some(c) = self.classes.class_for(size) else {
+            return Err(EngineError::ItemTooLarge {
+                size,
+                max: self.cfg.page_size,
+            });
+        };
+        self.logical += 1;
+        let hash = hash_key(key);
+        let existing = self.lookup(ti, key, hash);
+        match opts.cond {
+            SetCond::IfAbsent if existing.is_some() => return Ok(false),
+            SetCond::IfPresent if existing.is_none() => return Ok(false),
+            _ => {}
+        }
+        let old_exp = existing.and_then(|h| self.expiry(ti, h));
+        let new_exp = match opts.expire {
+            Expire::Keep => old_exp,
+            Expire::Persist => None,
+            Expire::AtMs(at) => Some(at),
+        };
+        let now = self.clock.now_ms();
+        if new_exp.is_some_and(|at| at <= now) {
+            // Redis: a SET whose absolute expiry has passed stores nothing and deletes the key.
+            if let Some(h) = existing {
+                self.unlink_item(ti, h, true);
+            }
+            self.tenants[ti].counters.sets += 1;
+            return Ok(true);
+        }
+        let lru = self.fresh_lru(ti, existing);
+        let same_class = existing.filter(|&h| self.store.pages[self.store.split(h).0].class == c);
+        if let Some(h) = same_class {
+            let (_, old_vlen) = self.store.lens(h);
+            self.store.rewrite_value(h, value);
+            self.store.set_lru(h, lru);
+            let tn = &mut self.tenants[ti];
+            tn.item_bytes = tn.item_bytes - old_vlen as u64 + value.len() as u64;
+            let cc = &mut tn.class_counters[c as usize];
+            cc.item_bytes = cc.item_bytes - old_vlen as u64 + value.len() as u64;
+            if let Some(hy) = &mut tn.hyp {
+                let m = &mut hy[self.store.pos(h) as usize];
+                m.uses = m.uses.saturating_add(1);
+            }
+            if let Some(l) = &mut tn.lru {
+                l.move_front(self.store.pos(h));
+            }
+            match new_exp {
+                Some(at) => self.add_ttl(ti, h, at),
+                None if old_exp.is_some() => self.remove_ttl(ti, h),
+                None => {}
+            }
+        } else {
+            let h = self.alloc_chunk(ti, c)?;
+            // Allocation may have evicted the old item: look it up again.
+            let old = if existing.is_some() {
+                self.find(ti, key, hash)
+            } else {
+                None
+            };
+            if let Some(o) = old {
+                self.unlink_item(ti, o, true);
+            }
+            self.link_item(ti, h, hash, key, value, lru, new_exp);
+            if old.is_none() && !self.enforce_item_caps(ti) {
+                if let Some(n) = self.find(ti, key, hash) {
+                    self.unlink_item(ti, n, true);
+                }
+                return Err(EngineError::OutOfMemory);
+            }
+        }
+        if self.max_item_bytes.is_some() && !self.enforce_byte_cap(ti) {
+            if let Some(n) = self.find(ti, key, hash) {
+                self.unlink_item(ti, n, true);
+            }
+            return Err(EngineError::OutOfMemory);
+        }
+        let tn = &mut self.tenants[ti];
+        tn.counters.sets += 1;
+        tn.class_counters[c as usize].sets += 1;
+        Ok(true)
+    }
+
+    /// DEL of one key. True when it existed.
+    pub fn delete(&mut self, t: TenantId, key: &[u8]) -> bool {
+        let ti = t.0 as usize;
+        if self.control_due {
+            self.run_controller();
+        }
+        let hash = hash_key(key);
+        let found = match self.lookup(ti, key, hash) {
+            Some(h) => {
+                self.unlink_item(ti, h, true);
+                self.tenants[ti].counters.deletes += 1;
+                true
+            }
+            None => false,
+        };
+        if self.control.is_some() {
+            self.observe(ti, AccessKind::Delete, hash, 0, None);
+        }
+        found
+    }
+
+    /// Sets (`Some(at_ms)`) or removes (`None`) a key's TTL. A time already passed deletes the
+    /// key (Redis `EXPIREAT` in the past). False when the key does not exist.
+    pub fn set_expire(&mut self, t: TenantId, key: &[u8], at_ms: Option<u64>) -> bool {
+        let ti = t.0 as usize;
+        let Some(h) = self.lookup(ti, key, hash_key(key)) else {
+            return false;
+        };
+        match at_ms {
+            Some(at) if at <= self.clock.now_ms() => {
+                self.unlink_item(ti, h, true);
+                self.tenants[ti].counters.deletes += 1;
+            }
+            Some(at) => self.add_ttl(ti, h, at),
+            None => {
+                if self.store.has_ttl(h) {
+                    self.remove_ttl(ti, h);
+                }
+            }
+        }
+        true
+    }
+
+    /// `None`: no key; `Some(None)`: no TTL; `Some(Some(at))`: expires at `at` ms.
+    pub fn expire_at(&mut self, t: TenantId, key: &[u8]) -> Option<Option<u64>> {
+        let ti = t.0 as usize;
+        let h = self.lookup(ti, key, hash_key(key))?;
+        Some(self.expiry(ti, h))
+    }
+
+    /// DBSIZE: items stored (keys past their TTL count until removed, as in Redis).
+    pub fn len(&self, t: TenantId) -> u64 {
+        self.tenants[t.0 as usize].all.len() as u64
+    }
+
+    /// True when the tenant holds no items.
+    pub fn is_empty(&self, t: TenantId) -> bool {
+        self.len(t) == 0
+    }
+
+    /// FLUSHDB for one tenant: every item and page of its pool is released.
+    pub fn flush(&mut self, t: TenantId) {
+        let ti = t.0 as usize;
+        let pages = self.tenants[ti].pages.clone();
+        for pg in pages {
+            let page = &mut self.store.pages[pg as usize];
+            page.live = 0;
+            page.bump = 0;
+            page.free_head = NIL;
+            self.release_page(pg);
+        }
+        let n = self.tenants[ti].all.len() as u64;
+        self.total_items -= n;
+        let tn = &mut self.tenants[ti];
+        tn.index = HashTable::new();
+        tn.all = Vec::new();
+        tn.vol = Vec::new();
+        tn.expires = ExpMap::default();
+        if tn.lru.is_some() {
+            tn.lru = Some(LruList::new());
+        }
+        if tn.hyp.is_some() {
+            tn.hyp = Some(Vec::new());
+        }
+        tn.evpool.clear();
+        tn.item_bytes = 0;
+        tn.charged_bytes = 0;
+        for cc in &mut tn.class_counters {
+            cc.items = 0;
+            cc.item_bytes = 0;
+        }
+        locus_common::strict_assert!(tn.chunk_bytes == 0);
+    }
+
+    /// SCAN: returns the next cursor (0 when done) and appends up to about `count` keys to `out`.
+    ///
+    /// The cursor is a (page, slot) position; items never move while they live, so every key
+    /// present for the whole scan is returned at least once (Redis's guarantee).
+    pub fn scan(&mut self, t: TenantId, cursor: u64, count: usize, out: &mut Vec<Vec<u8>>) -> u64 {
+        let ti = t.0;
+        let bits = self.store.slot_bits;
+        let mut pg = (cursor >> bits) as usize;
+        let mut slot = (cursor & u64::from(self.store.slot_mask)) as u32;
+        let want = count.max(1);
+        let budget = want.saturating_mul(64);
+        let mut visited = 0usize;
+        let mut got = 0usize;
+        let now = self.clock.now_ms();
+        while pg < self.store.pages.len() {
+            let (owner, bump) = {
+                let p = &self.store.pages[pg];
+                (p.owner, p.bump)
+            };
+            if owner == ti {
+                while slot < bump {
+                    let h = self.store.handle(pg as u32, slot);
+                    slot += 1;
+                    visited += 1;
+                    if self.store.is_live(h) {
+                        let expired = self.expiry(ti as usize, h).is_some_and(|at| at <= now);
+                        if !expired {
+                            out.push(self.store.key(h).to_vec());
+                            got += 1;
+                        }
+                    }
+                    if got >= want || visited >= budget {
+                        return if slot < bump {
+                            (u64::from(pg as u32) << bits) | u64::from(slot)
+                        } else {
+                            self.next_page_cursor(pg)
+                        };
+                    }
+                }
+            }
+            pg += 1;
+            slot = 0;
+        }
+        0
+    }
+
+    pub(super) fn next_page_cursor(&self, pg: usize) -> u64 {
+        if pg + 1 >= self.store.pages.len() {
+            0
+        } else {
+            ((pg + 1) as u64) << self.store.slot_bits
+        }
+    }
+
+    /// RANDOMKEY (expired keys met on the way are removed).
+    pub fn random_key(&mut self, t: TenantId) -> Option<Vec<u8>> {
+        let ti = t.0 as usize;
+        for _ in 0..100 {
+            let n = self.tenants[ti].all.len();
+            if n == 0 {
+                return None;
+            }
+            let h = self.tenants[ti].all[self.rng.below(n as u64) as usize];
+            if self
+                .expiry(ti, h)
+                .is_some_and(|at| at <= self.clock.now_ms())
+            {
+                self.expire_item(ti, h);
+                continue;
+            }
+            return Some(self.store.key(h).to_vec());
+        }
+        None
+    }
+
+    /// RENAME / RENAMENX: the value, TTL and recency move to `to`. `Ok(false)` when `nx` and `to`
+    /// exists.
+    ///
+    /// # Errors
+    /// [`EngineError::NoSuchKey`] when `from` does not exist; [`EngineError::ItemTooLarge`] or
+    /// [`EngineError::OutOfMemory`] when the renamed item cannot be stored (nothing changes).
+    pub fn rename(
+        &mut self,
+        t: TenantId,
+        from: &[u8],
+        to: &[u8],
+        nx: bool,
+    ) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
+        let fh = hash_key(from);
+        let Some(h) = self.lookup(ti, from, fh) else {
+            return Err(EngineError::NoSuchKey);
+        };
+        if from == to {
+            return Ok(!nx);
+        }
+        let th = hash_key(to);
+        if nx && self.lookup(ti, to, th).is_some() {
+            return Ok(false);
+        }
+        let value = self.store.value(h).to_vec();
+        let exp = self.expiry(ti, h);
+        let lru = self.store.lru(h);
+        let size = (HDR + to.len() + value.len()) as u64;
+        let Some(c) = self.classes.class_for(size) else {
+            return Err(EngineError::ItemTooLarge {
+                size,
+                max: self.cfg.page_size,
+            });
+        };
+        let nh = self.alloc_chunk(ti, c)?;
+        if let Some(o) = self.find(ti, from, fh) {
+            self.unlink_item(ti, o, true);
+        }
+        if let Some(o) = self.find(ti, to, th) {
+            self.unlink_item(ti, o, true);
+            self.tenants[ti].counters.deletes += 1;
+        }
+        self.link_item(ti, nh, th, to, &value, lru, exp);
+        Ok(true)
+    }
+
+    /// OBJECT IDLETIME / FREQ and friends (no touch).
+    pub fn object_info(&mut self, t: TenantId, key: &[u8]) -> Option<ObjectInfo> {
+        let ti = t.0 as usize;
+        let h = self.lookup(ti, key, hash_key(key))?;
+        let lfu = self.tenants[ti].cfg.policy.is_lfu();
+        let field = self.store.lru(h);
+        let (idle_ms, lfu_freq) = if lfu {
+            (
+                0,
+                lfu_decr_and_return(
+                    field,
+                    lfu_minutes(self.clock.now_ms()),
+                    self.cfg.lfu_decay_time,
+                ),
+            )
+        } else {
+            (self.idle_of(self.lru_clock(), field), 0)
+        };
+        let (pi, _) = self.store.split(h);
+        Some(ObjectInfo {
+            idle_ms,
+            lfu_freq,
+            value_len: self.store.lens(h).1,
+            charged_bytes: u64::from(self.store.pages[pi].chunk),
+            expire_at_ms: self.expiry(ti, h),
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! The key index and TTLs: lookup by key hash, insertion and removal, the dense sampling array, and the side table of expiry times.
+
+use super::*;
+
+impl Engine {
+    // Index.
+
+    #[inline]
+    pub(super) fn find(&self, t: usize, key: &[u8], hash: u64) -> Option<u32> {
+        let store = &self.store;
+        self.tenants[t]
+            .index
+            .find(hash, |&h| store.key(h) == key)
+            .copied()
+    }
+
+    pub(super) fn expiry(&self, t: usize, h: u32) -> Option<u64> {
+        if self.store.has_ttl(h) {
+            self.tenants[t].expires.get(&h).map(|e| e.at_ms)
+        } else {
+            None
+        }
+    }
+
+    /// Finds a key, expiring it lazily when its TTL has passed.
+    #[inline]
+    pub(super) fn lookup(&mut self, t: usize, key: &[u8], hash: u64) -> Option<u32> {
+        let h = self.find(t, key, hash)?;
+        if self.store.has_ttl(h) {
+            let at = self.tenants[t]
+                .expires
+                .get(&h)
+                .map_or(u64::MAX, |e| e.at_ms);
+            if at <= self.clock.now_ms() {
+                self.expire_item(t, h);
+                return None;
+            }
+        }
+        Some(h)
+    }
+
+    pub(super) fn expire_item(&mut self, t: usize, h: u32) {
+        let c = self.unlink_item(t, h, true);
+        let tn = &mut self.tenants[t];
+        tn.counters.expired += 1;
+        tn.class_counters[c as usize].expired += 1;
+    }
+
+    pub(super) fn add_ttl(&mut self, t: usize, h: u32, at_ms: u64) {
+        let tn = &mut self.tenants[t];
+        if let Some(e) = tn.expires.get_mut(&h) {
+            e.at_ms = at_ms;
+            return;
+        }
+        let vpos = tn.vol.len() as u32;
+        tn.vol.push(h);
+        tn.expires.insert(h, Exp { at_ms, vpos });
+        self.store.set_ttl_flag(h, true);
+    }
+
+    pub(super) fn remove_ttl(&mut self, t: usize, h: u32) {
+        let tn = &mut self.tenants[t];
+        if let Some(e) = tn.expires.remove(&h) {
+            let last = tn.vol.pop().expect("vol holds every TTL handle");
+            if last != h {
+                tn.vol[e.vpos as usize] = last;
+                if let Some(m) = tn.expires.get_mut(&last) {
+                    m.vpos = e.vpos;
+                }
+            }
+        }
+        self.store.set_ttl_flag(h, false);
+    }
+
+    /// Links a freshly written chunk `h` as key `key` of tenant `t`.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one internal call site per caller, all fields needed"
+    )]
+    pub(super) fn link_item(
+        &mut self,
+        t: usize,
+        h: u32,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+        lru: u32,
+        exp: Option<u64>,
+    ) {
+        let pos = self.tenants[t].all.len() as u32;
+        let born = self.hyp_now();
+        self.store.write(h, lru, pos, key, value, false);
+        let store = &self.store;
+        let tn = &mut self.tenants[t];
+        tn.all.push(h);
+        if let Some(l) = &mut tn.lru {
+            l.push(pos);
+        }
+        if let Some(hy) = &mut tn.hyp {
+            hy.push(Hyp { born, uses: 1 });
+        }
+        tn.index.insert_unique(hash, h, |&x| hash_key(store.key(x)));
+        let (pi, _) = store.split(h);
+        let page = &store.pages[pi];
+        let bytes = (key.len() + value.len()) as u64;
+        tn.item_bytes += bytes;
+        tn.charged_bytes += u64::from(page.chunk);
+        let cc = &mut tn.class_counters[page.class as usize];
+        cc.items += 1;
+        cc.item_bytes += bytes;
+        self.total_items += 1;
+        if let Some(at) = exp {
+            self.add_ttl(t, h, at);
+        }
+    }
+
+    /// Removes item `h` of tenant `t` from every structure and frees its chunk. Returns its class.
+    /// With `release_empty`, a page left without items goes back to the free list.
+    pub(super) fn unlink_item(&mut self, t: usize, h: u32, release_empty: bool) -> u16 {
+        let hash = hash_key(self.store.key(h));
+        let (klen, vlen) = self.store.lens(h);
+        let pos = self.store.pos(h);
+        if self.store.has_ttl(h) {
+            self.remove_ttl(t, h);
+        }
+        let tn = &mut self.tenants[t];
+        match tn.index.find_entry(hash, |&x| x == h) {
+            Ok(e) => {
+                e.remove();
+            }
+            Err(_) => locus_common::strict_assert!(false, "item missing from its index"),
+        }
+        let last = tn.all.pop().expect("all holds every handle");
+        if let Some(l) = &mut tn.lru {
+            l.swap_remove(pos);
+        }
+        if let Some(hy) = &mut tn.hyp {
+            hy.swap_remove(pos as usize);
+        }
+        if last != h {
+            tn.all[pos as usize] = last;
+            self.store.set_pos(last, pos);
+        }
+        let (pi, _) = self.store.split(h);
+        let (class, chunk) = {
+            let p = &self.store.pages[pi];
+            (p.class, p.chunk)
+        };
+        let bytes = (klen + vlen) as u64;
+        tn.item_bytes -= bytes;
+        tn.charged_bytes -= u64::from(chunk);
+        let cc = &mut tn.class_counters[class as usize];
+        cc.items -= 1;
+        cc.item_bytes -= bytes;
+        self.total_items -= 1;
+        self.store.free_slot(h);
+        let page = &mut self.store.pages[pi];
+        if page.partial_pos == NIL {
+            let partial = &mut tn.classes[class as usize].partial;
+            page.partial_pos = partial.len() as u32;
+            partial.push(pi as u32);
+        }
+        if release_empty && page.live == 0 {
+            self.release_page(pi as u32);
+        }
+        class
+    }
+}

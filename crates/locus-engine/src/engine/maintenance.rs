@@ -1,0 +1,73 @@
+//! Background work in bounded steps: active expiry (Redis's cycle) and the controller tick.
+
+use super::*;
+
+impl Engine {
+    // Background work.
+
+    /// The active expiry sweep: samples keys with a TTL, pool by pool (round robin), removing
+    /// those whose time has passed; a pool is sampled again while more than 10% of its sample
+    /// was stale (Redis's `activeExpireCycle` acceptance rule). Examines at most `max_keys` keys;
+    /// returns how many expired.
+    pub fn run_active_expire(&mut self, max_keys: usize) -> usize {
+        let n = self.tenants.len();
+        let per_loop = self.cfg.active_expire_keys_per_cycle as usize;
+        let mut examined = 0usize;
+        let mut expired = 0usize;
+        for _ in 0..n {
+            if examined >= max_keys {
+                break;
+            }
+            let t = self.expire_cursor % n;
+            self.expire_cursor = self.expire_cursor.wrapping_add(1);
+            loop {
+                let batch = per_loop.min(max_keys - examined);
+                if batch == 0 || self.tenants[t].vol.is_empty() {
+                    break;
+                }
+                let mut stale = 0;
+                for _ in 0..batch {
+                    let len = self.tenants[t].vol.len();
+                    if len == 0 {
+                        break;
+                    }
+                    let h = self.tenants[t].vol[self.rng.below(len as u64) as usize];
+                    examined += 1;
+                    if self
+                        .expiry(t, h)
+                        .is_some_and(|at| at <= self.clock.now_ms())
+                    {
+                        self.expire_item(t, h);
+                        stale += 1;
+                    }
+                }
+                expired += stale;
+                if stale * 100 <= batch * ACCEPTABLE_STALE_PCT || examined >= max_keys {
+                    break;
+                }
+            }
+        }
+        expired
+    }
+
+    /// Periodic housekeeping (call ~10 times a second, or whenever a simulation likes): returns
+    /// spare capacity of the sampling arrays. Times are read from the clock on every access, so
+    /// nothing else needs refreshing.
+    pub fn tick(&mut self) {
+        if let Some(cs) = &self.control
+            && (self.control_due
+                || matches!(cs.cfg.interval, Interval::Millis(_))
+                    && self.clock.now_us() >= cs.next_at)
+        {
+            self.run_controller();
+        }
+        for tn in &mut self.tenants {
+            if tn.all.capacity() > 64 && tn.all.capacity() > 4 * tn.all.len() {
+                tn.all.shrink_to(2 * tn.all.len());
+            }
+            if tn.vol.capacity() > 64 && tn.vol.capacity() > 4 * tn.vol.len() {
+                tn.vol.shrink_to(2 * tn.vol.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The page API the controllers and tests drive: page ownership, moves, releases, the page event log and the invariant checker.
+
+use super::*;
+
+impl Engine {
+    // Page API (controllers).
+
+    /// Every size class and its chunk size.
+    pub fn size_classes(&self) -> Vec<(ClassId, u32)> {
+        self.classes.all()
+    }
+
+    /// The class an item with these lengths would use (None: larger than a page).
+    pub fn class_for(&self, key_len: usize, value_len: usize) -> Option<ClassId> {
+        let size = (HDR as u64)
+            .saturating_add(key_len as u64)
+            .saturating_add(value_len as u64);
+        self.classes.class_for(size).map(ClassId)
+    }
+
+    /// The pool of a tenant (one per tenant for now).
+    pub fn pool_of(&self, t: TenantId) -> PoolId {
+        PoolId(t.0)
+    }
+
+    /// Pages `maxmemory` allows.
+    pub fn pages_total(&self) -> u64 {
+        self.pages_total
+    }
+
+    /// Pages owned by (pool, class); 0 for unknown ids.
+    pub fn pages_of(&self, pool: PoolId, class: ClassId) -> u64 {
+        self.tenants
+            .get(pool.0 as usize)
+            .and_then(|t| t.classes.get(class.0 as usize))
+            .map_or(0, |c| c.pages)
+    }
+
+    /// Moves the emptiest page of `from` to `to`, evicting what it held (reason `PageMove`).
+    /// Returns the number of items evicted. Moving to the same (pool, class) does nothing.
+    ///
+    /// # Errors
+    /// [`EngineError::UnknownPool`], [`EngineError::UnknownClass`], or
+    /// [`EngineError::NoPageToMove`] when `from` owns no page.
+    pub fn move_page(
+        &mut self,
+        from: (PoolId, ClassId),
+        to: (PoolId, ClassId),
+    ) -> Result<u64, EngineError> {
+        for (p, c) in [from, to] {
+            if p.0 as usize >= self.tenants.len() {
+                return Err(EngineError::UnknownPool { pool: p.0 });
+            }
+            if c.0 as usize >= self.classes.len() {
+                return Err(EngineError::UnknownClass { class: c.0 });
+            }
+        }
+        if self.pages_of(from.0, from.1) == 0 {
+            return Err(EngineError::NoPageToMove {
+                pool: from.0.0,
+                class: from.1.0,
+            });
+        }
+        if from == to {
+            return Ok(0);
+        }
+        let pg = self
+            .sparsest_page(from.0.0 as usize, Some(from.1.0), None)
+            .ok_or(EngineError::NoPageToMove {
+                pool: from.0.0,
+                class: from.1.0,
+            })?;
+        Ok(self.reassign_page(pg, to.0.0 as usize, to.1.0, EvictionReason::PageMove))
+    }
+
+    /// The tenant's eviction pool, idle ascending: (score at sampling time, key). For tests and
+    /// admin commands.
+    pub fn eviction_pool(&self, t: TenantId) -> Vec<(u64, Vec<u8>)> {
+        self.tenants[t.0 as usize]
+            .evpool
+            .entries()
+            .iter()
+            .map(|e| (e.idle, e.key.clone()))
+            .collect()
+    }
+
+    /// The last [`PAGE_EVENT_LOG`] page events, oldest first.
+    pub fn page_events(&self) -> Vec<PageEvent> {
+        self.page_events.iter().copied().collect()
+    }
+
+    /// Page events since the engine started (including those dropped from the log).
+    pub fn page_event_count(&self) -> u64 {
+        self.page_event_count
+    }
+
+    /// Free competition's shared eviction pool, idle ascending: (score, key, tenant).
+    pub fn shared_eviction_pool(&self) -> Vec<(u64, Vec<u8>, TenantId)> {
+        self.shared_evpool
+            .entries()
+            .iter()
+            .map(|e| (e.idle, e.key.clone(), TenantId(e.pool)))
+            .collect()
+    }
+
+    /// Checks every internal invariant (tests and fuzzing; O(items)).
+    ///
+    /// # Panics
+    /// Panics with a description when an invariant is broken (a bug in the engine).
+    pub fn check_invariants(&self) {
+        assert!(self.pages_used <= self.pages_total, "pages over maxmemory");
+        assert!(self.allocated_bufs <= self.pages_total.max(self.pages_used));
+        let mut used = 0;
+        let mut items = 0;
+        for (ti, tn) in self.tenants.iter().enumerate() {
+            assert_eq!(
+                tn.index.len(),
+                tn.all.len(),
+                "index and dense array disagree"
+            );
+            assert_eq!(tn.vol.len(), tn.expires.len());
+            if let Some(hy) = &tn.hyp {
+                assert_eq!(hy.len(), tn.all.len(), "hyperbolic state per item");
+            }
+            let mut charged = 0u64;
+            for (pos, &h) in tn.all.iter().enumerate() {
+                assert!(self.store.is_live(h));
+                assert_eq!(self.store.pos(h) as usize, pos);
+                let key = self.store.key(h);
+                assert_eq!(self.find(ti, key, hash_key(key)), Some(h));
+                let (pi, _) = self.store.split(h);
+                assert_eq!(
+                    self.store.pages[pi].owner as usize, ti,
+                    "item on a foreign page"
+                );
+                charged += u64::from(self.store.pages[pi].chunk);
+                assert_eq!(self.store.has_ttl(h), tn.expires.contains_key(&h));
+            }
+            for (vpos, &h) in tn.vol.iter().enumerate() {
+                assert_eq!(tn.expires[&h].vpos as usize, vpos);
+            }
+            assert_eq!(charged, tn.charged_bytes);
+            let mut live = 0u64;
+            let mut chunk_bytes = 0u64;
+            for (c, cp) in tn.classes.iter().enumerate() {
+                assert_eq!(cp.list.len() as u64, cp.pages, "class page list and count");
+                for (i, &pg) in cp.list.iter().enumerate() {
+                    let p = &self.store.pages[pg as usize];
+                    assert_eq!((p.owner as usize, p.class as usize), (ti, c));
+                    assert_eq!(p.class_pos as usize, i);
+                }
+            }
+            for (i, &pg) in tn.pages.iter().enumerate() {
+                let p = &self.store.pages[pg as usize];
+                assert_eq!(p.owner as usize, ti);
+                assert_eq!(p.pool_pos as usize, i);
+                live += u64::from(p.live);
+                chunk_bytes += u64::from(p.slots) * u64::from(p.chunk);
+                assert_eq!(
+                    p.partial_pos != NIL,
+                    p.has_free(),
+                    "partial list out of sync"
+                );
+            }
+            assert_eq!(live, tn.all.len() as u64);
+            assert_eq!(chunk_bytes, tn.chunk_bytes);
+            used += tn.pages.len() as u64;
+            items += tn.all.len() as u64;
+            if let Some(cap) = tn.cfg.max_items {
+                assert!(tn.all.len() as u64 <= cap, "tenant item cap exceeded");
+            }
+        }
+        assert_eq!(used, self.pages_used);
+        assert_eq!(items, self.total_items);
+        if let Some(cap) = self.cfg.max_items {
+            assert!(items <= cap, "global item cap exceeded");
+        }
+        if let Some(cap) = self.max_item_bytes {
+            assert!(self.total_item_bytes() <= cap, "item-bytes cap exceeded");
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Statistics: engine, tenant and class counters and the object introspection (`OBJECT`, `MEMORY USAGE`).
+
+use super::*;
+
+impl Engine {
+    // Statistics.
+
+    /// Engine-wide snapshot.
+    pub fn stats(&self) -> EngineStats {
+        let mut s = EngineStats {
+            maxmemory: self.cfg.maxmemory,
+            used_bytes: self.pages_used * self.cfg.page_size,
+            page_size: self.cfg.page_size,
+            pages_used: self.pages_used,
+            pages_total: self.pages_total,
+            pages_allocated: self.allocated_bufs,
+            items: self.total_items,
+            metadata_bytes: (self.store.pages.capacity() * std::mem::size_of::<Page>()) as u64,
+            ..EngineStats::default()
+        };
+        for tn in &self.tenants {
+            s.item_bytes += tn.item_bytes;
+            s.charged_bytes += tn.charged_bytes;
+            s.metadata_bytes += tn.metadata_bytes();
+            s.evictions += tn.counters.evictions.total();
+            s.expired += tn.counters.expired;
+        }
+        s
+    }
+
+    /// One tenant's snapshot.
+    pub fn tenant_stats(&self, t: TenantId) -> TenantStats {
+        let tn = &self.tenants[t.0 as usize];
+        TenantStats {
+            name: tn.cfg.name.clone(),
+            hits: tn.counters.hits,
+            misses: tn.counters.misses,
+            sets: tn.counters.sets,
+            deletes: tn.counters.deletes,
+            evictions: tn.counters.evictions.total(),
+            evictions_by_reason: tn.counters.evictions,
+            expired: tn.counters.expired,
+            items: tn.all.len() as u64,
+            volatile_items: tn.vol.len() as u64,
+            item_bytes: tn.item_bytes,
+            charged_bytes: tn.charged_bytes,
+            pages: tn.pages.len() as u64,
+            metadata_bytes: tn.metadata_bytes(),
+            min_bytes: tn.cfg.min_bytes,
+            max_bytes: tn.cfg.max_bytes,
+            max_items: tn.cfg.max_items,
+            policy: tn.cfg.policy,
+            samples: tn.cfg.samples,
+            evpool_size: tn.cfg.evpool_size,
+        }
+    }
+
+    /// Per size class of the tenant's pool (classes with no pages and no activity are skipped).
+    pub fn class_stats(&self, t: TenantId) -> Vec<ClassStats> {
+        let tn = &self.tenants[t.0 as usize];
+        (0..self.classes.len())
+            .filter_map(|i| {
+                let cc = &tn.class_counters[i];
+                let cp = &tn.classes[i];
+                let active = cp.pages > 0
+                    || cc.hits > 0
+                    || cc.sets > 0
+                    || cc.evictions.total() > 0
+                    || cc.expired > 0;
+                active.then(|| ClassStats {
+                    class: ClassId(i as u16),
+                    chunk_size: self.classes.chunk(i as u16),
+                    pages: cp.pages,
+                    chunks: cp.pages * u64::from(self.classes.slots(i as u16)),
+                    items: cc.items,
+                    item_bytes: cc.item_bytes,
+                    hits: cc.hits,
+                    sets: cc.sets,
+                    evictions: cc.evictions,
+                    expired: cc.expired,
+                })
+            })
+            .collect()
+    }
+
+    /// CONFIG RESETSTAT: zeroes hit/miss/set/delete/eviction/expiry counters (not sizes).
+    pub fn reset_stats(&mut self) {
+        for tn in &mut self.tenants {
+            tn.counters = TenantCounters::default();
+            for cc in &mut tn.class_counters {
+                let (items, item_bytes) = (cc.items, cc.item_bytes);
+                *cc = ClassCounters {
+                    items,
+                    item_bytes,
+                    ..ClassCounters::default()
+                };
+            }
+        }
+    }
+}
