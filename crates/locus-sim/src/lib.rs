@@ -25,11 +25,13 @@
 //! speed references), [`exact`] (exact curves and the oracles' plans), [`report`] (table, CSV,
 //! JSON), [`plot`] (allocation, K and hit ratio over time, SVG and PNG via `locus-plot`).
 //!
-//! Non-goals: no network (that is `locus replay` against a server), no policy logic of its own.
+//! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
+//! #14), no policy logic of its own.
 
 pub mod exact;
 pub mod experiment;
 pub mod plot;
+pub mod profile;
 pub mod report;
 pub mod run;
 pub mod workload;
