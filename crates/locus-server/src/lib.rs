@@ -144,10 +144,12 @@ impl Server {
         }
         let threads = cfg.server.threads;
         let shared = Arc::new(Shared::new(engine, clock, tenancy, cfg, config_file));
-        *shared.listeners.write() = listeners
-            .iter()
-            .filter_map(|(l, t)| l.local_addr().ok().map(|a| (a, *t)))
-            .collect();
+        shared.set_listeners(
+            listeners
+                .iter()
+                .filter_map(|(l, t)| l.local_addr().ok().map(|a| (a, *t)))
+                .collect(),
+        );
         Ok(Server {
             shared,
             listeners,
@@ -159,19 +161,18 @@ impl Server {
     /// The bound addresses, with their tenant in port mode.
     pub fn local_addrs(&self) -> Vec<ListenerInfo> {
         self.shared
-            .listeners
-            .read()
+            .listeners()
             .iter()
             .map(|(a, t)| ListenerInfo {
                 addr: *a,
-                tenant: t.map(|t| self.shared.tenancy.name(t).to_string()),
+                tenant: t.map(|t| self.shared.tenancy().name(t).to_string()),
             })
             .collect()
     }
 
     /// Number of tenants.
     pub fn tenant_count(&self) -> usize {
-        self.shared.tenancy.names.len()
+        self.shared.tenancy().names.len()
     }
 
     /// Stop on SIGINT / SIGTERM (for `locus serve`; off for in-process tests).
@@ -216,7 +217,7 @@ impl Server {
             // Give connection tasks a moment to flush their last replies and close.
             for _ in 0..50 {
                 if shared
-                    .stats
+                    .stats()
                     .connected
                     .load(std::sync::atomic::Ordering::Relaxed)
                     == 0
@@ -290,7 +291,7 @@ impl ServerHandle {
 
     /// Runs `f` with the engine locked (tests inspect state directly).
     pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        f(&mut self.shared.engine.lock())
+        f(&mut self.shared.engine())
     }
 
     /// Whether the server is stopping or stopped.

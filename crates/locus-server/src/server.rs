@@ -242,36 +242,36 @@ impl ConnState {
 /// State shared by every task.
 pub struct Shared {
     /// The engine.
-    pub engine: Mutex<Engine>,
+    engine: Mutex<Engine>,
     /// The server's clock (the engine's too).
-    pub clock: SharedClock,
+    clock: SharedClock,
     /// Tenant resolution tables.
-    pub tenancy: Tenancy,
+    tenancy: Tenancy,
     /// The effective configuration (CONFIG SET updates it).
-    pub config: RwLock<ServerConfig>,
+    config: RwLock<ServerConfig>,
     /// Counters.
-    pub stats: ServerStats,
+    stats: ServerStats,
     /// Connected clients by id.
-    pub clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
+    clients: Mutex<BTreeMap<u64, Arc<ClientInfo>>>,
     /// Next client id.
-    pub next_client_id: AtomicU64,
+    next_client_id: AtomicU64,
     /// Start time (server clock, ms).
-    pub start_ms: u64,
+    start_ms: u64,
     /// Listening addresses with their tenant (port mode).
-    pub listeners: RwLock<Vec<(SocketAddr, Option<TenantId>)>>,
+    listeners: RwLock<Vec<(SocketAddr, Option<TenantId>)>>,
     /// Path of the configuration file, if any (INFO server).
-    pub config_file: Option<String>,
+    config_file: Option<String>,
     /// WATCH registry: (tenant, key) -> client ids watching it.
-    pub watches: Mutex<WatchMap>,
+    watches: Mutex<WatchMap>,
     /// Number of live watch entries (fast check on every write).
-    pub watch_count: std::sync::atomic::AtomicUsize,
+    watch_count: std::sync::atomic::AtomicUsize,
     /// Clients whose watched keys were modified (their EXEC fails).
-    pub dirty: Mutex<std::collections::HashSet<u64>>,
+    dirty: Mutex<std::collections::HashSet<u64>>,
     /// Keys whose encoding Redis would not derive from the value's shape: `raw` after APPEND /
     /// SETRANGE, `embstr` for an INCRBYFLOAT result (see [`Shared::note_encoding`]).
-    pub raw_keys: Mutex<std::collections::HashMap<(u32, Vec<u8>), &'static str>>,
+    raw_keys: Mutex<std::collections::HashMap<(u32, Vec<u8>), &'static str>>,
     /// `raw_keys.len()`, read without the lock on every write.
-    pub raw_count: std::sync::atomic::AtomicUsize,
+    raw_count: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
     /// Set by [`Shared::request_shutdown`]: read on every command without a lock.
     stopping: AtomicBool,
@@ -286,6 +286,74 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// Locks the engine (handlers get it locked by the dispatcher; this is for the tasks that
+    /// run outside a command: expiry cycles, controller ticks, the embedding API).
+    pub fn engine(&self) -> parking_lot::MutexGuard<'_, Engine> {
+        self.engine.lock()
+    }
+
+    /// The server's clock (the engine's too).
+    pub fn clock(&self) -> &SharedClock {
+        &self.clock
+    }
+
+    /// Tenant resolution tables (fixed at start).
+    pub fn tenancy(&self) -> &Tenancy {
+        &self.tenancy
+    }
+
+    /// The effective configuration, for reading.
+    pub fn config(&self) -> parking_lot::RwLockReadGuard<'_, ServerConfig> {
+        self.config.read()
+    }
+
+    /// The effective configuration, for `CONFIG SET` and `LOCUS.TENANT ... SET` after they
+    /// validated the change.
+    pub fn config_mut(&self) -> parking_lot::RwLockWriteGuard<'_, ServerConfig> {
+        self.config.write()
+    }
+
+    /// Server-wide counters.
+    pub fn stats(&self) -> &ServerStats {
+        &self.stats
+    }
+
+    /// Seconds since the server started.
+    pub fn uptime_secs(&self) -> u64 {
+        self.clock.now_ms().saturating_sub(self.start_ms) / 1000
+    }
+
+    /// The configuration file the server was started with, if any.
+    pub fn config_file(&self) -> Option<&str> {
+        self.config_file.as_deref()
+    }
+
+    /// Listening addresses with their tenant (port mode).
+    pub fn listeners(&self) -> Vec<(SocketAddr, Option<TenantId>)> {
+        self.listeners.read().clone()
+    }
+
+    /// Records the addresses actually bound (ports chosen by the kernel included).
+    pub fn set_listeners(&self, l: Vec<(SocketAddr, Option<TenantId>)>) {
+        *self.listeners.write() = l;
+    }
+
+    /// Whether some client WATCHes keys or some key has a noted encoding: writes must then
+    /// report the keys they touch ([`Shared::touch_watched`], [`Shared::note_encoding`]).
+    pub fn tracks_writes(&self) -> bool {
+        self.watch_count.load(Ordering::Relaxed) != 0 || self.raw_count.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether a key `client` watches was modified since it started watching (EXEC fails).
+    pub fn watch_dirty(&self, client: u64) -> bool {
+        self.dirty.lock().contains(&client)
+    }
+
+    /// Forgets that `client`'s watched keys were modified (MULTI/EXEC/DISCARD/UNWATCH).
+    pub fn clear_watch_dirty(&self, client: u64) {
+        self.dirty.lock().remove(&client);
+    }
+
     /// Builds the shared state around an engine.
     pub fn new(
         engine: Engine,
@@ -524,10 +592,10 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             }
         };
         let _ = sock.set_nodelay(true);
-        let max = shared.config.read().server.maxclients;
-        if shared.stats.connected.load(Ordering::Relaxed) >= max {
+        let max = shared.config().server.maxclients;
+        if shared.stats().connected.load(Ordering::Relaxed) >= max {
             shared
-                .stats
+                .stats()
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
@@ -538,13 +606,13 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             });
             continue;
         }
-        shared.stats.connected.fetch_add(1, Ordering::Relaxed);
+        shared.stats().connected.fetch_add(1, Ordering::Relaxed);
         shared
-            .stats
+            .stats()
             .total_connections
             .fetch_add(1, Ordering::Relaxed);
         let laddr = sock.local_addr().unwrap_or(addr);
-        let now = shared.clock.now_ms();
+        let now = shared.clock().now_ms();
         let info = Arc::new(ClientInfo {
             id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
             addr,
@@ -568,7 +636,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             let id = info.id;
             connection(sh.clone(), sock, info, tenant).await;
             sh.clients.lock().remove(&id);
-            sh.stats.connected.fetch_sub(1, Ordering::Relaxed);
+            sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
         });
     }
 }
@@ -629,7 +697,7 @@ async fn connection(
         multi_error: false,
         watched: Vec::new(),
     };
-    st.reset(&shared.tenancy, shared.auth_required());
+    st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal {
         info: &info,
         shared: &shared,
@@ -640,7 +708,7 @@ async fn connection(
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
         let (timeout, limits, qbuf_limit) = {
-            let c = shared.config.read();
+            let c = shared.config();
             (
                 c.server.timeout.0,
                 c.limits.protocol_limits(),
@@ -669,7 +737,7 @@ async fn connection(
             () = idle => break,
         };
         shared
-            .stats
+            .stats()
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
         // Execute in batches of at most MAX_BATCH commands, so one client's deep pipeline cannot
@@ -697,7 +765,7 @@ async fn connection(
         }
         if !out.is_empty() {
             shared
-                .stats
+                .stats()
                 .net_output_bytes
                 .fetch_add(out.len() as u64, Ordering::Relaxed);
             if write_out(&mut sock, &out).await.is_err() {
@@ -764,7 +832,7 @@ fn process(
         }
     }
     if !slots.is_empty() {
-        let mut eng = shared.engine.lock();
+        let mut eng = shared.engine();
         let proto = st.proto;
         let executed = {
             let mut ctx = Ctx {
@@ -805,7 +873,7 @@ fn process(
         };
         drop(eng);
         shared
-            .stats
+            .stats()
             .total_commands
             .fetch_add(executed, Ordering::Relaxed);
         st.info
@@ -820,14 +888,14 @@ fn process(
 pub async fn tick_loop(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_rx();
     loop {
-        let hz = shared.config.read().server.hz.max(1);
+        let hz = shared.config().server.hz.max(1);
         let period = Duration::from_millis(1000 / u64::from(hz));
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
         shared.refresh_coarse_clock();
-        let mut eng = shared.engine.lock();
+        let mut eng = shared.engine();
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
     }

@@ -23,7 +23,7 @@ pub fn echo(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 /// TIME: [unix seconds, microseconds] from the server's clock.
 pub fn time(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    let us = ctx.shared.clock.now_us();
+    let us = ctx.shared.clock().now_us();
     ctx.w.array(2);
     ctx.w.bulk_int((us / 1_000_000) as i64);
     ctx.w.bulk_int((us % 1_000_000) as i64);
@@ -42,7 +42,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     let watched = std::mem::take(&mut ctx.conn.watched);
     ctx.shared.unwatch_all(ctx.conn.info.id, &watched);
     ctx.conn
-        .reset(&ctx.shared.tenancy, ctx.shared.auth_required());
+        .reset(ctx.shared.tenancy(), ctx.shared.auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);
     ctx.w.simple("RESET");
     Ok(())
@@ -55,7 +55,7 @@ fn check_auth(
     pass: &[u8],
 ) -> Result<Option<locus_engine::TenantId>, CmdError> {
     let wrong = || CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
-    let tenancy = &ctx.shared.tenancy;
+    let tenancy = ctx.shared.tenancy();
     let user = user.map(|u| String::from_utf8_lossy(u).into_owned());
     if tenancy.mode == TenancyMode::User {
         let name = user.as_deref().unwrap_or("default");
@@ -70,7 +70,7 @@ fn check_auth(
             return Err(wrong());
         }
     }
-    let requirepass = ctx.shared.config.read().server.requirepass.clone();
+    let requirepass = ctx.shared.config().server.requirepass.clone();
     match user.as_deref() {
         None | Some("default") => {
             if requirepass.is_empty() {
@@ -98,7 +98,7 @@ fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, tenant: Option<locus_engin
     );
     if let Some(t) = tenant {
         ctx.conn.tenant = Some(t);
-        ctx.conn.publish(&ctx.shared.tenancy);
+        ctx.conn.publish(ctx.shared.tenancy());
     }
 }
 
@@ -165,7 +165,7 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
     }
     ctx.conn.proto = proto;
-    ctx.conn.publish(&ctx.shared.tenancy);
+    ctx.conn.publish(ctx.shared.tenancy());
     ctx.w.set_proto(proto);
     ctx.w.map(7);
     ctx.w.bulk(b"server");
@@ -189,12 +189,12 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let n = int_arg(&a[1])?;
     let out_of_range = || CmdError::msg("ERR DB index is out of range");
-    let dbs = ctx.shared.config.read().server.databases;
+    let dbs = ctx.shared.config().server.databases;
     if n < 0 || n >= i64::from(dbs) {
         return Err(out_of_range());
     }
     let n = n as u32;
-    let tenancy = &ctx.shared.tenancy;
+    let tenancy = ctx.shared.tenancy();
     if tenancy.mode == TenancyMode::Db {
         let t = *tenancy.dbs.get(&n).ok_or_else(out_of_range)?;
         ctx.conn.tenant = Some(t);

@@ -9,8 +9,9 @@
 //! ```
 //!
 //! One file per command family: [`strings`], [`keyspace`], [`expire`], [`connection`],
-//! [`transaction`] (MULTI/EXEC/WATCH), [`admin`] (CONFIG, INFO, COMMAND, MEMORY, OBJECT, SHUTDOWN,
-//! LOCUS.TENANT); [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
+//! [`transaction`] (MULTI/EXEC/WATCH), and under [`admin`] one file per server command (COMMAND,
+//! CONFIG, INFO, MEMORY/OBJECT, SHUTDOWN, LOCUS.TENANT, LOCUS.CONTROLLER); [`table`] is the
+//! command table, one row per command; [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
 //! engine lock held (one acquisition per batch of up to `server::MAX_BATCH` pipelined commands) and
 //! write their reply only on success; on error the dispatcher discards any partial output and
 //! writes the error. Inside MULTI the dispatcher queues instead of running.
@@ -25,7 +26,6 @@ pub mod table;
 pub mod transaction;
 
 use std::borrow::Cow;
-use std::sync::atomic::Ordering;
 
 use locus_engine::{Engine, EngineError, TenantId};
 use locus_protocol::ReplyWriter;
@@ -263,8 +263,7 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
     // forced encoding (both counters only change under the engine lock, which is held here).
     if spec.is_write
         && let Some(t) = ctx.tenant
-        && (ctx.shared.watch_count.load(Ordering::Relaxed) != 0
-            || ctx.shared.raw_count.load(Ordering::Relaxed) != 0)
+        && ctx.shared.tracks_writes()
         && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
     {
         let keys: Vec<&[u8]> = key_positions(spec, args.len())
@@ -324,7 +323,7 @@ fn route(
     spec: &CommandSpec,
     args: Args<'_, '_>,
 ) -> Result<Option<TenantId>, CmdError> {
-    let tenancy = &ctx.shared.tenancy;
+    let tenancy = &ctx.shared.tenancy();
     let conn_tenant = || -> Result<Option<TenantId>, CmdError> {
         match ctx.conn.tenant {
             Some(t) => Ok(Some(t)),

@@ -7,7 +7,7 @@ use locus_engine::{Expire, SetCond, SetOptions};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
 
 fn max_len(ctx: &Ctx<'_>) -> u64 {
-    ctx.shared.config.read().limits.proto_max_bulk_len.0
+    ctx.shared.config().limits.proto_max_bulk_len.0
 }
 
 /// Refuses a value that cannot fit in a page before building it (APPEND / SETRANGE would

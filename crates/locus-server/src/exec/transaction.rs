@@ -40,7 +40,7 @@ fn clear_watches(ctx: &mut Ctx<'_>) {
         let keys = std::mem::take(&mut ctx.conn.watched);
         ctx.shared.unwatch_all(ctx.conn.info.id, &keys);
     } else {
-        ctx.shared.dirty.lock().remove(&ctx.conn.info.id);
+        ctx.shared.clear_watch_dirty(ctx.conn.info.id);
     }
 }
 
@@ -56,7 +56,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
         ));
     }
     let id = ctx.conn.info.id;
-    let mut aborted = ctx.shared.dirty.lock().contains(&id);
+    let mut aborted = ctx.shared.watch_dirty(id);
     if !aborted {
         let watched = ctx.conn.watched.clone();
         aborted = watched

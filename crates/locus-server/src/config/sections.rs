@@ -1,0 +1,294 @@
+//! The sections of the configuration file other than `[controller]`: `[server]`, `[limits]`,
+//! `[memory]`, `[eviction]`, `[tenancy]` and `[[tenant]]`, and the value types they use
+//! (durations, text-or-number).
+
+use locus_common::{ByteSize, parse_duration};
+use locus_engine::{EngineConfig, TenantConfig};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use super::*;
+
+/// A duration written as text ("0s", "5m", "100ms") in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HumanDuration(pub Duration);
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        if ms.is_multiple_of(1000) {
+            write!(f, "{}s", ms / 1000)
+        } else {
+            write!(f, "{ms}ms")
+        }
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Num(n) => Ok(HumanDuration(Duration::from_secs(n))),
+            Raw::Text(t) => parse_duration(&t)
+                .map(HumanDuration)
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    /// Listen address.
+    pub bind: String,
+    /// Listen port (0 = ephemeral).
+    pub port: u16,
+    /// Tokio worker threads.
+    pub threads: usize,
+    /// Most simultaneous clients.
+    pub maxclients: u64,
+    /// Idle client timeout; 0 = never.
+    pub timeout: HumanDuration,
+    /// Background ticks per second.
+    pub hz: u32,
+    /// Password of the `default` user; empty = none.
+    pub requirepass: String,
+    /// Databases `SELECT` accepts (db mode: only the mapped ones).
+    pub databases: u32,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        Self {
+            bind: DEFAULT_BIND.to_string(),
+            port: DEFAULT_PORT,
+            threads: DEFAULT_THREADS,
+            maxclients: DEFAULT_MAXCLIENTS,
+            timeout: HumanDuration::default(),
+            hz: DEFAULT_HZ,
+            requirepass: String::new(),
+            databases: DEFAULT_DATABASES,
+        }
+    }
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsSection {
+    /// Largest bulk string.
+    pub proto_max_bulk_len: ByteSize,
+    /// Most arguments in one command.
+    pub max_array_len: u64,
+    /// Longest inline command.
+    pub max_inline_len: ByteSize,
+    /// Most unparsed input per connection.
+    pub client_query_buffer_limit: ByteSize,
+}
+
+impl Default for LimitsSection {
+    fn default() -> Self {
+        Self {
+            proto_max_bulk_len: ByteSize(locus_protocol::request::DEFAULT_MAX_BULK_LEN as u64),
+            max_array_len: locus_protocol::request::DEFAULT_MAX_ARRAY_LEN as u64,
+            max_inline_len: ByteSize(locus_protocol::request::DEFAULT_MAX_INLINE_LEN as u64),
+            client_query_buffer_limit: ByteSize(DEFAULT_QUERY_BUFFER_LIMIT),
+        }
+    }
+}
+
+impl LimitsSection {
+    /// The parser's limits.
+    pub fn protocol_limits(&self) -> locus_protocol::Limits {
+        locus_protocol::Limits {
+            max_bulk_len: usize::try_from(self.proto_max_bulk_len.0).unwrap_or(usize::MAX),
+            max_array_len: usize::try_from(self.max_array_len).unwrap_or(usize::MAX),
+            max_inline_len: usize::try_from(self.max_inline_len.0).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// `[memory]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemorySection {
+    /// Bytes of pages of all tenants together.
+    pub maxmemory: ByteSize,
+    /// Page size.
+    pub page_size: ByteSize,
+    /// `shared` or `static`.
+    pub partition: String,
+    /// `redis` or `logical`.
+    pub lru_clock: String,
+    /// Seed of the engine's RNG.
+    pub seed: u64,
+}
+
+impl Default for MemorySection {
+    fn default() -> Self {
+        let e = EngineConfig::default();
+        Self {
+            maxmemory: ByteSize(e.maxmemory),
+            page_size: ByteSize(e.page_size),
+            partition: "shared".to_string(),
+            lru_clock: "redis".to_string(),
+            seed: e.seed,
+        }
+    }
+}
+
+/// `[eviction]`: defaults for tenants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EvictionSection {
+    /// A Redis `maxmemory-policy` name.
+    pub policy: String,
+    /// `maxmemory-samples`.
+    pub samples: u32,
+    /// Eviction pool size (0 = textbook K-LRU).
+    pub evpool_size: u32,
+}
+
+impl Default for EvictionSection {
+    fn default() -> Self {
+        let t = TenantConfig::new(DEFAULT_TENANT_NAME);
+        Self {
+            policy: t.policy.name().to_string(),
+            samples: t.samples,
+            evpool_size: t.evpool_size,
+        }
+    }
+}
+
+/// A text value that may also be written as a bare number in the file (`interval = 100000` or
+/// `interval = "1s"`); kept as text so `validate()` reports a bad value with its key path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TextOrNumber(pub String);
+
+impl Serialize for TextOrNumber {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for TextOrNumber {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(i64),
+            Text(String),
+        }
+        Ok(TextOrNumber(match Raw::deserialize(d)? {
+            Raw::Num(n) => n.to_string(),
+            Raw::Text(t) => t,
+        }))
+    }
+}
+
+/// How connections and keys map to tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TenancyMode {
+    /// One tenant.
+    #[default]
+    Single,
+    /// By listener port.
+    Port,
+    /// By ACL user (`AUTH user pass`).
+    User,
+    /// By database number (`SELECT n`).
+    Db,
+    /// By longest key prefix.
+    Prefix,
+}
+
+impl FromStr for TenancyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "single" => Ok(Self::Single),
+            "port" => Ok(Self::Port),
+            "user" => Ok(Self::User),
+            "db" => Ok(Self::Db),
+            "prefix" => Ok(Self::Prefix),
+            _ => Err(format!(
+                "unknown tenancy mode {s:?} (single, port, user, db, prefix)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for TenancyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Single => "single",
+            Self::Port => "port",
+            Self::User => "user",
+            Self::Db => "db",
+            Self::Prefix => "prefix",
+        })
+    }
+}
+
+/// `[tenancy]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TenancySection {
+    /// The mode.
+    pub mode: TenancyMode,
+    /// Tenant for whatever nothing else resolves; empty = reject.
+    pub default_tenant: String,
+}
+
+/// One `[[tenant]]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct TenantSection {
+    /// Unique name.
+    pub name: String,
+    /// Port mode: this tenant's listener port.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// User mode: ACL user name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// User mode: password.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    /// Db mode: database number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub db: Option<u32>,
+    /// Prefix mode: key prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Guaranteed bytes.
+    pub min: ByteSize,
+    /// Cap in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<ByteSize>,
+    /// Eviction policy (default: `[eviction].policy`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// `maxmemory-samples` (default: `[eviction].samples`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u32>,
+    /// Mean miss penalty in µs, a hint for cost-aware controllers (absent = measured: the gap
+    /// from a GET miss to the SET of the same key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub penalty_us: Option<f64>,
+}

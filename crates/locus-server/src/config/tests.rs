@@ -1,0 +1,254 @@
+use super::*;
+use locus_engine::control::{ControlConfig, Interval};
+
+#[test]
+fn empty_file_is_the_default() {
+    let c = ServerConfig::from_toml("", "x").unwrap();
+    assert_eq!(c, ServerConfig::default());
+    c.validate().unwrap();
+}
+
+#[test]
+fn shipped_file_equals_defaults() {
+    let text = include_str!("../../../../config/locus.toml");
+    let c = ServerConfig::from_toml(text, "config/locus.toml").unwrap();
+    assert_eq!(c, ServerConfig::default());
+}
+
+#[test]
+fn print_config_round_trips() {
+    let mut c = ServerConfig::default();
+    c.tenancy.mode = TenancyMode::Prefix;
+    c.tenants.push(TenantSection {
+        name: "a".into(),
+        prefix: Some("a:".into()),
+        max: Some(ByteSize::mib(4)),
+        ..Default::default()
+    });
+    let back = ServerConfig::from_toml(&c.to_toml(), "x").unwrap();
+    assert_eq!(back, c);
+}
+
+#[test]
+fn unknown_keys_are_rejected() {
+    let e = ServerConfig::from_toml("[server]\nprot = 1\n", "f.toml").unwrap_err();
+    assert!(e.to_string().contains("prot"), "{e}");
+}
+
+#[test]
+fn every_problem_is_reported_with_its_path() {
+    let text = r#"
+        [server]
+        bind = "localhost"
+        threads = 0
+        [eviction]
+        policy = "lru"
+        [tenancy]
+        mode = "db"
+        default_tenant = "zz"
+        [[tenant]]
+        name = "a"
+        db = 1
+        [[tenant]]
+        name = "a"
+        samples = 100
+        max = "1kb"
+        min = "2kb"
+    "#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    let Err(ConfigError::Invalid { problems }) = c.validate() else {
+        panic!()
+    };
+    let all = problems.join("\n");
+    for needle in [
+        "server.bind",
+        "server.threads",
+        "eviction.policy",
+        "tenancy.default_tenant",
+        "tenant[1].name",
+        "tenant[1].db",
+        "tenant[1].samples",
+        "tenant[1].max",
+    ] {
+        assert!(all.contains(needle), "missing {needle} in:\n{all}");
+    }
+}
+
+#[test]
+fn controller_defaults_to_none_and_installs_nothing() {
+    let c = ServerConfig::default();
+    assert!(!c.controller.enabled());
+    assert_eq!(c.controller.interval.0, "1s");
+    assert_eq!(c.controller.max_moves, 64);
+    let mut eng = Engine::new(
+        c.engine_config(),
+        std::sync::Arc::new(locus_common::SystemClock),
+    )
+    .unwrap();
+    eng.add_tenant(c.tenant_config(&c.tenant_sections()[0]))
+        .unwrap();
+    c.install_controller(&mut eng).unwrap();
+    assert_eq!(eng.controller_name(), None);
+}
+
+#[test]
+fn controller_settings_of_every_toml_type_become_text() {
+    let text = r#"
+        [controller]
+        name = "static"
+        interval = 5000
+        max_moves = 8
+        [controller.settings]
+        shares = [1, 3.5]
+    "#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    c.validate().unwrap();
+    assert_eq!(
+        c.controller.parsed_interval().unwrap(),
+        Interval::Requests(5000)
+    );
+    assert_eq!(
+        c.controller.settings_pairs().unwrap(),
+        vec![("shares".to_string(), "1,3.5".to_string())]
+    );
+    for (v, want) in [
+        (toml::Value::String("1,2".into()), "1,2"),
+        (toml::Value::Integer(-3), "-3"),
+        (toml::Value::Float(0.01), "0.01"),
+        (toml::Value::Boolean(true), "true"),
+        (
+            toml::Value::Array(vec![toml::Value::Integer(1), toml::Value::Integer(5)]),
+            "1,5",
+        ),
+    ] {
+        assert_eq!(setting_text(&v).unwrap(), want);
+    }
+    assert!(setting_text(&toml::Value::Table(Default::default())).is_err());
+    assert!(setting_text(&toml::Value::Array(vec![toml::Value::Array(vec![])])).is_err());
+}
+
+#[test]
+fn controller_round_trips_through_print_config() {
+    let text = r#"
+        [controller]
+        name = "static"
+        interval = "250ms"
+        [controller.settings]
+        shares = [1, 2]
+        [[tenant]]
+        name = "a"
+        penalty_us = 1500.0
+    "#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    let printed = c.to_toml();
+    assert!(printed.contains("[controller]"), "{printed}");
+    assert!(printed.contains("[controller.settings]"), "{printed}");
+    let back = ServerConfig::from_toml(&printed, "x").unwrap();
+    assert_eq!(back, c);
+    back.validate().unwrap();
+}
+
+#[test]
+fn every_controller_problem_is_reported_with_its_path() {
+    let problems = |text: &str| -> String {
+        let c = ServerConfig::from_toml(text, "f").unwrap();
+        match c.validate() {
+            Err(ConfigError::Invalid { problems }) => problems.join("\n"),
+            other => panic!("expected problems for {text}, got {other:?}"),
+        }
+    };
+    let all = problems(
+        r#"
+        [controller]
+        name = "kredsi"
+        interval = "soon"
+        max_moves = 0
+        [[tenant]]
+        name = "a"
+        penalty_us = -1.0
+        "#,
+    );
+    for needle in [
+        "controller.name: unknown controller \"kredsi\" (one of none, shared, static,",
+        "controller.interval: interval 'soon'",
+        "controller.max_moves: must be at least 1",
+        "tenant[0].penalty_us: -1 is not a non-negative",
+    ] {
+        assert!(all.contains(needle), "missing {needle} in:\n{all}");
+    }
+    let all =
+        problems("[controller]\nname = \"static\"\n[controller.settings]\nshares = \"1,x\"\n");
+    assert!(
+        all.contains("controller.settings.shares: \"1,x\" is not valid for controller 'static'"),
+        "{all}"
+    );
+    let all = problems("[controller]\nname = \"static\"\n[controller.settings]\nsharez = 1\n");
+    assert!(
+        all.contains(
+            "controller.settings.sharez: controller 'static' has no such setting (its settings: shares)"
+        ),
+        "{all}"
+    );
+    let all = problems("[controller]\nname = \"shared\"\n[controller.settings]\nx = 1\n");
+    assert!(
+        all.contains(
+            "controller.settings.x: controller 'shared' has no such setting (its settings: none)"
+        ),
+        "{all}"
+    );
+    let all = problems("[controller.settings]\nshares = 1\n");
+    assert!(
+        all.contains("controller.settings: settings given but controller.name is \"none\""),
+        "{all}"
+    );
+    let all = problems("[controller]\nname = \"static\"\n[controller.settings.shares]\na = 1\n");
+    assert!(all.contains("controller.settings.shares: a table"), "{all}");
+}
+
+#[test]
+fn install_controller_sets_controller_interval_and_hints() {
+    let text = r#"
+        [memory]
+        maxmemory = "8MiB"
+        page_size = "64KiB"
+        [tenancy]
+        mode = "port"
+        [controller]
+        name = "static"
+        interval = "100"
+        max_moves = 4
+        [controller.settings]
+        shares = [1, 3]
+        [[tenant]]
+        name = "a"
+        port = 0
+        [[tenant]]
+        name = "b"
+        port = 0
+        penalty_us = 250
+    "#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    c.validate().unwrap();
+    let mut eng = Engine::new(
+        c.engine_config(),
+        std::sync::Arc::new(locus_common::SystemClock),
+    )
+    .unwrap();
+    for t in c.tenant_sections() {
+        eng.add_tenant(c.tenant_config(&t)).unwrap();
+    }
+    c.install_controller(&mut eng).unwrap();
+    assert_eq!(eng.controller_name(), Some("static"));
+    assert_eq!(
+        eng.control_config(),
+        Some(ControlConfig {
+            interval: Interval::Requests(100),
+            max_moves: 4,
+            offload: false,
+        })
+    );
+    let b = eng.tenant_by_name("b").unwrap();
+    assert_eq!(eng.penalty(b), (250.0, 0));
+    eng.run_controller();
+    assert_eq!(eng.targets(), vec![Some(32), Some(96)]);
+}

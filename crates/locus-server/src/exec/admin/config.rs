@@ -1,0 +1,243 @@
+//! `CONFIG GET/SET/RESETSTAT/HELP`: the configurable parameters, validated as the configuration file is.
+
+use std::sync::atomic::Ordering;
+
+use locus_common::ByteSize;
+
+use crate::config::{ServerConfig, parse_policy};
+use crate::exec::{Args, CmdError, CmdResult, Ctx, is, lower};
+use crate::glob::glob_match;
+
+use super::{help, unknown_sub};
+
+/// Redis's wording for a bad `maxmemory-policy` (its order), plus Locus's extra policy.
+pub(super) const POLICY_CHOICES: &str = "argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, allkeys-exact-lru, allkeys-hyperbolic";
+
+/// The parameters CONFIG GET knows, with their current value.
+pub(super) fn config_params(
+    cfg: &ServerConfig,
+    eng: &locus_engine::Engine,
+) -> Vec<(&'static str, String)> {
+    let first = eng.tenant_ids().first().copied();
+    let policy = first.map_or(cfg.eviction.policy.clone(), |t| {
+        eng.tenant_config(t).policy.name().to_string()
+    });
+    let samples = first.map_or(cfg.eviction.samples, |t| eng.tenant_config(t).samples);
+    vec![
+        ("maxmemory", eng.config().maxmemory.to_string()),
+        ("maxmemory-policy", policy),
+        ("maxmemory-samples", samples.to_string()),
+        ("maxmemory-eviction-tenacity", "10".into()),
+        ("maxclients", cfg.server.maxclients.to_string()),
+        ("timeout", cfg.server.timeout.0.as_secs().to_string()),
+        ("port", cfg.server.port.to_string()),
+        ("bind", cfg.server.bind.clone()),
+        ("hz", cfg.server.hz.to_string()),
+        ("databases", cfg.server.databases.to_string()),
+        (
+            "proto-max-bulk-len",
+            cfg.limits.proto_max_bulk_len.0.to_string(),
+        ),
+        (
+            "client-query-buffer-limit",
+            cfg.limits.client_query_buffer_limit.0.to_string(),
+        ),
+        ("requirepass", cfg.server.requirepass.clone()),
+        ("lfu-log-factor", eng.config().lfu_log_factor.to_string()),
+        ("lfu-decay-time", eng.config().lfu_decay_time.to_string()),
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("io-threads", cfg.server.threads.to_string()),
+    ]
+}
+
+/// Parses a memory value as Redis does for CONFIG SET (plain bytes or units).
+pub(super) fn memory_value(name: &str, v: &[u8]) -> Result<u64, CmdError> {
+    std::str::from_utf8(v)
+        .ok()
+        .and_then(|s| s.parse::<ByteSize>().ok())
+        .map(|b| b.0)
+        .ok_or_else(|| {
+            CmdError::msg(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be a memory value"
+            ))
+        })
+}
+
+/// Parses one `CONFIG SET` pair into the candidate configuration (no side effects yet).
+pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> CmdResult {
+    let fail = |why: &str| {
+        CmdError::msg(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        ))
+    };
+    let text = String::from_utf8_lossy(v).into_owned();
+    let int_in = |lo: i64, hi: i64| {
+        crate::exec::parse_i64(v)
+            .filter(|n| (lo..=hi).contains(n))
+            .ok_or_else(|| fail(&format!("argument must be between {lo} and {hi} inclusive")))
+    };
+    match name {
+        "maxmemory" => {
+            let bytes = memory_value(name, v)?;
+            // Redis: 0 means "no limit"; Locus always has a budget, so 0 is refused.
+            if bytes == 0 {
+                return Err(fail("Locus needs a finite maxmemory (no 0 = unlimited)"));
+            }
+            cand.memory.maxmemory = ByteSize(bytes);
+        }
+        "maxmemory-policy" => {
+            let p = parse_policy(&text).map_err(|_| fail(POLICY_CHOICES))?;
+            cand.eviction.policy = p.name().to_string();
+            // The global setting applies to every tenant.
+            for t in &mut cand.tenants {
+                t.policy = None;
+            }
+        }
+        "maxmemory-samples" => {
+            cand.eviction.samples = int_in(1, 64)? as u32;
+            for t in &mut cand.tenants {
+                t.samples = None;
+            }
+        }
+        "maxclients" => cand.server.maxclients = int_in(1, u32::MAX as i64)? as u64,
+        "timeout" => {
+            cand.server.timeout.0 =
+                std::time::Duration::from_secs(int_in(0, i64::from(i32::MAX))? as u64)
+        }
+        "hz" => cand.server.hz = int_in(1, 500)? as u32,
+        "proto-max-bulk-len" => cand.limits.proto_max_bulk_len = ByteSize(memory_value(name, v)?),
+        "client-query-buffer-limit" => {
+            cand.limits.client_query_buffer_limit = ByteSize(memory_value(name, v)?)
+        }
+        "requirepass" => cand.server.requirepass = text,
+        "save"
+        | "appendonly"
+        | "lfu-log-factor"
+        | "lfu-decay-time"
+        | "maxmemory-eviction-tenacity" => {
+            // Accepted for client compatibility (test suites set them); Locus has no persistence
+            // and fixed LFU parameters.
+        }
+        _ => {
+            return Err(CmdError::msg(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `CONFIG SET name value [name value ...]`: all pairs are parsed into a candidate configuration,
+/// the candidate goes through the same `validate()` as the file, and only then is anything applied
+/// (atomically, like Redis).
+pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
+    let old = ctx.shared.config().clone();
+    let mut cand = old.clone();
+    let mut first = String::new();
+    for kv in pairs.chunks(2) {
+        let name = lower(&kv[0]);
+        config_set_one(&mut cand, &name, &kv[1])?;
+        if first.is_empty() {
+            first = name;
+        }
+    }
+    if let Err(crate::config::ConfigError::Invalid { problems }) = cand.validate() {
+        return Err(CmdError::msg(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{first}') - {}",
+            problems.join("; ")
+        )));
+    }
+    if cand.memory.maxmemory != old.memory.maxmemory {
+        ctx.eng
+            .set_maxmemory(cand.memory.maxmemory.0)
+            .map_err(|e| {
+                CmdError::msg(format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - {e}"
+                ))
+            })?;
+    }
+    let named = |n: &str| pairs.chunks(2).any(|kv| is(&kv[0], n));
+    if named("maxmemory-policy")
+        && let Ok(p) = parse_policy(&cand.eviction.policy)
+    {
+        for t in ctx.eng.tenant_ids() {
+            ctx.eng.set_policy(t, p);
+        }
+    }
+    if named("maxmemory-samples") {
+        for t in ctx.eng.tenant_ids() {
+            ctx.eng.set_samples(t, cand.eviction.samples).map_err(|e| {
+                CmdError::msg(format!(
+                    "ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - {e}"
+                ))
+            })?;
+        }
+    }
+    *ctx.shared.config_mut() = cand;
+    Ok(())
+}
+
+/// `CONFIG GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | REWRITE | HELP`
+pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let sub = lower(&a[1]);
+    match sub.as_str() {
+        "get" => {
+            if a.len() < 3 {
+                return Err(CmdError::WrongArity("config|get".into()));
+            }
+            let params = config_params(&ctx.shared.config(), ctx.eng);
+            let hits: Vec<&(&str, String)> = params
+                .iter()
+                .filter(|(n, _)| a[2..].iter().any(|p| glob_match(p, n.as_bytes(), true)))
+                .collect();
+            ctx.w.map(hits.len());
+            for (n, v) in hits {
+                ctx.w.bulk(n.as_bytes());
+                ctx.w.bulk(v.as_bytes());
+            }
+        }
+        "set" => {
+            if a.len() < 4 || !a.len().is_multiple_of(2) {
+                return Err(CmdError::WrongArity("config|set".into()));
+            }
+            config_set(ctx, &a[2..])?;
+            ctx.w.ok();
+        }
+        "resetstat" if a.len() == 2 => {
+            ctx.eng.reset_stats();
+            let s = &ctx.shared.stats();
+            for c in [
+                &s.total_commands,
+                &s.total_connections,
+                &s.rejected_connections,
+                &s.net_input_bytes,
+                &s.net_output_bytes,
+            ] {
+                c.store(0, Ordering::Relaxed);
+            }
+            ctx.w.ok();
+        }
+        "rewrite" => {
+            return Err(CmdError::msg(
+                "ERR CONFIG REWRITE is not supported by Locus: edit the TOML configuration file",
+            ));
+        }
+        "help" => help(
+            ctx,
+            &[
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "HELP",
+                "    Print this help.",
+            ],
+        ),
+        _ => return Err(unknown_sub("config", &a[1])),
+    }
+    Ok(())
+}

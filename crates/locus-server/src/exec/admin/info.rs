@@ -1,0 +1,220 @@
+//! `INFO`: Redis's sections (server, clients, memory, stats, keyspace, ...) plus `tenants` and `locus`.
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use locus_engine::{Engine, TenantId};
+
+use crate::exec::{Args, CmdResult, Ctx, lower};
+
+pub(super) fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes < 1024 {
+        format!("{bytes}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}G", b / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+/// Builds the INFO text for the given sections (lowercase; empty = default sections).
+pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
+    let all = sections.iter().any(|s| s == "all" || s == "everything");
+    let want =
+        |s: &str| all || sections.is_empty() || sections.iter().any(|x| x == s || x == "default");
+    let mut out = String::new();
+    let sh = ctx.shared;
+    let cfg = sh.config().clone();
+    let uptime = sh.uptime_secs();
+    let st = ctx.eng.stats();
+    let tenants: Vec<TenantId> = ctx.eng.tenant_ids();
+    let tstats: Vec<_> = tenants
+        .iter()
+        .map(|&t| (t, ctx.eng.tenant_stats(t)))
+        .collect();
+    let sep = |out: &mut String| {
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+    };
+    if want("server") {
+        sep(&mut out);
+        let ports: Vec<String> = sh
+            .listeners()
+            .iter()
+            .map(|(a, _)| a.port().to_string())
+            .collect();
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{}\r\nlocus_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:0\r\nconfig_file:{}\r\ntenancy_mode:{}\r\n",
+            crate::REDIS_VERSION,
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            usize::BITS,
+            std::process::id(),
+            ports.first().cloned().unwrap_or_default(),
+            sh.clock().now_us(),
+            uptime,
+            uptime / 86400,
+            cfg.server.hz,
+            cfg.server.hz,
+            sh.config_file().unwrap_or_default(),
+            sh.tenancy().mode,
+        );
+    }
+    if want("clients") {
+        sep(&mut out);
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n",
+            sh.stats().connected.load(Ordering::Relaxed),
+            cfg.server.maxclients
+        );
+    }
+    if want("memory") {
+        sep(&mut out);
+        let policy = tstats
+            .first()
+            .map_or(cfg.eviction.policy.clone(), |(_, s)| {
+                s.policy.name().to_string()
+            });
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\nused_memory_items_charged:{}\r\nused_memory_overhead:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\npage_size:{}\r\npages_used:{}\r\npages_total:{}\r\nmem_allocator:locus-pages\r\n",
+            st.used_bytes,
+            human(st.used_bytes),
+            st.item_bytes,
+            st.charged_bytes,
+            st.metadata_bytes,
+            st.maxmemory,
+            human(st.maxmemory),
+            policy,
+            st.page_size,
+            st.pages_used,
+            st.pages_total,
+        );
+    }
+    if want("persistence") {
+        sep(&mut out);
+        // Locus has no persistence; these are the fields clients poll before using a server.
+        out.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n");
+    }
+    if want("stats") {
+        sep(&mut out);
+        let hits: u64 = tstats.iter().map(|(_, s)| s.hits).sum();
+        let misses: u64 = tstats.iter().map(|(_, s)| s.misses).sum();
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
+            sh.stats().total_connections.load(Ordering::Relaxed),
+            sh.stats().total_commands.load(Ordering::Relaxed),
+            sh.stats().net_input_bytes.load(Ordering::Relaxed),
+            sh.stats().net_output_bytes.load(Ordering::Relaxed),
+            sh.stats().rejected_connections.load(Ordering::Relaxed),
+            st.expired,
+            st.evictions,
+            hits,
+            misses,
+        );
+    }
+    if want("replication") {
+        sep(&mut out);
+        out.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+    }
+    if want("keyspace") {
+        sep(&mut out);
+        out.push_str("# Keyspace\r\n");
+        // The caller's own keyspace only (tenants never see each other); in db mode it is listed
+        // under its db number.
+        if let Some(t) = ctx.conn.tenant
+            && let Some((_, s)) = tstats.iter().find(|(id, _)| *id == t)
+            && s.items > 0
+        {
+            let _ = write!(
+                out,
+                "db{}:keys={},expires={},avg_ttl=0\r\n",
+                ctx.conn.db, s.items, s.volatile_items
+            );
+        }
+    }
+    if want("tenants") || all {
+        sep(&mut out);
+        out.push_str("# Tenants\r\n");
+        for (t, s) in &tstats {
+            let _ = write!(
+                out,
+                "tenant_{}:min={},max={},used_bytes={},pages={},items={},hits={},misses={},evictions={},expired={},samples={},policy={}\r\n",
+                sh.tenancy().name(*t),
+                s.min_bytes,
+                s.max_bytes.map_or("none".to_string(), |m| m.to_string()),
+                s.pages.saturating_mul(st.page_size),
+                s.pages,
+                s.items,
+                s.hits,
+                s.misses,
+                s.evictions,
+                s.expired,
+                s.samples,
+                s.policy.name(),
+            );
+        }
+    }
+    if want("locus") || want("controller") {
+        sep(&mut out);
+        locus_section(&mut out, ctx.eng, ctx.shared);
+    }
+    out
+}
+
+/// The `# Locus` INFO section: the memory controller and, per tenant, pages, target, K and miss
+/// penalty (`pool_<tenant>:pages=..,target=..|none,samples=..,penalty_us=..,penalty_samples=..`).
+pub(super) fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::Shared) {
+    let st = eng.stats();
+    let cc = eng.control_config();
+    let last = eng.last_control_record().map(|r| r.at_request);
+    let _ = write!(
+        out,
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
+        eng.controller_name()
+            .unwrap_or(crate::config::NO_CONTROLLER),
+        cc.map_or("none".to_string(), |c| c.interval.to_string()),
+        cc.map_or(0, |c| c.max_moves),
+        u8::from(eng.controller_offloaded()),
+        eng.control_decisions(),
+        eng.control_requests(),
+        last.map_or("none".to_string(), |r| r.to_string()),
+        st.pages_total,
+        st.pages_used,
+    );
+    let targets = eng.targets();
+    for t in eng.tenant_ids() {
+        let ts = eng.tenant_stats(t);
+        let (penalty, samples) = eng.penalty(t);
+        let _ = write!(
+            out,
+            "pool_{}:pages={},target={},samples={},penalty_us={:.1},penalty_samples={}\r\n",
+            sh.tenancy().name(t),
+            ts.pages,
+            targets
+                .get(t.0 as usize)
+                .copied()
+                .flatten()
+                .map_or("none".to_string(), |x| x.to_string()),
+            ts.samples,
+            penalty,
+            samples,
+        );
+    }
+}
+
+/// `INFO [section ...]`
+pub fn info(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let sections: Vec<String> = a[1..].iter().map(|s| lower(s)).collect();
+    let text = info_text(ctx, &sections);
+    ctx.w.verbatim("txt", text.as_bytes());
+    Ok(())
+}

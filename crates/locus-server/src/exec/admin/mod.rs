@@ -1,0 +1,37 @@
+//! Server commands, one file each: [`command`] (COMMAND), [`config`] (CONFIG), [`info`] (INFO),
+//! [`memory`] (MEMORY, OBJECT), [`shutdown`] (SHUTDOWN), [`tenant`] (`LOCUS.TENANT`) and
+//! [`controller`] (`LOCUS.CONTROLLER`: the memory controller's state, targets, decision log,
+//! decide now, replace it).
+
+pub mod command;
+pub mod config;
+pub mod controller;
+pub mod info;
+pub mod memory;
+pub mod shutdown;
+pub mod tenant;
+
+use super::{CmdError, Ctx};
+
+pub use command::command;
+pub use config::config;
+pub use controller::controller;
+pub use info::{info, info_text};
+pub use memory::{memory, object};
+pub use shutdown::shutdown;
+pub use tenant::tenant;
+
+pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
+    CmdError::msg(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        cmd.to_ascii_uppercase()
+    ))
+}
+
+pub(super) fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
+    ctx.w.array(lines.len());
+    for l in lines {
+        ctx.w.simple(l);
+    }
+}

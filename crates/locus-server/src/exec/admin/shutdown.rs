@@ -1,0 +1,19 @@
+//! `SHUTDOWN`.
+
+use crate::exec::{Args, CmdError, CmdResult, Ctx, is};
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stops the server (no reply, like Redis).
+pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    for o in &a[1..] {
+        if is(o, "abort") {
+            return Err(CmdError::msg("ERR No shutdown in progress."));
+        }
+        if !(is(o, "nosave") || is(o, "save") || is(o, "now") || is(o, "force")) {
+            return Err(CmdError::Syntax);
+        }
+    }
+    // Locus has no persistence: SAVE and NOSAVE both just stop.
+    ctx.shared.request_shutdown();
+    ctx.conn.close = true;
+    Ok(())
+}

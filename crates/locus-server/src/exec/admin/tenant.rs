@@ -1,0 +1,115 @@
+//! `LOCUS.TENANT`: list tenants, read and change per-tenant settings.
+
+use locus_engine::TenantId;
+
+use crate::config::parse_policy;
+use crate::exec::{Args, CmdError, CmdResult, Ctx, is, lower};
+use crate::glob::glob_match;
+
+use super::config::{POLICY_CHOICES, memory_value};
+
+const TENANT_OPTIONS: [&str; 4] = [
+    "maxmemory",
+    "minmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+];
+
+pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<String> {
+    let c = ctx.eng.tenant_config(t);
+    Some(match opt {
+        "maxmemory" => c.max_bytes.unwrap_or(0).to_string(),
+        "minmemory" => c.min_bytes.to_string(),
+        "maxmemory-policy" => c.policy.name().to_string(),
+        "maxmemory-samples" => c.samples.to_string(),
+        _ => return None,
+    })
+}
+
+/// `LOCUS.TENANT LIST | <name> GET <option|*> | <name> SET <option> <value>`
+pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() == 2 && is(&a[1], "list") {
+        let names: Vec<String> = ctx
+            .shared
+            .tenancy()
+            .names
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
+        ctx.w.array(names.len());
+        for n in names {
+            ctx.w.bulk(n.as_bytes());
+        }
+        return Ok(());
+    }
+    if a.len() < 4 {
+        return Err(CmdError::WrongArity("locus.tenant".into()));
+    }
+    let name = String::from_utf8_lossy(&a[1]).into_owned();
+    let t = ctx
+        .shared
+        .tenancy()
+        .by_name(&name)
+        .ok_or_else(|| CmdError::msg(format!("ERR no such tenant '{name}'")))?;
+    let opt = lower(&a[3]);
+    let bad_opt = || {
+        CmdError::msg(format!(
+            "ERR unknown tenant option '{opt}' (one of {})",
+            TENANT_OPTIONS.join(", ")
+        ))
+    };
+    if is(&a[2], "get") && a.len() == 4 {
+        let opts: Vec<&str> = TENANT_OPTIONS
+            .iter()
+            .copied()
+            .filter(|o| glob_match(opt.as_bytes(), o.as_bytes(), true))
+            .collect();
+        if opts.is_empty() {
+            return Err(bad_opt());
+        }
+        ctx.w.map(opts.len());
+        for o in opts {
+            let v = tenant_option(ctx, t, o).unwrap_or_default();
+            ctx.w.bulk(o.as_bytes());
+            ctx.w.bulk(v.as_bytes());
+        }
+        return Ok(());
+    }
+    if !(is(&a[2], "set") && a.len() == 5) {
+        return Err(CmdError::Syntax);
+    }
+    let v = &a[4];
+    let fail = |why: String| CmdError::msg(format!("ERR LOCUS.TENANT SET {opt} failed - {why}"));
+    let cur = ctx.eng.tenant_config(t).clone();
+    match opt.as_str() {
+        "maxmemory" => {
+            let b = memory_value("maxmemory", v)?;
+            let max = if b == 0 { None } else { Some(b) };
+            ctx.eng
+                .set_budget(t, cur.min_bytes, max)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        "minmemory" => {
+            let b = memory_value("minmemory", v)?;
+            ctx.eng
+                .set_budget(t, b, cur.max_bytes)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        "maxmemory-policy" => {
+            let p = parse_policy(&String::from_utf8_lossy(v))
+                .map_err(|_| fail(POLICY_CHOICES.to_string()))?;
+            ctx.eng.set_policy(t, p);
+        }
+        "maxmemory-samples" => {
+            let k = crate::exec::parse_i64(v)
+                .filter(|k| (1..=64).contains(k))
+                .ok_or_else(|| fail("argument must be between 1 and 64 inclusive".into()))?;
+            ctx.eng
+                .set_samples(t, k as u32)
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        _ => return Err(bad_opt()),
+    }
+    ctx.w.ok();
+    Ok(())
+}
