@@ -336,3 +336,81 @@ pub fn run(cfg: ServerConfig) -> Result<(), ServerError> {
         .with_signals(true)
         .run()
 }
+
+/// A handler panic is contained to its connection: tested over real sockets with a command that
+/// exists only in test builds (`server::TEST_PANIC_COMMAND`).
+#[cfg(test)]
+mod panic_containment {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::Duration;
+
+    use super::*;
+
+    fn connect(addr: SocketAddr) -> TcpStream {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    }
+
+    /// Sends `req` and reads until `want` bytes arrived or the peer closed.
+    fn call(s: &mut TcpStream, req: &[u8], want: usize) -> Vec<u8> {
+        s.write_all(req).unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 512];
+        while out.len() < want {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_panicking_handler_answers_its_client_closes_it_and_nothing_else() {
+        let mut cfg = ServerConfig::default();
+        cfg.server.port = 0;
+        cfg.server.threads = 1;
+        let handle = Server::bind(cfg, Arc::new(SystemClock), None)
+            .unwrap()
+            .spawn();
+        let addr = handle.addrs()[0].addr;
+        let mut other = connect(addr);
+        assert_eq!(
+            call(&mut other, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n", 5),
+            b"+OK\r\n"
+        );
+        // The panicking client: the command before the panic is answered, the panic becomes an
+        // error reply, the command after it is never run, and the connection is closed.
+        let mut victim = connect(addr);
+        let mut req = b"*1\r\n$4\r\nPING\r\n".to_vec();
+        req.extend_from_slice(b"*1\r\n$16\r\nLOCUS.TEST-PANIC\r\n");
+        req.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nlater\r\n");
+        let got = call(&mut victim, &req, usize::MAX);
+        let text = String::from_utf8_lossy(&got);
+        assert_eq!(
+            text,
+            "+PONG\r\n-ERR internal error while executing 'locus.test-panic'; closing this \
+             connection\r\n"
+        );
+        // Everyone else is served, the engine lock was released, the value is untouched.
+        assert_eq!(
+            call(&mut other, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 7),
+            b"$1\r\nv\r\n"
+        );
+        let mut fresh = connect(addr);
+        assert_eq!(call(&mut fresh, b"*1\r\n$4\r\nPING\r\n", 7), b"+PONG\r\n");
+        let info = call(&mut fresh, b"*2\r\n$4\r\nINFO\r\n$5\r\nlocus\r\n", 64);
+        let info = String::from_utf8_lossy(&info).into_owned();
+        let mut rest = info;
+        while !rest.contains("internal_errors:") {
+            let more = call(&mut fresh, b"", 1);
+            assert!(!more.is_empty(), "INFO locus has internal_errors");
+            rest.push_str(&String::from_utf8_lossy(&more));
+        }
+        assert!(rest.contains("internal_errors:1\r\n"), "{rest}");
+        assert!(!handle.is_shutting_down());
+        handle.shutdown().unwrap();
+    }
+}

@@ -55,6 +55,8 @@ pub struct ServerStats {
     pub rejected_connections: AtomicU64,
     /// Currently connected clients.
     pub connected: AtomicU64,
+    /// Handlers that panicked (each answered its client with an error and closed it).
+    pub internal_errors: AtomicU64,
     /// Commands executed.
     pub total_commands: AtomicU64,
     /// Bytes read from clients.
@@ -790,6 +792,10 @@ async fn connection(
     let _ = sock.shutdown().await;
 }
 
+/// A command that panics, compiled into test builds only (the panic containment test).
+#[cfg(test)]
+pub(crate) const TEST_PANIC_COMMAND: &str = "locus.test-panic";
+
 /// Parses every complete command in `buf` (at most [`MAX_BATCH`]), executes them under one
 /// engine lock, appends the replies to `out`. Returns the bytes consumed.
 fn process(
@@ -852,11 +858,35 @@ fn process(
                         ctx.conn.info.set_last_cmd(found, &cmd[0]);
                         executed += 1;
                         ctx.tenant = None;
-                        exec::dispatch_spec(
-                            &mut ctx,
-                            cmd,
-                            found.map(|i| &exec::table::COMMANDS[i]),
-                        );
+                        let start = ctx.w.len();
+                        // A handler that panics (a bug) answers its own client with an error and
+                        // closes that connection; the engine lock is released as usual (parking_lot
+                        // does not poison) and every other client is served on.
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            #[cfg(test)]
+                            if exec::is(&cmd[0], TEST_PANIC_COMMAND) {
+                                panic!(
+                                    "{TEST_PANIC_COMMAND}: a deliberate panic (test builds only)"
+                                );
+                            }
+                            exec::dispatch_spec(
+                                &mut ctx,
+                                cmd,
+                                found.map(|i| &exec::table::COMMANDS[i]),
+                            );
+                        }));
+                        if ran.is_err() {
+                            ctx.w.truncate(start);
+                            ctx.w.error(&format!(
+                                "ERR internal error while executing '{}'; closing this connection",
+                                String::from_utf8_lossy(&cmd[0]).to_ascii_lowercase()
+                            ));
+                            ctx.shared
+                                .stats()
+                                .internal_errors
+                                .fetch_add(1, Ordering::Relaxed);
+                            ctx.conn.close = true;
+                        }
                     }
                     Err(e) => {
                         ctx.w.error(&e.to_string());

@@ -178,7 +178,7 @@ pub(super) fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::
     let last = eng.last_control_record().map(|r| r.at_request);
     let _ = write!(
         out,
-        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\n",
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\ninternal_errors:{}\r\n",
         eng.controller_name()
             .unwrap_or(crate::config::NO_CONTROLLER),
         cc.map_or("none".to_string(), |c| c.interval.to_string()),
@@ -189,6 +189,7 @@ pub(super) fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::
         last.map_or("none".to_string(), |r| r.to_string()),
         st.pages_total,
         st.pages_used,
+        sh.stats().internal_errors.load(Ordering::Relaxed),
     );
     let targets = eng.targets();
     for t in eng.tenant_ids() {
