@@ -92,6 +92,8 @@ pub struct ClientInfo {
     pub last_active_ms: AtomicU64,
     /// Selected db.
     pub db: AtomicU32,
+    /// Whether the client administers the server (hidden from tenants' CLIENT LIST/KILL).
+    pub admin: AtomicBool,
     /// Tenant id (u32::MAX = none).
     pub tenant: AtomicU32,
     /// 2 or 3.
@@ -121,6 +123,19 @@ impl ClientInfo {
     fn wake(&self) {
         if let Some(w) = self.waker.lock().take() {
             w.wake();
+        }
+    }
+
+    /// Whether a connection of `scope` (`ConnState::scope`: `None` = the admin) may see or kill
+    /// this client: the admin sees every client, a tenant only its own tenant's and never the
+    /// admin's.
+    pub fn visible_to(&self, scope: Option<Option<TenantId>>) -> bool {
+        match scope {
+            None => true,
+            Some(t) => {
+                !self.admin.load(Ordering::Relaxed)
+                    && self.tenant.load(Ordering::Relaxed) == t.map_or(u32::MAX, |t| t.0)
+            }
         }
     }
 
@@ -207,6 +222,14 @@ pub struct ConnState {
     pub user: String,
     /// AUTH passed (or not required).
     pub authenticated: bool,
+    /// Administers the server: authenticated as the `[admin]` user, or any client of a
+    /// single-tenant server without one.
+    pub admin: bool,
+    /// The tenant this connection may act on when it is not the admin: its listener's (port
+    /// mode), its user's (after AUTH as a tenant's user), the only one (single mode); `None` =
+    /// bound to no tenant (db and prefix mode without AUTH: data commands route as configured,
+    /// server-wide commands are refused).
+    pub owner: Option<TenantId>,
     /// Close after writing the replies.
     pub close: bool,
     /// Inside MULTI: the queued commands (owned: they outlive the read buffer).
@@ -225,14 +248,27 @@ impl ConnState {
         self.db = 0;
         self.user = "default".to_string();
         self.authenticated = !auth_required;
+        self.admin = tenancy.admin_by_default();
+        self.owner = tenancy.initial_owner(self.listener_tenant);
         self.multi = None;
         self.multi_error = false;
         self.info.name.lock().clear();
         self.publish(tenancy);
     }
 
+    /// The tenant whose clients, settings and statistics this connection may see: `None` for the
+    /// admin (all of them), else its owner, else the tenant it currently routes to.
+    pub fn scope(&self) -> Option<Option<TenantId>> {
+        if self.admin {
+            None
+        } else {
+            Some(self.owner.or(self.tenant))
+        }
+    }
+
     /// Mirrors db/tenant/resp into the shared [`ClientInfo`].
     pub fn publish(&self, _tenancy: &Tenancy) {
+        self.info.admin.store(self.admin, Ordering::Relaxed);
         self.info.db.store(self.db, Ordering::Relaxed);
         self.info
             .tenant
@@ -391,6 +427,9 @@ impl Shared {
     pub fn auth_required(&self) -> bool {
         !self.config.read().server.requirepass.is_empty()
             || (self.tenancy.mode == TenancyMode::User && self.tenancy.default.is_none())
+            // Tenants with users in db or prefix mode: clients bind to one by AUTH.
+            || (matches!(self.tenancy.mode, TenancyMode::Db | TenancyMode::Prefix)
+                && !self.tenancy.users.is_empty())
     }
 
     /// Asks every task to stop: the accept and tick loops through the watch channel, the
@@ -541,6 +580,24 @@ impl Shared {
         n
     }
 
+    /// Connected clients that `scope` may see ([`ClientInfo::visible_to`]).
+    pub fn count_visible(&self, scope: Option<Option<TenantId>>) -> usize {
+        self.clients
+            .lock()
+            .values()
+            .filter(|c| c.visible_to(scope))
+            .count()
+    }
+
+    /// Kills the clients matching `pred` that `scope` may see ([`ClientInfo::visible_to`]).
+    pub fn kill_visible(
+        &self,
+        scope: Option<Option<TenantId>>,
+        pred: impl Fn(&ClientInfo) -> bool,
+    ) -> usize {
+        self.kill_clients(|c| c.visible_to(scope) && pred(c))
+    }
+
     /// One CLIENT LIST line (with its trailing newline).
     pub fn client_line(&self, c: &ClientInfo, now_ms: u64) -> String {
         let tenant = c.tenant.load(Ordering::Relaxed);
@@ -567,11 +624,16 @@ impl Shared {
     }
 
     /// CLIENT LIST text, optionally only some ids.
-    pub fn client_list(&self, ids: Option<&[u64]>, now_ms: u64) -> String {
+    pub fn client_list(
+        &self,
+        ids: Option<&[u64]>,
+        scope: Option<Option<TenantId>>,
+        now_ms: u64,
+    ) -> String {
         let clients: Vec<Arc<ClientInfo>> = self.clients.lock().values().cloned().collect();
         clients
             .iter()
-            .filter(|c| ids.is_none_or(|ids| ids.contains(&c.id)))
+            .filter(|c| c.visible_to(scope) && ids.is_none_or(|ids| ids.contains(&c.id)))
             .map(|c| self.client_line(c, now_ms))
             .collect()
     }
@@ -627,6 +689,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             last_unknown_cmd: Mutex::new(String::new()),
             last_active_ms: AtomicU64::new(now),
             db: AtomicU32::new(0),
+            admin: AtomicBool::new(false),
             tenant: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
@@ -690,6 +753,8 @@ async fn connection(
         info: info.clone(),
         proto: ProtocolVersion::Resp2,
         tenant: None,
+        admin: false,
+        owner: None,
         listener_tenant,
         db: 0,
         user: "default".to_string(),
@@ -964,6 +1029,7 @@ mod tests {
             last_unknown_cmd: Mutex::new(String::new()),
             last_active_ms: AtomicU64::new(0),
             db: AtomicU32::new(0),
+            admin: AtomicBool::new(false),
             tenant: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),

@@ -24,6 +24,8 @@ pub struct Tenancy {
     pub dbs: HashMap<u32, TenantId>,
     /// Prefix mode: (prefix, tenant), longest first.
     pub prefixes: Vec<(Vec<u8>, TenantId)>,
+    /// The `[admin]` user and password, if configured.
+    pub admin: Option<(String, String)>,
 }
 
 impl Tenancy {
@@ -37,6 +39,8 @@ impl Tenancy {
             users: HashMap::new(),
             dbs: HashMap::new(),
             prefixes: Vec::new(),
+            admin: (!cfg.admin.user.is_empty())
+                .then(|| (cfg.admin.user.clone(), cfg.admin.password.clone())),
         };
         for (s, &id) in sections.iter().zip(ids) {
             t.names.push((s.name.clone(), id));
@@ -80,6 +84,28 @@ impl Tenancy {
             .find(|(p, _)| key.starts_with(p))
             .map(|(_, id)| *id)
             .or(self.default)
+    }
+
+    /// Whether a connection administers the server before (or without) authenticating as the
+    /// admin: only a single-tenant server without an `[admin]` user, as Redis.
+    pub fn admin_by_default(&self) -> bool {
+        self.mode == TenancyMode::Single && self.admin.is_none()
+    }
+
+    /// The tenant a new connection is bound to before AUTH: its only tenant (single mode) or its
+    /// listener's (port mode); in user, db and prefix mode, none until it authenticates as a
+    /// tenant's user.
+    pub fn initial_owner(&self, listener_tenant: Option<TenantId>) -> Option<TenantId> {
+        match self.mode {
+            TenancyMode::Single => self.default,
+            TenancyMode::Port => listener_tenant.or(self.default),
+            _ => None,
+        }
+    }
+
+    /// The database number of tenant `t` (db mode).
+    pub fn db_of(&self, t: TenantId) -> Option<u32> {
+        self.dbs.iter().find(|(_, id)| **id == t).map(|(db, _)| *db)
     }
 
     /// The tenant a new connection starts with (before AUTH/SELECT).

@@ -22,6 +22,9 @@ maxmemory = "1MiB"
 page_size = "64KiB"
 [tenancy]
 mode = "port"
+[admin]
+user = "admin"
+password = "admin-pw"
 [controller]
 name = "static"
 interval = 4
@@ -46,6 +49,7 @@ fn reply_text(c: &mut Client, words: &[&str]) -> String {
 fn static_targets_appear_after_one_interval_of_requests() {
     let srv = start(config(TWO_TENANTS));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
     a.cmd(
         &["LOCUS.CONTROLLER", "TARGETS"],
         "*4\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n$-1\r\n",
@@ -84,6 +88,7 @@ fn static_targets_appear_after_one_interval_of_requests() {
 fn run_returns_the_decision_in_resp2_and_resp3() {
     let srv = start(config(TWO_TENANTS));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
     let at_us = T0_MS * 1000;
     let resp2 = format!(
         "*26\r\n\
@@ -139,6 +144,7 @@ fn run_returns_the_decision_in_resp2_and_resp3() {
 fn info_subcommand_in_resp3() {
     let srv = start(config(TWO_TENANTS));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
     a.cmd(&["HELLO", "3"], "");
     let _ = read_reply(&mut a);
     a.cmd(&["LOCUS.CONTROLLER", "RUN"], "");
@@ -163,6 +169,7 @@ fn info_subcommand_in_resp3() {
 fn errors_are_redis_style() {
     let srv = start(config(TWO_TENANTS));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
     a.cmd(
         &["LOCUS.CONTROLLER"],
         "-ERR wrong number of arguments for 'locus.controller' command\r\n",
@@ -227,6 +234,7 @@ fn a_time_interval_decides_in_the_background_tick() {
     let toml = TWO_TENANTS.replace("interval = 4", "interval = \"2s\"");
     let srv = start(config(&toml));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
     a.cmd(
         &["LOCUS.CONTROLLER", "TARGETS"],
         "*4\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n$-1\r\n",
@@ -244,6 +252,23 @@ fn a_time_interval_decides_in_the_background_tick() {
         "*4\r\n$1\r\na\r\n:4\r\n$1\r\nb\r\n:12\r\n",
     );
     assert!(reply_text(&mut a, &["INFO", "locus"]).contains("controller_interval:2s\r\n"));
+}
+
+#[test]
+fn only_the_admin_runs_the_controller_commands() {
+    let srv = start(config(TWO_TENANTS));
+    let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
+    for sub in [&["TARGETS"][..], &["RUN"], &["SET", "shared"], &["RECORDS", "1"]] {
+        let mut words = vec!["LOCUS.CONTROLLER"];
+        words.extend_from_slice(sub);
+        a.cmd(
+            &words,
+            "-NOPERM this user has no permissions to run the 'locus.controller' command\r\n",
+        );
+    }
+    assert!(!reply_text(&mut a, &["INFO", "locus"]).contains("pool_b"));
+    a.cmd(&["AUTH", "admin", "admin-pw"], "+OK\r\n");
+    assert!(reply_text(&mut a, &["INFO", "locus"]).contains("pool_b"));
 }
 
 #[test]

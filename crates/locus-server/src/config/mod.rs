@@ -59,6 +59,8 @@ pub struct ServerConfig {
     pub tenancy: TenancySection,
     /// `[controller]`: the memory controller that partitions memory between tenants.
     pub controller: ControllerSection,
+    /// `[admin]`: the administrator, the one user allowed server-wide commands.
+    pub admin: AdminSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -199,6 +201,7 @@ impl ServerConfig {
                 s.databases
             ));
         }
+        self.validate_admin(&mut p);
         let l = &self.limits;
         if l.proto_max_bulk_len.0 < 1 << 20 {
             p.push("limits.proto_max_bulk_len: must be at least 1MiB (as in Redis)".to_string());
@@ -285,6 +288,32 @@ impl ServerConfig {
             eng.set_controller(ctl, cfg);
         }
         Ok(())
+    }
+
+    fn validate_admin(&self, p: &mut Vec<String>) {
+        let a = &self.admin;
+        match (a.user.is_empty(), a.password.is_empty()) {
+            (true, true) => return,
+            (false, true) => p.push("admin.password: required with admin.user".into()),
+            (true, false) => p.push("admin.user: required with admin.password".into()),
+            (false, false) => {}
+        }
+        if a.user == "default" {
+            p.push(
+                "admin.user: \"default\" is the user of requirepass; name the admin otherwise"
+                    .into(),
+            );
+        }
+        if let Some(i) = self
+            .tenants
+            .iter()
+            .position(|t| t.user.as_deref() == Some(a.user.as_str()))
+        {
+            p.push(format!(
+                "admin.user: {:?} is also tenant[{i}]'s user; the admin is a user of its own",
+                a.user
+            ));
+        }
     }
 
     fn validate_tenants(&self, p: &mut Vec<String>) {

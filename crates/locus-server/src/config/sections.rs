@@ -255,6 +255,22 @@ pub struct TenancySection {
     pub default_tenant: String,
 }
 
+/// `[admin]`: the administrator. Tenants' users (and the `default` user of `requirepass`) act
+/// on their own tenant only; server-wide commands (SHUTDOWN, global CONFIG SET, other tenants'
+/// settings, LOCUS.CONTROLLER, every client in CLIENT LIST/KILL, the whole INFO) need this user.
+/// Without it, a single-tenant server lets every client administer it (as Redis does); a
+/// multi-tenant one lets nobody.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminSection {
+    /// The admin's user name (`AUTH <user> <password>`); empty = no admin user.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub user: String,
+    /// Its password.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub password: String,
+}
+
 /// One `[[tenant]]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -264,10 +280,12 @@ pub struct TenantSection {
     /// Port mode: this tenant's listener port.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
-    /// User mode: ACL user name.
+    /// The tenant's user (`AUTH user password`): required in user mode; in db and prefix mode it
+    /// binds a connection to this tenant (its database, its prefix), in port mode it must be
+    /// used on this tenant's port.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
-    /// User mode: password.
+    /// The user's password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
     /// Db mode: database number.

@@ -48,58 +48,88 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// Checks credentials; on success returns the tenant to switch to (`None` = keep the current).
-fn check_auth(
-    ctx: &Ctx<'_>,
-    user: Option<&[u8]>,
-    pass: &[u8],
-) -> Result<Option<locus_engine::TenantId>, CmdError> {
+/// Who a successful AUTH makes the connection.
+#[derive(Debug, Clone, Copy)]
+enum AuthAs {
+    /// The `default` user (`requirepass`): the connection's own tenant, as before AUTH.
+    Default,
+    /// The `[admin]` user.
+    Admin,
+    /// A tenant's user: bound to that tenant.
+    Tenant(locus_engine::TenantId),
+}
+
+/// Checks credentials as Redis does (`WRONGPASS` for a wrong pair or a disabled user).
+fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs, CmdError> {
     let wrong = || CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
     let tenancy = ctx.shared.tenancy();
     let user = user.map(|u| String::from_utf8_lossy(u).into_owned());
-    if tenancy.mode == TenancyMode::User {
-        let name = user.as_deref().unwrap_or("default");
-        if let Some((pw, t)) = tenancy.users.get(name) {
-            return if pw.as_bytes() == pass {
-                Ok(Some(*t))
-            } else {
-                Err(wrong())
-            };
-        }
-        if name != "default" {
-            return Err(wrong());
-        }
+    let name = user.as_deref().unwrap_or("default");
+    if let Some((admin, pw)) = &tenancy.admin
+        && admin == name
+    {
+        return if pw.as_bytes() == pass {
+            Ok(AuthAs::Admin)
+        } else {
+            Err(wrong())
+        };
+    }
+    if let Some((pw, t)) = tenancy.users.get(name) {
+        // On a tenant's port only that tenant's user: a user of another tenant would otherwise
+        // reach this listener's keys.
+        let elsewhere =
+            tenancy.mode == TenancyMode::Port && ctx.conn.listener_tenant.is_some_and(|l| l != *t);
+        return if pw.as_bytes() == pass && !elsewhere {
+            Ok(AuthAs::Tenant(*t))
+        } else {
+            Err(wrong())
+        };
+    }
+    if name != "default" {
+        return Err(wrong());
     }
     let requirepass = ctx.shared.config().server.requirepass.clone();
-    match user.as_deref() {
-        None | Some("default") => {
-            if requirepass.is_empty() {
-                if user.is_none() {
-                    return Err(CmdError::msg(
-                        "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-                    ));
-                }
-                Ok(None)
-            } else if requirepass.as_bytes() == pass {
-                Ok(None)
-            } else {
-                Err(wrong())
-            }
+    if requirepass.is_empty() {
+        if user.is_none() {
+            return Err(CmdError::msg(
+                "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+            ));
         }
-        Some(_) => Err(wrong()),
+        // In user tenancy without a default tenant the default user owns nothing: disabled.
+        if tenancy.mode == TenancyMode::User && tenancy.default.is_none() {
+            return Err(wrong());
+        }
+        Ok(AuthAs::Default)
+    } else if requirepass.as_bytes() == pass {
+        Ok(AuthAs::Default)
+    } else {
+        Err(wrong())
     }
 }
 
-fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, tenant: Option<locus_engine::TenantId>) {
+fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, who: AuthAs) {
+    let tenancy = ctx.shared.tenancy();
     ctx.conn.authenticated = true;
     ctx.conn.user = user.map_or_else(
         || "default".to_string(),
         |u| String::from_utf8_lossy(u).into_owned(),
     );
-    if let Some(t) = tenant {
-        ctx.conn.tenant = Some(t);
-        ctx.conn.publish(ctx.shared.tenancy());
+    match who {
+        AuthAs::Default => {
+            ctx.conn.admin = tenancy.admin_by_default();
+            ctx.conn.owner = tenancy.initial_owner(ctx.conn.listener_tenant);
+        }
+        AuthAs::Admin => ctx.conn.admin = true,
+        AuthAs::Tenant(t) => {
+            ctx.conn.admin = false;
+            ctx.conn.owner = Some(t);
+            ctx.conn.tenant = Some(t);
+            if let Some(db) = tenancy.db_of(t) {
+                ctx.conn.db = db;
+            }
+        }
     }
+    ctx.conn.publish(tenancy);
 }
 
 /// `AUTH [username] password`
@@ -109,8 +139,8 @@ pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         3 => (Some(&a[1][..]), &a[2][..]),
         _ => return Err(CmdError::Syntax),
     };
-    let t = check_auth(ctx, user, pass)?;
-    apply_auth(ctx, user, t);
+    let who = check_auth(ctx, user, pass)?;
+    apply_auth(ctx, user, who);
     ctx.w.ok();
     Ok(())
 }
@@ -146,11 +176,11 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             )));
         }
     }
-    let tenant = match auth {
+    let who = match auth {
         Some((u, p)) => Some(check_auth(ctx, Some(u), p)?),
         None => None,
     };
-    if !ctx.conn.authenticated && tenant.is_none() {
+    if !ctx.conn.authenticated && who.is_none() {
         return Err(CmdError::msg(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
@@ -158,8 +188,8 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if let Some(n) = name {
         validate_name(n)?;
     }
-    if let (Some(t), Some((u, _))) = (tenant, auth) {
-        apply_auth(ctx, Some(u), t);
+    if let (Some(who), Some((u, _))) = (who, auth) {
+        apply_auth(ctx, Some(u), who);
     }
     if let Some(n) = name {
         *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
@@ -197,6 +227,11 @@ pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let tenancy = ctx.shared.tenancy();
     if tenancy.mode == TenancyMode::Db {
         let t = *tenancy.dbs.get(&n).ok_or_else(out_of_range)?;
+        if !ctx.conn.admin && ctx.conn.owner.is_some_and(|o| o != t) {
+            return Err(CmdError::msg(format!(
+                "NOPERM this user has no permissions to access database {n}"
+            )));
+        }
         ctx.conn.tenant = Some(t);
     } else if n != 0 {
         return Err(CmdError::msg(format!(
@@ -266,7 +301,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     return Err(CmdError::Syntax);
                 }
             }
-            let text = ctx.shared.client_list(ids.as_deref(), ctx.eng.now_ms());
+            let text = ctx
+                .shared
+                .client_list(ids.as_deref(), ctx.conn.scope(), ctx.eng.now_ms());
             ctx.w.verbatim("txt", text.as_bytes());
         }
         "kill" => client_kill(ctx, a)?,
@@ -340,7 +377,9 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let me = ctx.conn.info.id;
     if a.len() == 3 {
         let addr = String::from_utf8_lossy(&a[2]).into_owned();
-        let n = ctx.shared.kill_clients(|c| c.addr.to_string() == addr);
+        let n = ctx
+            .shared
+            .kill_visible(ctx.conn.scope(), |c| c.addr.to_string() == addr);
         if n == 0 {
             return Err(CmdError::msg("ERR No such client"));
         }
@@ -375,7 +414,7 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             _ => return Err(CmdError::Syntax),
         }
     }
-    let n = ctx.shared.kill_clients(|c| {
+    let n = ctx.shared.kill_visible(ctx.conn.scope(), |c| {
         id.is_none_or(|i| c.id == i)
             && addr.as_ref().is_none_or(|x| &c.addr.to_string() == x)
             && laddr.as_ref().is_none_or(|x| &c.laddr.to_string() == x)

@@ -21,6 +21,7 @@ pub mod connection;
 pub mod expire;
 pub mod keyspace;
 pub mod longdouble;
+pub mod privilege;
 pub mod strings;
 pub mod table;
 pub mod transaction;
@@ -313,7 +314,9 @@ fn check_and_route(
     if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
         return Err(CmdError::WrongArity(spec.name.to_string()));
     }
+    privilege::check_command(ctx, spec, args)?;
     ctx.tenant = route(ctx, spec, args)?;
+    privilege::check_route(ctx, ctx.tenant)?;
     Ok(spec)
 }
 

@@ -186,7 +186,19 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             if a.len() < 3 {
                 return Err(CmdError::WrongArity("config|get".into()));
             }
-            let params = config_params(&ctx.shared.config(), ctx.eng);
+            let mut params = config_params(&ctx.shared.config(), ctx.eng);
+            if let Some(scope) = ctx.conn.scope() {
+                // A tenant sees its own memory settings and no secrets.
+                for (n, v) in &mut params {
+                    match (*n, scope) {
+                        ("requirepass", _) => v.clear(),
+                        ("maxmemory" | "maxmemory-policy" | "maxmemory-samples", Some(t)) => {
+                            *v = super::tenant::tenant_option(ctx, t, n).unwrap_or_default();
+                        }
+                        _ => {}
+                    }
+                }
+            }
             let hits: Vec<&(&str, String)> = params
                 .iter()
                 .filter(|(n, _)| a[2..].iter().any(|p| glob_match(p, n.as_bytes(), true)))
@@ -201,7 +213,16 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             if a.len() < 4 || !a.len().is_multiple_of(2) {
                 return Err(CmdError::WrongArity("config|set".into()));
             }
-            config_set(ctx, &a[2..])?;
+            match ctx.conn.scope() {
+                None => config_set(ctx, &a[2..])?,
+                // Only TENANT_SETTABLE names get here (exec::privilege): the caller's tenant.
+                Some(Some(t)) => {
+                    for kv in a[2..].chunks(2) {
+                        super::tenant::set_option(ctx, t, &lower(&kv[0]), &kv[1], "CONFIG SET")?;
+                    }
+                }
+                Some(None) => return Err(crate::exec::privilege::noperm("config|set")),
+            }
             ctx.w.ok();
         }
         "resetstat" if a.len() == 2 => {

@@ -30,11 +30,19 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     let cfg = sh.config().clone();
     let uptime = sh.uptime_secs();
     let st = ctx.eng.stats();
-    let tenants: Vec<TenantId> = ctx.eng.tenant_ids();
+    // A tenant's connection sees its own tenant's figures only (exec::privilege).
+    let scope = ctx.conn.scope();
+    let tenants: Vec<TenantId> = ctx
+        .eng
+        .tenant_ids()
+        .into_iter()
+        .filter(|t| scope.is_none_or(|s| s == Some(*t)))
+        .collect();
     let tstats: Vec<_> = tenants
         .iter()
         .map(|&t| (t, ctx.eng.tenant_stats(t)))
         .collect();
+    let own = scope.map(|_| tstats.first().map(|(_, s)| s));
     let sep = |out: &mut String| {
         if !out.is_empty() {
             out.push_str("\r\n");
@@ -71,7 +79,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         let _ = write!(
             out,
             "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n",
-            sh.stats().connected.load(Ordering::Relaxed),
+            match scope {
+                None => sh.stats().connected.load(Ordering::Relaxed),
+                Some(_) => sh.count_visible(scope) as u64,
+            },
             cfg.server.maxclients
         );
     }
@@ -82,19 +93,39 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             .map_or(cfg.eviction.policy.clone(), |(_, s)| {
                 s.policy.name().to_string()
             });
+        // A tenant: its pages, items and budget instead of the server's.
+        let (used, dataset, charged, overhead, maxmemory, pages_used) = match own {
+            None => (
+                st.used_bytes,
+                st.item_bytes,
+                st.charged_bytes,
+                st.metadata_bytes,
+                st.maxmemory,
+                st.pages_used,
+            ),
+            Some(None) => (0, 0, 0, 0, 0, 0),
+            Some(Some(o)) => (
+                o.pages.saturating_mul(st.page_size),
+                o.item_bytes,
+                o.charged_bytes,
+                o.metadata_bytes,
+                o.max_bytes.unwrap_or(st.maxmemory),
+                o.pages,
+            ),
+        };
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\nused_memory_items_charged:{}\r\nused_memory_overhead:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\npage_size:{}\r\npages_used:{}\r\npages_total:{}\r\nmem_allocator:locus-pages\r\n",
-            st.used_bytes,
-            human(st.used_bytes),
-            st.item_bytes,
-            st.charged_bytes,
-            st.metadata_bytes,
-            st.maxmemory,
-            human(st.maxmemory),
+            used,
+            human(used),
+            dataset,
+            charged,
+            overhead,
+            maxmemory,
+            human(maxmemory),
             policy,
             st.page_size,
-            st.pages_used,
+            pages_used,
             st.pages_total,
         );
     }
@@ -107,18 +138,29 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         sep(&mut out);
         let hits: u64 = tstats.iter().map(|(_, s)| s.hits).sum();
         let misses: u64 = tstats.iter().map(|(_, s)| s.misses).sum();
+        out.push_str("# Stats\r\n");
+        if scope.is_none() {
+            // Server-wide traffic: the admin's only (it would show other tenants' activity).
+            let _ = write!(
+                out,
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n",
+                sh.stats().total_connections.load(Ordering::Relaxed),
+                sh.stats().total_commands.load(Ordering::Relaxed),
+                sh.stats().net_input_bytes.load(Ordering::Relaxed),
+                sh.stats().net_output_bytes.load(Ordering::Relaxed),
+                sh.stats().rejected_connections.load(Ordering::Relaxed),
+            );
+        }
+        let (expired, evicted) = match scope {
+            None => (st.expired, st.evictions),
+            Some(_) => (
+                tstats.iter().map(|(_, s)| s.expired).sum(),
+                tstats.iter().map(|(_, s)| s.evictions).sum(),
+            ),
+        };
         let _ = write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n",
-            sh.stats().total_connections.load(Ordering::Relaxed),
-            sh.stats().total_commands.load(Ordering::Relaxed),
-            sh.stats().net_input_bytes.load(Ordering::Relaxed),
-            sh.stats().net_output_bytes.load(Ordering::Relaxed),
-            sh.stats().rejected_connections.load(Ordering::Relaxed),
-            st.expired,
-            st.evictions,
-            hits,
-            misses,
+            "expired_keys:{expired}\r\nevicted_keys:{evicted}\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\n",
         );
     }
     if want("replication") {
@@ -165,34 +207,40 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     }
     if want("locus") || want("controller") {
         sep(&mut out);
-        locus_section(&mut out, ctx.eng, ctx.shared);
+        locus_section(&mut out, ctx.eng, ctx.shared, scope);
     }
     out
 }
 
 /// The `# Locus` INFO section: the memory controller and, per tenant, pages, target, K and miss
 /// penalty (`pool_<tenant>:pages=..,target=..|none,samples=..,penalty_us=..,penalty_samples=..`).
-pub(super) fn locus_section(out: &mut String, eng: &Engine, sh: &crate::server::Shared) {
+pub(super) fn locus_section(
+    out: &mut String,
+    eng: &Engine,
+    sh: &crate::server::Shared,
+    scope: Option<Option<TenantId>>,
+) {
     let st = eng.stats();
     let cc = eng.control_config();
     let last = eng.last_control_record().map(|r| r.at_request);
-    let _ = write!(
-        out,
-        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\ninternal_errors:{}\r\n",
-        eng.controller_name()
-            .unwrap_or(crate::config::NO_CONTROLLER),
-        cc.map_or("none".to_string(), |c| c.interval.to_string()),
-        cc.map_or(0, |c| c.max_moves),
-        u8::from(eng.controller_offloaded()),
-        eng.control_decisions(),
-        eng.control_requests(),
-        last.map_or("none".to_string(), |r| r.to_string()),
-        st.pages_total,
-        st.pages_used,
-        sh.stats().internal_errors.load(Ordering::Relaxed),
-    );
+    if scope.is_some() {
+        // A tenant: the controller's name and its own pool; the server-wide counters would
+        // show other tenants' activity.
+        let _ = write!(
+            out,
+            "# Locus\r\ncontroller:{}\r\n",
+            eng.controller_name()
+                .unwrap_or(crate::config::NO_CONTROLLER)
+        );
+    } else {
+        locus_globals(out, eng, sh, cc, last, &st);
+    }
     let targets = eng.targets();
-    for t in eng.tenant_ids() {
+    for t in eng
+        .tenant_ids()
+        .into_iter()
+        .filter(|t| scope.is_none_or(|s| s == Some(*t)))
+    {
         let ts = eng.tenant_stats(t);
         let (penalty, samples) = eng.penalty(t);
         let _ = write!(
@@ -218,4 +266,30 @@ pub fn info(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let text = info_text(ctx, &sections);
     ctx.w.verbatim("txt", text.as_bytes());
     Ok(())
+}
+
+/// The server-wide lines of `# Locus` (the admin's).
+fn locus_globals(
+    out: &mut String,
+    eng: &Engine,
+    sh: &crate::server::Shared,
+    cc: Option<locus_engine::control::ControlConfig>,
+    last: Option<u64>,
+    st: &locus_engine::EngineStats,
+) {
+    let _ = write!(
+        out,
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\ninternal_errors:{}\r\n",
+        eng.controller_name()
+            .unwrap_or(crate::config::NO_CONTROLLER),
+        cc.map_or("none".to_string(), |c| c.interval.to_string()),
+        cc.map_or(0, |c| c.max_moves),
+        u8::from(eng.controller_offloaded()),
+        eng.control_decisions(),
+        eng.control_requests(),
+        last.map_or("none".to_string(), |r| r.to_string()),
+        st.pages_total,
+        st.pages_used,
+        sh.stats().internal_errors.load(Ordering::Relaxed),
+    );
 }

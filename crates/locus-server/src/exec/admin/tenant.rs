@@ -3,6 +3,7 @@
 use locus_engine::TenantId;
 
 use crate::config::parse_policy;
+use crate::exec::privilege::{TENANT_SETTABLE, noperm};
 use crate::exec::{Args, CmdError, CmdResult, Ctx, is, lower};
 use crate::glob::glob_match;
 
@@ -28,12 +29,15 @@ pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<Str
 
 /// `LOCUS.TENANT LIST | <name> GET <option|*> | <name> SET <option> <value>`
 pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let scope = ctx.conn.scope();
     if a.len() == 2 && is(&a[1], "list") {
+        // A tenant lists itself only.
         let names: Vec<String> = ctx
             .shared
             .tenancy()
             .names
             .iter()
+            .filter(|(_, id)| scope.is_none_or(|s| s == Some(*id)))
             .map(|(n, _)| n.clone())
             .collect();
         ctx.w.array(names.len());
@@ -46,11 +50,15 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::WrongArity("locus.tenant".into()));
     }
     let name = String::from_utf8_lossy(&a[1]).into_owned();
-    let t = ctx
-        .shared
-        .tenancy()
-        .by_name(&name)
-        .ok_or_else(|| CmdError::msg(format!("ERR no such tenant '{name}'")))?;
+    let t = ctx.shared.tenancy().by_name(&name);
+    let t = match (scope, t) {
+        (None, Some(t)) => t,
+        (None, None) => return Err(CmdError::msg(format!("ERR no such tenant '{name}'"))),
+        // Another tenant's name and an unknown one get the same answer: names do not leak.
+        (Some(own), t) if t.is_none() || t != own => return Err(noperm("locus.tenant")),
+        (Some(_), Some(t)) => t,
+        (Some(_), None) => unreachable!("matched above"),
+    };
     let opt = lower(&a[3]);
     let bad_opt = || {
         CmdError::msg(format!(
@@ -78,10 +86,31 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if !(is(&a[2], "set") && a.len() == 5) {
         return Err(CmdError::Syntax);
     }
-    let v = &a[4];
-    let fail = |why: String| CmdError::msg(format!("ERR LOCUS.TENANT SET {opt} failed - {why}"));
+    if scope.is_some() && !TENANT_SETTABLE.contains(&opt.as_str()) {
+        return Err(noperm("locus.tenant|set"));
+    }
+    set_option(ctx, t, &opt, &a[4], "LOCUS.TENANT SET")?;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// Sets one per-tenant option of tenant `t` (`what` names the command in errors).
+pub(super) fn set_option(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    opt: &str,
+    v: &[u8],
+    what: &str,
+) -> Result<(), CmdError> {
+    let fail = |why: String| CmdError::msg(format!("ERR {what} {opt} failed - {why}"));
+    let bad_opt = || {
+        CmdError::msg(format!(
+            "ERR unknown tenant option '{opt}' (one of {})",
+            TENANT_OPTIONS.join(", ")
+        ))
+    };
     let cur = ctx.eng.tenant_config(t).clone();
-    match opt.as_str() {
+    match opt {
         "maxmemory" => {
             let b = memory_value("maxmemory", v)?;
             let max = if b == 0 { None } else { Some(b) };
@@ -110,6 +139,5 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         _ => return Err(bad_opt()),
     }
-    ctx.w.ok();
     Ok(())
 }
