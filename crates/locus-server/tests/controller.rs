@@ -258,7 +258,12 @@ fn a_time_interval_decides_in_the_background_tick() {
 fn only_the_admin_runs_the_controller_commands() {
     let srv = start(config(TWO_TENANTS));
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
-    for sub in [&["TARGETS"][..], &["RUN"], &["SET", "shared"], &["RECORDS", "1"]] {
+    for sub in [
+        &["TARGETS"][..],
+        &["RUN"],
+        &["SET", "shared"],
+        &["RECORDS", "1"],
+    ] {
         let mut words = vec!["LOCUS.CONTROLLER"];
         words.extend_from_slice(sub);
         a.cmd(

@@ -136,9 +136,10 @@ fn prefix_tenants_route_by_longest_prefix() {
 #[test]
 fn tenant_admin_commands() {
     let srv = start(config(
-        "[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\nmax = \"8MiB\"\n[[tenant]]\nname = \"b\"\ndb = 1\npolicy = \"allkeys-lfu\"\nsamples = 10\n",
+        "[admin]\nuser = \"root\"\npassword = \"pw\"\n[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\nmax = \"8MiB\"\n[[tenant]]\nname = \"b\"\ndb = 1\npolicy = \"allkeys-lfu\"\nsamples = 10\n",
     ));
     let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["AUTH", "root", "pw"], "+OK\r\n");
     c.cmd(&["LOCUS.TENANT", "LIST"], "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
     c.cmd(
         &["LOCUS.TENANT", "b", "GET", "maxmemory*"],
@@ -213,9 +214,10 @@ fn tenant_admin_commands() {
 #[test]
 fn config_set_goes_through_validate() {
     let srv = start(config(
-        "[memory]\nmaxmemory = \"64MiB\"\n[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\nmin = \"8MiB\"\n[[tenant]]\nname = \"b\"\ndb = 1\nmin = \"8MiB\"\n",
+        "[admin]\nuser = \"root\"\npassword = \"pw\"\n[memory]\nmaxmemory = \"64MiB\"\n[tenancy]\nmode = \"db\"\n[[tenant]]\nname = \"a\"\ndb = 0\nmin = \"8MiB\"\n[[tenant]]\nname = \"b\"\ndb = 1\nmin = \"8MiB\"\n",
     ));
     let mut c = Client::connect(srv.handle.addrs()[0].addr);
+    c.cmd(&["AUTH", "root", "pw"], "+OK\r\n");
     c.cmd(
         &["CONFIG", "SET", "maxmemory", "10mb"],
         "-ERR CONFIG SET failed (possibly related to argument 'maxmemory') - tenant[*].min: the floors add up to 16MiB which exceeds memory.maxmemory 10MiB\r\n",

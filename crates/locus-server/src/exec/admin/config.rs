@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering;
 use locus_common::ByteSize;
 
 use crate::config::{ServerConfig, parse_policy};
+use crate::exec::privilege::{TENANT_SETTABLE, noperm};
 use crate::exec::{Args, CmdError, CmdResult, Ctx, is, lower};
 use crate::glob::glob_match;
 
@@ -215,13 +216,23 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             match ctx.conn.scope() {
                 None => config_set(ctx, &a[2..])?,
-                // Only TENANT_SETTABLE names get here (exec::privilege): the caller's tenant.
+                // A tenant: its own eviction settings; an unknown name gets Redis's error, any
+                // other known one NOPERM. Checked for every pair before anything changes.
                 Some(Some(t)) => {
+                    let mut scratch = ctx.shared.config().clone();
+                    for kv in a[2..].chunks(2) {
+                        let name = lower(&kv[0]);
+                        // Redis's errors for an unknown name or a bad value, then the permission.
+                        config_set_one(&mut scratch, &name, &kv[1])?;
+                        if !TENANT_SETTABLE.contains(&name.as_str()) {
+                            return Err(noperm("config|set"));
+                        }
+                    }
                     for kv in a[2..].chunks(2) {
                         super::tenant::set_option(ctx, t, &lower(&kv[0]), &kv[1], "CONFIG SET")?;
                     }
                 }
-                Some(None) => return Err(crate::exec::privilege::noperm("config|set")),
+                Some(None) => return Err(noperm("config|set")),
             }
             ctx.w.ok();
         }
