@@ -30,8 +30,11 @@ VALUE = "v" * 1000
 
 
 def client(port, protocol=2):
+    """A connection on `port` as the [admin] user: LOCUS.CONTROLLER and the INFO of every pool
+    are the admin's (test_privileges.py checks that tenants are refused them); its data commands
+    still go to the port's tenant."""
     return redis.Redis(host=HOST, port=port, protocol=protocol, decode_responses=True,
-                       socket_timeout=10, retry=no_retry())
+                       socket_timeout=10, retry=no_retry(), username="root", password="root-pw")
 
 
 def as_map(x):
@@ -74,6 +77,7 @@ def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None,
         "[server]", 'bind = "127.0.0.1"', f"port = {main}",
         "[memory]", 'maxmemory = "4MiB"', 'page_size = "64KiB"',
         "[tenancy]", 'mode = "port"',
+        "[admin]", 'user = "root"', 'password = "root-pw"',
         "[controller]", f'name = "{name}"', f"interval = {interval}",
         f"offload = {'true' if offload else 'false'}",
         "[controller.settings]", *settings,

@@ -131,7 +131,7 @@ impl Server {
         let mut listeners = Vec::new();
         for (port, t) in wanted {
             let addr = SocketAddr::new(ip, port);
-            let l = std::net::TcpListener::bind(addr).map_err(|source| ServerError::Bind {
+            let l = listen(addr, cfg.server.tcp_backlog).map_err(|source| ServerError::Bind {
                 addr: addr.to_string(),
                 source,
             })?;
@@ -325,6 +325,21 @@ impl Drop for ServerHandle {
         self.shared.request_shutdown();
         let _ = self.join();
     }
+}
+
+/// A listening socket with Redis's options: `SO_REUSEADDR` (a restart rebinds at once) and a
+/// listen backlog of `backlog` (`tcp-backlog`; the kernel caps it at `net.core.somaxconn`), so a
+/// burst of connects queues instead of waiting for SYN retries.
+fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.bind(&addr.into())?;
+    s.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    Ok(s.into())
 }
 
 /// Validates `cfg`, binds, and serves with the system clock until SIGINT/SIGTERM/SHUTDOWN.

@@ -655,7 +655,6 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
                 continue;
             }
         };
-        let _ = sock.set_nodelay(true);
         let max = shared.config().server.maxclients;
         if shared.stats().connected.load(Ordering::Relaxed) >= max {
             shared
@@ -675,35 +674,52 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
             .stats()
             .total_connections
             .fetch_add(1, Ordering::Relaxed);
-        let laddr = sock.local_addr().unwrap_or(addr);
-        let now = shared.clock().now_ms();
-        let info = Arc::new(ClientInfo {
-            id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
-            addr,
-            laddr,
-            created_ms: now,
-            name: Mutex::new(String::new()),
-            lib_name: Mutex::new(String::new()),
-            lib_ver: Mutex::new(String::new()),
-            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-            last_unknown_cmd: Mutex::new(String::new()),
-            last_active_ms: AtomicU64::new(now),
-            db: AtomicU32::new(0),
-            admin: AtomicBool::new(false),
-            tenant: AtomicU32::new(u32::MAX),
-            resp: AtomicU8::new(2),
-            killed: AtomicBool::new(false),
-            waker: Mutex::new(None),
-        });
-        shared.clients.lock().insert(info.id, info.clone());
+        // Everything else happens in the connection's own task: the accept loop only takes
+        // connections off the queue, so a burst of connects never overflows the backlog.
         let sh = shared.clone();
         tokio::spawn(async move {
+            let info = register(&sh, &sock, addr);
             let id = info.id;
             connection(sh.clone(), sock, info, tenant).await;
             sh.clients.lock().remove(&id);
             sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
         });
     }
+}
+
+/// Sets a new connection's socket options and registers it in the client table.
+fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientInfo> {
+    let _ = sock.set_nodelay(true);
+    let keepalive = shared.config().server.tcp_keepalive.0;
+    if !keepalive.is_zero() {
+        // As Redis: probes after `tcp-keepalive` idle, a third of it apart.
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(keepalive)
+            .with_interval((keepalive / 3).max(std::time::Duration::from_secs(1)));
+        let _ = socket2::SockRef::from(sock).set_tcp_keepalive(&ka);
+    }
+    let laddr = sock.local_addr().unwrap_or(addr);
+    let now = shared.clock().now_ms();
+    let info = Arc::new(ClientInfo {
+        id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
+        addr,
+        laddr,
+        created_ms: now,
+        name: Mutex::new(String::new()),
+        lib_name: Mutex::new(String::new()),
+        lib_ver: Mutex::new(String::new()),
+        last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+        last_unknown_cmd: Mutex::new(String::new()),
+        last_active_ms: AtomicU64::new(now),
+        db: AtomicU32::new(0),
+        admin: AtomicBool::new(false),
+        tenant: AtomicU32::new(u32::MAX),
+        resp: AtomicU8::new(2),
+        killed: AtomicBool::new(false),
+        waker: Mutex::new(None),
+    });
+    shared.clients.lock().insert(info.id, info.clone());
+    info
 }
 
 const READ_CHUNK: usize = 16 * 1024;

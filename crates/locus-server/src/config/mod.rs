@@ -32,6 +32,10 @@ pub const DEFAULT_THREADS: usize = 2;
 pub const DEFAULT_MAXCLIENTS: u64 = 10_000;
 /// Default background ticks per second (Redis's `hz`).
 pub const DEFAULT_HZ: u32 = 10;
+/// Default listen backlog (Redis's `tcp-backlog`).
+pub const DEFAULT_TCP_BACKLOG: u32 = 511;
+/// Default TCP keepalive interval in seconds (Redis's `tcp-keepalive`).
+pub const DEFAULT_TCP_KEEPALIVE_S: u64 = 300;
 /// Default number of databases `SELECT` accepts.
 pub const DEFAULT_DATABASES: u32 = 16;
 /// Default client query buffer limit (Redis's 1 GB).
@@ -194,6 +198,12 @@ impl ServerConfig {
         }
         if !(1..=500).contains(&s.hz) {
             p.push(format!("server.hz: {} is not in 1..=500", s.hz));
+        }
+        if !(1..=65_535).contains(&s.tcp_backlog) {
+            p.push(format!(
+                "server.tcp_backlog: {} is not in 1..=65535",
+                s.tcp_backlog
+            ));
         }
         if s.databases == 0 || s.databases > 1_000_000 {
             p.push(format!(

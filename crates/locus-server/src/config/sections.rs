@@ -69,6 +69,12 @@ pub struct ServerSection {
     pub requirepass: String,
     /// Databases `SELECT` accepts (db mode: only the mapped ones).
     pub databases: u32,
+    /// Listen backlog of every listener (Redis's `tcp-backlog`; the kernel caps it at
+    /// `net.core.somaxconn`).
+    pub tcp_backlog: u32,
+    /// TCP keepalive probes on client connections after this much idle time; 0 = off (Redis's
+    /// `tcp-keepalive`).
+    pub tcp_keepalive: HumanDuration,
 }
 
 impl Default for ServerSection {
@@ -82,6 +88,8 @@ impl Default for ServerSection {
             hz: DEFAULT_HZ,
             requirepass: String::new(),
             databases: DEFAULT_DATABASES,
+            tcp_backlog: DEFAULT_TCP_BACKLOG,
+            tcp_keepalive: HumanDuration(std::time::Duration::from_secs(DEFAULT_TCP_KEEPALIVE_S)),
         }
     }
 }

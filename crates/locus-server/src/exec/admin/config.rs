@@ -35,6 +35,11 @@ pub(super) fn config_params(
         ("bind", cfg.server.bind.clone()),
         ("hz", cfg.server.hz.to_string()),
         ("databases", cfg.server.databases.to_string()),
+        ("tcp-backlog", cfg.server.tcp_backlog.to_string()),
+        (
+            "tcp-keepalive",
+            cfg.server.tcp_keepalive.0.as_secs().to_string(),
+        ),
         (
             "proto-max-bulk-len",
             cfg.limits.proto_max_bulk_len.0.to_string(),
