@@ -55,6 +55,8 @@ pub struct ServerStats {
     pub rejected_connections: AtomicU64,
     /// Currently connected clients.
     pub connected: AtomicU64,
+    /// Clients closed for passing their output buffer limit.
+    pub output_limit_disconnections: AtomicU64,
     /// Handlers that panicked (each answered its client with an error and closed it).
     pub internal_errors: AtomicU64,
     /// Commands executed.
@@ -94,6 +96,10 @@ pub struct ClientInfo {
     pub db: AtomicU32,
     /// Whether the client administers the server (hidden from tenants' CLIENT LIST/KILL).
     pub admin: AtomicBool,
+    /// Reply bytes built and not yet written to the socket (CLIENT LIST `omem`).
+    pub omem: AtomicU64,
+    /// Input bytes received and not yet executed (CLIENT LIST `qbuf`).
+    pub qbuf: AtomicU64,
     /// Tenant id (u32::MAX = none).
     pub tenant: AtomicU32,
     /// 2 or 3.
@@ -580,6 +586,21 @@ impl Shared {
         n
     }
 
+    /// Bytes held in client buffers (pending replies, unexecuted input) of the clients `scope`
+    /// may see: (output, input).
+    pub fn client_buffers(&self, scope: Option<Option<TenantId>>) -> (u64, u64) {
+        self.clients
+            .lock()
+            .values()
+            .filter(|c| c.visible_to(scope))
+            .fold((0, 0), |(o, q), c| {
+                (
+                    o + c.omem.load(Ordering::Relaxed),
+                    q + c.qbuf.load(Ordering::Relaxed),
+                )
+            })
+    }
+
     /// Connected clients that `scope` may see ([`ClientInfo::visible_to`]).
     pub fn count_visible(&self, scope: Option<Option<TenantId>>) -> usize {
         self.clients
@@ -607,7 +628,7 @@ impl Shared {
             self.tenancy.name(TenantId(tenant))
         };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
             c.id,
             c.addr,
             c.laddr,
@@ -615,6 +636,9 @@ impl Shared {
             now_ms.saturating_sub(c.created_ms) / 1000,
             now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000,
             c.db.load(Ordering::Relaxed),
+            c.qbuf.load(Ordering::Relaxed),
+            c.omem.load(Ordering::Relaxed),
+            c.qbuf.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed),
             c.last_cmd_name(),
             c.resp.load(Ordering::Relaxed),
             c.lib_name.lock(),
@@ -713,6 +737,8 @@ fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientIn
         last_active_ms: AtomicU64::new(now),
         db: AtomicU32::new(0),
         admin: AtomicBool::new(false),
+        omem: AtomicU64::new(0),
+        qbuf: AtomicU64::new(0),
         tenant: AtomicU32::new(u32::MAX),
         resp: AtomicU8::new(2),
         killed: AtomicBool::new(false),
@@ -723,6 +749,9 @@ fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientIn
 }
 
 const READ_CHUNK: usize = 16 * 1024;
+/// Pending reply bytes past which a batch stops and the replies are written before more
+/// commands run (backpressure on clients that pipeline faster than they read).
+pub const OUTPUT_FLUSH: usize = 128 * 1024;
 
 /// Most commands executed under one engine lock acquisition.
 pub const MAX_BATCH: usize = 1024;
@@ -738,6 +767,8 @@ type Slot = Result<(usize, usize), ProtocolError>;
 struct Scratch {
     args: Vec<Cow<'static, [u8]>>,
     slots: Vec<Slot>,
+    /// Input consumed up to the end of each slot (so a batch can stop after any command).
+    ends: Vec<usize>,
 }
 
 /// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
@@ -757,6 +788,54 @@ async fn write_out(sock: &mut TcpStream, out: &[u8]) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => sock.write_all(out).await,
         Err(e) => Err(e),
     }
+}
+
+/// Writes `out` to the client and empties it, under the client class's output buffer limit:
+/// pending replies over `hard` close the client at once, over `soft` for longer than
+/// `soft_seconds` too (as Redis). `omem` shows the pending bytes meanwhile.
+async fn flush(
+    shared: &Shared,
+    info: &ClientInfo,
+    sock: &mut TcpStream,
+    out: &mut Vec<u8>,
+    limit: crate::config::OutputLimit,
+) -> Result<(), ()> {
+    let pending = out.len() as u64;
+    shared
+        .stats()
+        .net_output_bytes
+        .fetch_add(pending, Ordering::Relaxed);
+    let over = |l: u64| l > 0 && pending > l;
+    if over(limit.hard) {
+        shared
+            .stats()
+            .output_limit_disconnections
+            .fetch_add(1, Ordering::Relaxed);
+        return Err(());
+    }
+    info.omem.store(pending, Ordering::Relaxed);
+    let written = if over(limit.soft) {
+        let patience = Duration::from_secs(limit.soft_seconds);
+        match tokio::time::timeout(patience, write_out(sock, out)).await {
+            Ok(r) => r.map_err(|_| ()),
+            Err(_) => {
+                shared
+                    .stats()
+                    .output_limit_disconnections
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(())
+            }
+        }
+    } else {
+        write_out(sock, out).await.map_err(|_| ())
+    };
+    info.omem.store(0, Ordering::Relaxed);
+    written?;
+    out.clear();
+    if out.capacity() > 1 << 20 {
+        out.shrink_to(READ_CHUNK);
+    }
+    Ok(())
 }
 
 async fn connection(
@@ -790,12 +869,13 @@ async fn connection(
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
-        let (timeout, limits, qbuf_limit) = {
+        let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
             (
                 c.server.timeout.0,
                 c.limits.protocol_limits(),
                 c.limits.client_query_buffer_limit.0,
+                c.limits.client_output_buffer_limit.normal,
             )
         };
         if inbuf.capacity() - inbuf.len() < READ_CHUNK {
@@ -826,6 +906,7 @@ async fn connection(
         // Execute in batches of at most MAX_BATCH commands, so one client's deep pipeline cannot
         // hold the engine lock for long; stop when no complete command is left.
         let mut consumed = 0;
+        let mut gone = false;
         loop {
             let n = process(
                 &shared,
@@ -839,25 +920,34 @@ async fn connection(
             if n == 0 || st.close || consumed == inbuf.len() {
                 break;
             }
+            if out.len() >= OUTPUT_FLUSH {
+                info.qbuf
+                    .store((inbuf.len() - consumed) as u64, Ordering::Relaxed);
+                if flush(&shared, &info, &mut sock, &mut out, out_limit)
+                    .await
+                    .is_err()
+                {
+                    gone = true;
+                    break;
+                }
+            }
+        }
+        if gone {
+            break;
         }
         inbuf.drain(..consumed);
+        info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
         if !st.close && inbuf.len() as u64 > qbuf_limit {
             ReplyWriter::new(&mut out, st.proto)
                 .error("ERR Protocol error: client query buffer limit exceeded");
             st.close = true;
         }
-        if !out.is_empty() {
-            shared
-                .stats()
-                .net_output_bytes
-                .fetch_add(out.len() as u64, Ordering::Relaxed);
-            if write_out(&mut sock, &out).await.is_err() {
-                break;
-            }
-            out.clear();
-            if out.capacity() > 1 << 20 {
-                out.shrink_to(READ_CHUNK);
-            }
+        if !out.is_empty()
+            && flush(&shared, &info, &mut sock, &mut out, out_limit)
+                .await
+                .is_err()
+        {
+            break;
         }
         if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
             inbuf.shrink_to(READ_CHUNK);
@@ -890,6 +980,8 @@ fn process(
     let mut args = recycle(std::mem::take(&mut scratch.args));
     let slots = &mut scratch.slots;
     slots.clear();
+    let ends = &mut scratch.ends;
+    ends.clear();
     let mut pos = 0;
     while pos < buf.len() {
         let mark = args.len();
@@ -899,6 +991,7 @@ fn process(
                 // An empty request (`*0`, an empty inline line) has no arguments and no reply.
                 if args.len() > mark {
                     slots.push(Ok((mark, args.len())));
+                    ends.push(pos);
                     if slots.len() >= MAX_BATCH {
                         break;
                     }
@@ -912,6 +1005,7 @@ fn process(
                 }
                 let fatal = e.framing_lost().is_none();
                 slots.push(Err(e));
+                ends.push(pos);
                 if fatal {
                     break;
                 }
@@ -930,7 +1024,7 @@ fn process(
                 tenant: None,
             };
             let mut executed = 0u64;
-            for slot in slots.iter() {
+            for (i, slot) in slots.iter().enumerate() {
                 match slot {
                     Ok((from, to)) => {
                         let cmd = &args[*from..*to];
@@ -977,6 +1071,13 @@ fn process(
                     }
                 }
                 if ctx.conn.close || ctx.shared.is_shutting_down() {
+                    break;
+                }
+                // Replies are written as they are produced: past OUTPUT_FLUSH bytes the batch
+                // stops here, the connection writes them out, and the rest of the input waits
+                // (a client that does not read is not served further: no unbounded buffer).
+                if ctx.w.len() >= OUTPUT_FLUSH && i + 1 < slots.len() {
+                    pos = ends[i];
                     break;
                 }
             }
@@ -1046,6 +1147,8 @@ mod tests {
             last_active_ms: AtomicU64::new(0),
             db: AtomicU32::new(0),
             admin: AtomicBool::new(false),
+            omem: AtomicU64::new(0),
+            qbuf: AtomicU64::new(0),
             tenant: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),

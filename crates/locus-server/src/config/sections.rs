@@ -106,6 +106,119 @@ pub struct LimitsSection {
     pub max_inline_len: ByteSize,
     /// Most unparsed input per connection.
     pub client_query_buffer_limit: ByteSize,
+    /// Redis's `client-output-buffer-limit`, in its own syntax: `<class> <hard> <soft>
+    /// <soft-seconds>` per class (`normal`, `pubsub`; `replica`/`slave` are accepted and kept).
+    pub client_output_buffer_limit: OutputLimits,
+}
+
+/// One class's output buffer limit (Redis's `client-output-buffer-limit` triple).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OutputLimit {
+    /// Pending output above this closes the client at once; 0 = no limit.
+    pub hard: u64,
+    /// Pending output above this for `soft_seconds` closes the client; 0 = no limit.
+    pub soft: u64,
+    /// How long the soft limit may be exceeded.
+    pub soft_seconds: u64,
+}
+
+/// `client-output-buffer-limit` for every client class (Redis's defaults).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// Ordinary clients (Redis: no limit).
+    pub normal: OutputLimit,
+    /// Replicas (Locus has none; kept so Redis's full setting round-trips).
+    pub replica: OutputLimit,
+    /// Pub/sub subscribers.
+    pub pubsub: OutputLimit,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits {
+            normal: OutputLimit::default(),
+            replica: OutputLimit {
+                hard: 256 << 20,
+                soft: 64 << 20,
+                soft_seconds: 60,
+            },
+            pubsub: OutputLimit {
+                hard: 32 << 20,
+                soft: 8 << 20,
+                soft_seconds: 60,
+            },
+        }
+    }
+}
+
+impl OutputLimits {
+    /// Applies `text` (`normal 10mb 5mb 60 [pubsub ...]`) on top of `self`, as `CONFIG SET
+    /// client-output-buffer-limit` does: named classes change, the others keep their values.
+    ///
+    /// # Errors
+    /// A word count that is not a multiple of four, an unknown class, a bad size or number.
+    pub fn apply(&mut self, text: &str) -> Result<(), String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.is_empty() || !words.len().is_multiple_of(4) {
+            return Err(format!(
+                "{text:?}: expected <class> <hard limit> <soft limit> <soft seconds>, repeated"
+            ));
+        }
+        for w in words.chunks(4) {
+            let size = |s: &str| {
+                s.parse::<ByteSize>()
+                    .map(|b| b.0)
+                    .map_err(|e| format!("{s:?}: {e}"))
+            };
+            let limit = OutputLimit {
+                hard: size(w[1])?,
+                soft: size(w[2])?,
+                soft_seconds: w[3]
+                    .parse()
+                    .map_err(|_| format!("{:?}: soft seconds must be a whole number", w[3]))?,
+            };
+            match w[0].to_ascii_lowercase().as_str() {
+                "normal" => self.normal = limit,
+                "replica" | "slave" => self.replica = limit,
+                "pubsub" => self.pubsub = limit,
+                other => {
+                    return Err(format!(
+                        "unknown client class {other:?} (normal, replica, pubsub)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for OutputLimits {
+    /// Redis's `CONFIG GET` form, in bytes: `normal 0 0 0 slave 268435456 67108864 60 pubsub ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let one = |l: &OutputLimit| format!("{} {} {}", l.hard, l.soft, l.soft_seconds);
+        write!(
+            f,
+            "normal {} slave {} pubsub {}",
+            one(&self.normal),
+            one(&self.replica),
+            one(&self.pubsub)
+        )
+    }
+}
+
+impl Serialize for OutputLimits {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for OutputLimits {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let mut l = OutputLimits::default();
+        l.apply(&text).map_err(serde::de::Error::custom)?;
+        Ok(l)
+    }
 }
 
 impl Default for LimitsSection {
@@ -115,6 +228,7 @@ impl Default for LimitsSection {
             max_array_len: locus_protocol::request::DEFAULT_MAX_ARRAY_LEN as u64,
             max_inline_len: ByteSize(locus_protocol::request::DEFAULT_MAX_INLINE_LEN as u64),
             client_query_buffer_limit: ByteSize(DEFAULT_QUERY_BUFFER_LIMIT),
+            client_output_buffer_limit: OutputLimits::default(),
         }
     }
 }

@@ -48,6 +48,10 @@ pub(super) fn config_params(
             "client-query-buffer-limit",
             cfg.limits.client_query_buffer_limit.0.to_string(),
         ),
+        (
+            "client-output-buffer-limit",
+            cfg.limits.client_output_buffer_limit.to_string(),
+        ),
         ("requirepass", cfg.server.requirepass.clone()),
         ("lfu-log-factor", eng.config().lfu_log_factor.to_string()),
         ("lfu-decay-time", eng.config().lfu_decay_time.to_string()),
@@ -116,6 +120,11 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "client-query-buffer-limit" => {
             cand.limits.client_query_buffer_limit = ByteSize(memory_value(name, v)?)
         }
+        "client-output-buffer-limit" => cand
+            .limits
+            .client_output_buffer_limit
+            .apply(&text)
+            .map_err(|e| fail(&e))?,
         "requirepass" => cand.server.requirepass = text,
         "save"
         | "appendonly"

@@ -93,6 +93,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             .map_or(cfg.eviction.policy.clone(), |(_, s)| {
                 s.policy.name().to_string()
             });
+        let (obuf, qbuf) = sh.client_buffers(scope);
         // A tenant: its pages, items and budget instead of the server's.
         let (used, dataset, charged, overhead, maxmemory, pages_used) = match own {
             None => (
@@ -115,7 +116,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         };
         let _ = write!(
             out,
-            "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\nused_memory_items_charged:{}\r\nused_memory_overhead:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\npage_size:{}\r\npages_used:{}\r\npages_total:{}\r\nmem_allocator:locus-pages\r\n",
+            "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\nused_memory_items_charged:{}\r\nused_memory_overhead:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\npage_size:{}\r\npages_used:{}\r\npages_total:{}\r\nmem_clients_normal:{}\r\nclient_output_buffers:{}\r\nclient_query_buffers:{}\r\nmem_allocator:locus-pages\r\n",
             used,
             human(used),
             dataset,
@@ -127,6 +128,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             st.page_size,
             pages_used,
             st.pages_total,
+            obuf + qbuf,
+            obuf,
+            qbuf,
         );
     }
     if want("persistence") {
@@ -143,12 +147,15 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             // Server-wide traffic: the admin's only (it would show other tenants' activity).
             let _ = write!(
                 out,
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
                 sh.stats().total_connections.load(Ordering::Relaxed),
                 sh.stats().total_commands.load(Ordering::Relaxed),
                 sh.stats().net_input_bytes.load(Ordering::Relaxed),
                 sh.stats().net_output_bytes.load(Ordering::Relaxed),
                 sh.stats().rejected_connections.load(Ordering::Relaxed),
+                sh.stats()
+                    .output_limit_disconnections
+                    .load(Ordering::Relaxed),
             );
         }
         let (expired, evicted) = match scope {
