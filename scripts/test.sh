@@ -60,8 +60,7 @@ cargo test --workspace
 
 if [ "$fast" = 0 ]; then
   step "slow tests (release): oracles on every shared trace, large accuracy checks"
-  # `bench_*` tests are measurements (ns/op, RSS), run by hand as BENCHMARKS.md says, not in CI.
-  cargo test --release --workspace -- --ignored --skip bench_
+  cargo test --release --workspace -- --ignored
 fi
 
 step "end-to-end: the python suites against redis-server (checks that every assertion is Redis's behaviour)"

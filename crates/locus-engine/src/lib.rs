@@ -67,7 +67,7 @@
 //! A page left without items goes back to the free list at once. Page reassignments and
 //! releases are logged ([`Engine::page_events`]).
 //!
-//! Measured (release, `tests/bench.rs`): 1M keys of 14 + 100 bytes cost 32.7 B/key of RSS
+//! Measured (`cargo bench -p locus-engine --bench memory`): 1M keys of 14 + 100 bytes cost 32.7 B/key of RSS
 //! beyond the payload (16 header + 6 class rounding + ~15 index and sampling array); churn at
 //! 256 MiB with 50..5000-byte values peaks at 247 MiB RSS.
 
