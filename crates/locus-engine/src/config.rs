@@ -60,8 +60,15 @@ pub enum LruClockMode {
 #[serde(default, deny_unknown_fields)]
 pub struct EngineConfig {
     /// Bytes of pages; the sum of pages in use never exceeds it. Metadata outside pages (index,
-    /// sampling arrays, TTL table) is reported separately in [`crate::EngineStats`], not bounded.
+    /// sampling arrays, TTL table) is reported separately in [`crate::EngineStats`], and counts
+    /// toward `maxmemory` too when `metadata_in_budget` is set.
     pub maxmemory: u64,
+    /// Count the metadata outside pages (key index, sampling arrays, TTL table, recency lists)
+    /// toward `maxmemory`: pages are granted only while pages + metadata fit, and when the
+    /// metadata grows (an index doubling) pages are reclaimed until they fit again, so the
+    /// process's memory follows the budget for tiny values too. The server turns it on; the
+    /// simulator leaves it off (the papers' caches, and every experiment, budget item memory).
+    pub metadata_in_budget: bool,
     /// Page size in bytes (4 KiB ..= 1 GiB, power of two not required).
     pub page_size: u64,
     /// Optional global cap on the number of items (object-count capacity for simulations).
@@ -88,6 +95,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             maxmemory: DEFAULT_MAXMEMORY,
+            metadata_in_budget: false,
             page_size: DEFAULT_PAGE_SIZE,
             max_items: None,
             partition: PartitionMode::Shared,

@@ -297,3 +297,70 @@ fn shared_mode_is_free_competition_and_static_mode_isolates() {
     assert!(e.tenant_stats(busy).pages <= 8);
     e.check_invariants();
 }
+
+/// With `metadata_in_budget` (the server's setting), the key index, the sampling arrays and the
+/// TTL table count toward `maxmemory`: a flood of tiny keys keeps pages plus metadata within the
+/// budget (checked before every write, where the engine enforces it), holds fewer keys than the
+/// pages alone would, and gets the metadata back when the keys go.
+#[test]
+fn metadata_counts_toward_maxmemory_when_asked() {
+    let run = |metadata_in_budget: bool| {
+        let cfg = EngineConfig {
+            metadata_in_budget,
+            ..small(64)
+        };
+        let maxmemory = cfg.maxmemory;
+        let (mut e, _clock) = engine_with(cfg);
+        let t = e.add_tenant(TenantConfig::new("t")).unwrap();
+        let mut worst = 0u64;
+        for i in 0..60_000u64 {
+            let key = i.to_le_bytes();
+            let opts = SetOptions {
+                expire: if i % 3 == 0 {
+                    Expire::AtMs(10_000_000_000)
+                } else {
+                    Expire::Persist
+                },
+                ..SetOptions::default()
+            };
+            e.set(t, &key, b"v", opts).unwrap();
+            if i % 997 == 0 {
+                let s = e.stats();
+                worst = worst.max(if metadata_in_budget {
+                    s.used_bytes
+                } else {
+                    s.used_bytes + s.metadata_bytes
+                });
+            }
+        }
+        let s = e.stats();
+        (worst, maxmemory, s.items, s.metadata_bytes, e, t)
+    };
+    let (worst, maxmemory, items, _, mut e, t) = run(true);
+    // used_bytes = pages + metadata rounded up to pages; one allocation may run ahead of the
+    // reclaim by the index's last doubling, checked here at most a page or so past the budget.
+    let page = 4096;
+    assert!(
+        worst <= maxmemory + page,
+        "pages + metadata reached {worst} of {maxmemory}"
+    );
+    let (worst_off, _, items_off, meta_off, _, _) = run(false);
+    assert!(
+        worst_off > maxmemory,
+        "without it, metadata sits outside the budget ({worst_off})"
+    );
+    assert!(
+        items < items_off,
+        "counting the index leaves room for fewer keys ({items} vs {items_off})"
+    );
+    assert!(meta_off > 0);
+    // Emptied, the tenant's containers shrink and the budget gets their pages back.
+    e.flush(t);
+    e.tick();
+    let s = e.stats();
+    assert!(
+        s.used_bytes <= 2 * page,
+        "after FLUSH the metadata still holds {} bytes",
+        s.used_bytes
+    );
+}

@@ -261,6 +261,7 @@ impl Engine {
             cc.item_bytes = 0;
         }
         locus_common::strict_assert!(tn.chunk_bytes == 0);
+        self.note_metadata();
     }
 
     /// SCAN: returns the next cursor (0 when done) and appends up to about `count` keys to `out`.

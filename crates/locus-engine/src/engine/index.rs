@@ -53,9 +53,14 @@ impl Engine {
             return;
         }
         let vpos = tn.vol.len() as u32;
+        let caps = (tn.vol.capacity(), tn.expires.capacity());
         tn.vol.push(h);
         tn.expires.insert(h, Exp { at_ms, vpos });
+        let grew = caps != (tn.vol.capacity(), tn.expires.capacity());
         self.store.set_ttl_flag(h, true);
+        if grew {
+            self.note_metadata();
+        }
     }
 
     pub(super) fn remove_ttl(&mut self, t: usize, h: u32) {
@@ -92,6 +97,7 @@ impl Engine {
         self.store.write(h, lru, pos, key, value, false);
         let store = &self.store;
         let tn = &mut self.tenants[t];
+        let caps = (tn.all.capacity(), tn.index.capacity());
         tn.all.push(h);
         if let Some(l) = &mut tn.lru {
             l.push(pos);
@@ -100,6 +106,7 @@ impl Engine {
             hy.push(Hyp { born, uses: 1 });
         }
         tn.index.insert_unique(hash, h, |&x| hash_key(store.key(x)));
+        let grew = caps != (tn.all.capacity(), tn.index.capacity());
         let (pi, _) = store.split(h);
         let page = &store.pages[pi];
         let bytes = (key.len() + value.len()) as u64;
@@ -109,8 +116,41 @@ impl Engine {
         cc.items += 1;
         cc.item_bytes += bytes;
         self.total_items += 1;
+        if grew {
+            self.note_metadata();
+        }
         if let Some(at) = exp {
             self.add_ttl(t, h, at);
+        }
+    }
+
+    /// A metadata container grew: recompute the pages' worth of metadata the budget carries
+    /// (`metadata_in_budget`); the next allocation reclaims pages if they no longer fit.
+    pub(super) fn note_metadata(&mut self) {
+        if !self.cfg.metadata_in_budget {
+            return;
+        }
+        let bytes = (self.store.pages.capacity() * std::mem::size_of::<Page>()) as u64
+            + self.tenants.iter().map(Tenant::metadata_bytes).sum::<u64>();
+        self.meta_pages = bytes.div_ceil(self.cfg.page_size);
+    }
+
+    /// Reclaims pages (the sparsest of tenant `t` first) until pages and metadata fit in
+    /// `maxmemory` again: the metadata outside pages is memory too.
+    pub(super) fn enforce_metadata_budget(&mut self, t: usize) {
+        if self.pages_used + self.meta_pages > self.pages_total {
+            self.shrink_metadata();
+        }
+        while self.meta_pages > 0 && self.pages_used + self.meta_pages > self.pages_total {
+            let pg = self
+                .sparsest_page(t, None, None)
+                .or_else(|| self.global_sparsest_page());
+            let Some(pg) = pg else { break };
+            self.shrink_page(pg);
+            if self.pages_used == 0 {
+                // Everything is gone: the containers are empty and can be given back.
+                self.shrink_metadata();
+            }
         }
     }
 

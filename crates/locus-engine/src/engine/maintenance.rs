@@ -61,13 +61,36 @@ impl Engine {
         {
             self.run_controller();
         }
+        self.shrink_metadata();
+    }
+
+    /// Gives back the metadata of containers that emptied (a quarter full or less: the index,
+    /// the sampling arrays, the TTL table), as Redis resizes its dictionaries, and recomputes
+    /// what the budget carries for them.
+    pub(super) fn shrink_metadata(&mut self) {
+        let store = &self.store;
+        let mut shrank = false;
         for tn in &mut self.tenants {
             if tn.all.capacity() > 64 && tn.all.capacity() > 4 * tn.all.len() {
                 tn.all.shrink_to(2 * tn.all.len());
+                shrank = true;
             }
             if tn.vol.capacity() > 64 && tn.vol.capacity() > 4 * tn.vol.len() {
                 tn.vol.shrink_to(2 * tn.vol.len());
+                shrank = true;
             }
+            if tn.index.capacity() > 64 && tn.index.capacity() > 4 * tn.index.len() {
+                tn.index
+                    .shrink_to(2 * tn.index.len(), |&x| hash_key(store.key(x)));
+                shrank = true;
+            }
+            if tn.expires.capacity() > 64 && tn.expires.capacity() > 4 * tn.expires.len() {
+                tn.expires.shrink_to(2 * tn.expires.len());
+                shrank = true;
+            }
+        }
+        if shrank {
+            self.note_metadata();
         }
     }
 }

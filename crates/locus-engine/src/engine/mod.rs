@@ -275,6 +275,9 @@ pub struct Engine {
     free_no_buf: Vec<u32>,
     pages_used: u64,
     pages_total: u64,
+    /// Pages' worth of metadata outside pages (0 unless `metadata_in_budget`), recomputed when a
+    /// container grows ([`Engine::note_metadata`]).
+    meta_pages: u64,
     allocated_bufs: u64,
     tenants: Vec<Tenant>,
     arbiter: Box<dyn Arbiter>,
@@ -372,6 +375,7 @@ impl Engine {
             free_no_buf: Vec::new(),
             pages_used: 0,
             pages_total,
+            meta_pages: 0,
             allocated_bufs: 0,
             tenants: Vec::new(),
             arbiter,

@@ -295,6 +295,9 @@ impl Engine {
     pub(super) fn alloc_chunk(&mut self, t: usize, c: u16) -> Result<u32, EngineError> {
         let p = PoolId(t as u32);
         let mut fruitless = 0u32;
+        if self.meta_pages > 0 {
+            self.enforce_metadata_budget(t);
+        }
         loop {
             if let Some(h) = self.take_free_chunk(t, c) {
                 return Ok(h);
@@ -306,7 +309,9 @@ impl Engine {
                 pages_total: self.pages_total,
                 page_size: self.cfg.page_size,
             };
-            if self.pages_used < self.pages_total && self.arbiter.may_grow(&view, p) {
+            if self.pages_used + self.meta_pages < self.pages_total
+                && self.arbiter.may_grow(&view, p)
+            {
                 self.grant_page(t, c);
                 continue;
             }

@@ -26,7 +26,7 @@ impl Engine {
         }
         self.cfg.maxmemory = bytes;
         self.pages_total = bytes / ps;
-        while self.pages_used > self.pages_total {
+        while self.pages_used + self.meta_pages > self.pages_total && self.pages_used > 0 {
             let Some(pg) = self.global_sparsest_page() else {
                 break;
             };

@@ -9,7 +9,9 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         let mut s = EngineStats {
             maxmemory: self.cfg.maxmemory,
-            used_bytes: self.pages_used * self.cfg.page_size,
+            // With metadata in the budget, used memory is what the budget holds: pages and the
+            // metadata outside them (as Redis's used_memory includes its dictionaries).
+            used_bytes: (self.pages_used + self.meta_pages) * self.cfg.page_size,
             page_size: self.cfg.page_size,
             pages_used: self.pages_used,
             pages_total: self.pages_total,

@@ -145,6 +145,8 @@ impl ServerConfig {
             maxmemory: self.memory.maxmemory.0,
             page_size: self.memory.page_size.0,
             seed: self.memory.seed,
+            // A server's memory is all of it: the key index counts toward maxmemory.
+            metadata_in_budget: true,
             ..EngineConfig::default()
         };
         if self.memory.partition.eq_ignore_ascii_case("static") {
