@@ -353,7 +353,7 @@ pub fn run(cfg: ServerConfig) -> Result<(), ServerError> {
 }
 
 /// A handler panic is contained to its connection: tested over real sockets with a command that
-/// exists only in test builds (`server::TEST_PANIC_COMMAND`).
+/// exists only in test builds (`locus.test-panic`, see `server/conn.rs`).
 #[cfg(test)]
 mod panic_containment {
     use std::io::{Read, Write};

@@ -1,0 +1,222 @@
+use std::sync::Arc;
+
+use super::*;
+use locus_common::{Rng, VirtualClock};
+use locus_engine::config::{EngineConfig, LruClockMode, TenantConfig};
+use locus_engine::control::{ControlConfig, Interval, IntervalRecord};
+use locus_engine::{Engine, SetOptions, TenantId};
+
+const PAGE: u64 = 4 << 10;
+
+/// Two tenants sharing `pages` 4 KiB pages (100-byte values: ~32 items a page), logical clock.
+fn engine(pages: u64, penalties: [f64; 2]) -> (Engine, VirtualClock, [TenantId; 2]) {
+    let clock = VirtualClock::new(0);
+    let mut e = Engine::new(
+        EngineConfig {
+            maxmemory: pages * PAGE,
+            page_size: PAGE,
+            lru_clock: LruClockMode::Logical,
+            seed: 11,
+            ..EngineConfig::default()
+        },
+        Arc::new(clock.clone()),
+    )
+    .unwrap();
+    let a = e.add_tenant(TenantConfig::new("a")).unwrap();
+    let b = e.add_tenant(TenantConfig::new("b")).unwrap();
+    e.set_penalty_hint(a, Some(penalties[0]));
+    e.set_penalty_hint(b, Some(penalties[1]));
+    (e, clock, [a, b])
+}
+
+fn install(e: &mut Engine, pairs: &[(&str, &str)], interval: u64) {
+    let s = Settings::new(
+        "kredis",
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    e.set_controller(
+        build(s).unwrap(),
+        ControlConfig {
+            interval: Interval::Requests(interval),
+            max_moves: 256,
+            offload: false,
+        },
+    );
+}
+
+/// Interleaves the tenants' streams at equal rates; a GET miss is followed by a SET.
+fn drive(e: &mut Engine, clock: &VirtualClock, streams: [&mut dyn FnMut() -> u64; 2], n: usize) {
+    let ts = e.tenant_ids();
+    let mut pick = Rng::new(99);
+    for _ in 0..n {
+        clock.advance_us(10);
+        let i = pick.below(2) as usize;
+        let k = (streams[i])();
+        let key = format!("key:{k}");
+        if e.get(ts[i], key.as_bytes()).is_none() {
+            let _ = e.set(ts[i], key.as_bytes(), &[1u8; 100], SetOptions::default());
+        }
+    }
+}
+
+fn uniform(n: u64, seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = Rng::new(seed);
+    move || rng.below(n)
+}
+
+fn looping(n: u64) -> impl FnMut() -> u64 {
+    let mut i = 0;
+    move || {
+        i = (i + 1) % n;
+        i
+    }
+}
+
+fn note(r: &IntervalRecord, name: &str) -> f64 {
+    r.notes
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("note {name} missing in {:?}", r.notes))
+        .1
+}
+
+fn last(e: &Engine) -> IntervalRecord {
+    e.control_records().last().cloned().expect("a decision")
+}
+
+#[test]
+fn settings_are_typed_and_unknown_keys_rejected() {
+    for (k, v) in [
+        ("ks", "0,5"),
+        ("ks", "5,1"),
+        ("exponent", "-1"),
+        ("rate", "2"),
+        ("unit", "pages"),
+        ("objective", "speed"),
+        ("decay", "1.5"),
+        ("model", "lru"),
+        ("fixed_k", "65"),
+        ("partition", "maybe"),
+    ] {
+        let s = Settings::new("kredis", [(k.to_string(), v.to_string())]);
+        assert!(
+            matches!(build(s), Err(ControlError::BadSetting { ref key, .. }) if key == k),
+            "{k} = {v}"
+        );
+    }
+    let s = Settings::new("kredis", [("dynamic".to_string(), "true".to_string())]);
+    assert!(matches!(build(s), Err(ControlError::UnknownSetting { key, .. }) if key == "dynamic"));
+    let s = Settings::new(
+        "kredis",
+        [
+            ("exponent".to_string(), "1.4".to_string()),
+            ("objective".to_string(), "hits".to_string()),
+            ("model".to_string(), "eaet".to_string()),
+        ],
+    );
+    assert!(build(s).is_ok());
+}
+
+#[test]
+fn the_steeper_curve_gets_the_pages() {
+    // Equal penalties and rates. a: 2000 keys (its whole working set fits in ~63 pages and
+    // each page saves 1/2000 of its misses per 32 items); b: 20000 keys (each page saves
+    // ten times less). The DP gives a its working set and b the rest.
+    let (mut e, clock, _) = engine(256, [1000.0, 1000.0]);
+    install(&mut e, &[("rate", "0.1")], 40_000);
+    let (mut a, mut b) = (uniform(2000, 1), uniform(20_000, 2));
+    drive(&mut e, &clock, [&mut a, &mut b], 240_000);
+    let r = last(&e);
+    let (ta, tb) = (note(&r, "pool0.target"), note(&r, "pool1.target"));
+    assert_eq!(ta + tb, 256.0);
+    // About its working set (63 pages; the sampled curve puts it at 57 here).
+    assert!((50.0..=110.0).contains(&ta), "a target {ta} (b {tb})");
+    assert!(note(&r, "pool0.mr_predicted") < 0.15, "{:?}", r.notes);
+    // The engine converged to the targets.
+    let pages = &r.pages;
+    assert!(
+        pages[0] as f64 <= ta + 2.0 && pages[1] as f64 >= tb - 8.0,
+        "{pages:?}"
+    );
+    assert!(r.curves.iter().any(|c| c.label == "mmrc"));
+    assert!(r.curves.iter().any(|c| c.label == "krr K=16"));
+}
+
+#[test]
+fn the_costlier_misses_get_the_pages() {
+    // Same workload (uniform over 6000 keys, a straight MRC), penalties 2000 vs 200 µs: the
+    // DP fills the 2000 µs tenant's working set first.
+    let (mut e, clock, _) = engine(256, [200.0, 2000.0]);
+    install(&mut e, &[("rate", "0.1")], 40_000);
+    let (mut a, mut b) = (uniform(6000, 3), uniform(6000, 4));
+    drive(&mut e, &clock, [&mut a, &mut b], 240_000);
+    let r = last(&e);
+    let (ta, tb) = (note(&r, "pool0.target"), note(&r, "pool1.target"));
+    assert!(tb >= 170.0 && ta <= 86.0, "targets a {ta} b {tb}");
+    // Swapping the penalties swaps the winner.
+    let (mut e, clock, _) = engine(256, [2000.0, 200.0]);
+    install(&mut e, &[("rate", "0.1")], 40_000);
+    let (mut a, mut b) = (uniform(6000, 3), uniform(6000, 4));
+    drive(&mut e, &clock, [&mut a, &mut b], 240_000);
+    let r = last(&e);
+    let (ta, tb) = (note(&r, "pool0.target"), note(&r, "pool1.target"));
+    assert!(ta >= 170.0 && tb <= 86.0, "targets a {ta} b {tb}");
+}
+
+#[test]
+fn k_per_tenant_is_the_argmin_at_its_target() {
+    // a loops over 6000 keys, more than the whole cache: random eviction (K = 1) keeps part
+    // of the loop, LRU none. b is uniform over 1000 keys.
+    let (mut e, clock, _) = engine(128, [1000.0, 1000.0]);
+    install(&mut e, &[("rate", "0.1"), ("unit", "objects")], 40_000);
+    let (mut a, mut b) = (looping(6000), uniform(1000, 5));
+    drive(&mut e, &clock, [&mut a, &mut b], 240_000);
+    let r = last(&e);
+    assert_eq!(note(&r, "pool0.k"), 1.0, "{:?}", r.notes);
+    assert_eq!(r.samples[0], 1);
+    // Fixed K: every pool gets fixed_k, and only its curve is built.
+    let (mut e, clock, _) = engine(128, [1000.0, 1000.0]);
+    install(
+        &mut e,
+        &[("rate", "0.1"), ("dynamic_k", "false"), ("fixed_k", "10")],
+        40_000,
+    );
+    let (mut a, mut b) = (looping(6000), uniform(1000, 5));
+    drive(&mut e, &clock, [&mut a, &mut b], 120_000);
+    let r = last(&e);
+    assert_eq!(r.samples, vec![10, 10]);
+    assert!(r.curves.iter().all(|c| c.label == "krr K=10"));
+}
+
+#[test]
+fn ablation_switches() {
+    // Single pool: no targets, K still chosen.
+    let (mut e, clock, _) = engine(128, [1000.0, 1000.0]);
+    install(&mut e, &[("rate", "0.1"), ("partition", "false")], 40_000);
+    let (mut a, mut b) = (looping(6000), uniform(1000, 5));
+    drive(&mut e, &clock, [&mut a, &mut b], 120_000);
+    assert_eq!(e.targets(), vec![None, None]);
+    assert_eq!(last(&e).samples[0], 1);
+    // No model: targets in proportion to GETs × penalty (1:3 here).
+    let (mut e, clock, _) = engine(128, [500.0, 1500.0]);
+    install(&mut e, &[("model", "none")], 40_000);
+    let (mut a, mut b) = (uniform(6000, 3), uniform(6000, 4));
+    drive(&mut e, &clock, [&mut a, &mut b], 120_000);
+    let r = last(&e);
+    let (ta, tb) = (note(&r, "pool0.target"), note(&r, "pool1.target"));
+    assert!((tb / ta - 3.0).abs() < 0.3, "targets {ta} {tb}");
+    assert!(r.curves.is_empty());
+    assert_eq!(r.samples, vec![5, 5]);
+    // EAET (exact LRU, pRedis's model) partitions too, K fixed.
+    let (mut e, clock, _) = engine(256, [200.0, 2000.0]);
+    install(&mut e, &[("rate", "0.1"), ("model", "eaet")], 40_000);
+    let (mut a, mut b) = (uniform(6000, 3), uniform(6000, 4));
+    drive(&mut e, &clock, [&mut a, &mut b], 160_000);
+    let r = last(&e);
+    assert!(
+        note(&r, "pool1.target") > note(&r, "pool0.target"),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.curves.iter().all(|c| c.label == "eaet"));
+}

@@ -1,0 +1,486 @@
+//! The connection path: the accept loop, each client's task (read, execute a batch under one
+//! engine lock, write the replies as they are produced, within the output buffer limits) and
+//! the batch executor with its panic containment.
+
+use super::*;
+
+/// Accepts connections on one listener until shutdown.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Option<TenantId>) {
+    let mut shutdown = shared.shutdown_rx();
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shutdown.wait_for(|s| *s) => return,
+        };
+        let (sock, addr) = match accepted {
+            Ok(x) => x,
+            Err(_) => {
+                // EMFILE and friends: back off briefly instead of spinning.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let max = shared.config().server.maxclients;
+        if shared.stats().connected.load(Ordering::Relaxed) >= max {
+            shared
+                .stats()
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock
+                    .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
+            });
+            continue;
+        }
+        shared.stats().connected.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats()
+            .total_connections
+            .fetch_add(1, Ordering::Relaxed);
+        // Everything else happens in the connection's own task: the accept loop only takes
+        // connections off the queue, so a burst of connects never overflows the backlog.
+        let sh = shared.clone();
+        tokio::spawn(async move {
+            let info = register(&sh, &sock, addr);
+            let id = info.id;
+            connection(sh.clone(), sock, info, tenant).await;
+            sh.clients.lock().remove(&id);
+            sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+/// Sets a new connection's socket options and registers it in the client table.
+fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientInfo> {
+    let _ = sock.set_nodelay(true);
+    let keepalive = shared.config().server.tcp_keepalive.0;
+    if !keepalive.is_zero() {
+        // As Redis: probes after `tcp-keepalive` idle, a third of it apart.
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(keepalive)
+            .with_interval((keepalive / 3).max(std::time::Duration::from_secs(1)));
+        let _ = socket2::SockRef::from(sock).set_tcp_keepalive(&ka);
+    }
+    let laddr = sock.local_addr().unwrap_or(addr);
+    let now = shared.clock().now_ms();
+    let info = Arc::new(ClientInfo {
+        id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
+        addr,
+        laddr,
+        created_ms: now,
+        name: Mutex::new(String::new()),
+        lib_name: Mutex::new(String::new()),
+        lib_ver: Mutex::new(String::new()),
+        last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+        last_unknown_cmd: Mutex::new(String::new()),
+        last_active_ms: AtomicU64::new(now),
+        db: AtomicU32::new(0),
+        admin: AtomicBool::new(false),
+        omem: AtomicU64::new(0),
+        qbuf: AtomicU64::new(0),
+        tenant: AtomicU32::new(u32::MAX),
+        resp: AtomicU8::new(2),
+        killed: AtomicBool::new(false),
+        waker: Mutex::new(None),
+    });
+    shared.clients.lock().insert(info.id, info.clone());
+    info
+}
+
+const READ_CHUNK: usize = 16 * 1024;
+/// Pending reply bytes past which a batch stops and the replies are written before more
+/// commands run (backpressure on clients that pipeline faster than they read).
+pub const OUTPUT_FLUSH: usize = 128 * 1024;
+
+/// Most commands executed under one engine lock acquisition.
+pub const MAX_BATCH: usize = 1024;
+
+/// One request of a batch: the range of its arguments in the batch's argument vector, or the
+/// protocol error to answer in its place.
+type Slot = Result<(usize, usize), ProtocolError>;
+
+/// What a connection keeps from one batch to the next so that a batch allocates nothing: one
+/// vector for the arguments of every command in the batch (borrowed from the read buffer while
+/// the batch runs, empty in between) and the per-command slots.
+#[derive(Default)]
+struct Scratch {
+    args: Vec<Cow<'static, [u8]>>,
+    slots: Vec<Slot>,
+    /// Input consumed up to the end of each slot (so a batch can stop after any command).
+    ends: Vec<usize>,
+}
+
+/// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
+/// `collect` of a `vec::IntoIter` into a vector of a type with the same size and alignment
+/// reuses the buffer (checked by the test `recycle_keeps_the_allocation`).
+fn recycle<'b>(mut v: Vec<Cow<'_, [u8]>>) -> Vec<Cow<'b, [u8]>> {
+    v.clear();
+    v.into_iter().map(|_| Cow::Borrowed(&[][..])).collect()
+}
+
+/// Writes all of `out`: first straight away (the socket buffer has room almost always), and only
+/// when the kernel takes part of it through the async path that waits for the socket to drain.
+async fn write_out(sock: &mut TcpStream, out: &[u8]) -> std::io::Result<()> {
+    match sock.try_write(out) {
+        Ok(n) if n == out.len() => Ok(()),
+        Ok(n) => sock.write_all(&out[n..]).await,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => sock.write_all(out).await,
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes `out` to the client and empties it, under the client class's output buffer limit:
+/// pending replies over `hard` close the client at once, over `soft` for longer than
+/// `soft_seconds` too (as Redis). `omem` shows the pending bytes meanwhile.
+async fn flush(
+    shared: &Shared,
+    info: &ClientInfo,
+    sock: &mut TcpStream,
+    out: &mut Vec<u8>,
+    limit: crate::config::OutputLimit,
+) -> Result<(), ()> {
+    let pending = out.len() as u64;
+    shared
+        .stats()
+        .net_output_bytes
+        .fetch_add(pending, Ordering::Relaxed);
+    let over = |l: u64| l > 0 && pending > l;
+    if over(limit.hard) {
+        shared
+            .stats()
+            .output_limit_disconnections
+            .fetch_add(1, Ordering::Relaxed);
+        return Err(());
+    }
+    info.omem.store(pending, Ordering::Relaxed);
+    let written = if over(limit.soft) {
+        let patience = Duration::from_secs(limit.soft_seconds);
+        match tokio::time::timeout(patience, write_out(sock, out)).await {
+            Ok(r) => r.map_err(|_| ()),
+            Err(_) => {
+                shared
+                    .stats()
+                    .output_limit_disconnections
+                    .fetch_add(1, Ordering::Relaxed);
+                Err(())
+            }
+        }
+    } else {
+        write_out(sock, out).await.map_err(|_| ())
+    };
+    info.omem.store(0, Ordering::Relaxed);
+    written?;
+    out.clear();
+    if out.capacity() > 1 << 20 {
+        out.shrink_to(READ_CHUNK);
+    }
+    Ok(())
+}
+
+async fn connection(
+    shared: Arc<Shared>,
+    mut sock: TcpStream,
+    info: Arc<ClientInfo>,
+    listener_tenant: Option<TenantId>,
+) {
+    let mut st = ConnState {
+        info: info.clone(),
+        proto: ProtocolVersion::Resp2,
+        tenant: None,
+        admin: false,
+        owner: None,
+        listener_tenant,
+        db: 0,
+        user: "default".to_string(),
+        authenticated: true,
+        close: false,
+        multi: None,
+        multi_error: false,
+        watched: Vec::new(),
+    };
+    st.reset(shared.tenancy(), shared.auth_required());
+    let mut stop = StopSignal {
+        info: &info,
+        shared: &shared,
+        registered: None,
+    };
+    let mut scratch = Scratch::default();
+    let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    loop {
+        let (timeout, limits, qbuf_limit, out_limit) = {
+            let c = shared.config();
+            (
+                c.server.timeout.0,
+                c.limits.protocol_limits(),
+                c.limits.client_query_buffer_limit.0,
+                c.limits.client_output_buffer_limit.normal,
+            )
+        };
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK {
+            inbuf.reserve(READ_CHUNK);
+        }
+        let idle = async {
+            if timeout.is_zero() {
+                std::future::pending::<()>().await;
+            } else {
+                tokio::time::sleep(timeout).await;
+            }
+        };
+        // `biased`: the socket first, no random branch order per poll. A client that keeps the
+        // socket busy still sees a kill or a shutdown: both are checked after every batch.
+        let n = tokio::select! {
+            biased;
+            r = sock.read_buf(&mut inbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            () = &mut stop => break,
+            () = idle => break,
+        };
+        shared
+            .stats()
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        // Execute in batches of at most MAX_BATCH commands, so one client's deep pipeline cannot
+        // hold the engine lock for long; stop when no complete command is left.
+        let mut consumed = 0;
+        let mut gone = false;
+        loop {
+            let n = process(
+                &shared,
+                &mut st,
+                &inbuf[consumed..],
+                &limits,
+                &mut out,
+                &mut scratch,
+            );
+            consumed += n;
+            if n == 0 || st.close || consumed == inbuf.len() {
+                break;
+            }
+            if out.len() >= OUTPUT_FLUSH {
+                info.qbuf
+                    .store((inbuf.len() - consumed) as u64, Ordering::Relaxed);
+                if flush(&shared, &info, &mut sock, &mut out, out_limit)
+                    .await
+                    .is_err()
+                {
+                    gone = true;
+                    break;
+                }
+            }
+        }
+        if gone {
+            break;
+        }
+        inbuf.drain(..consumed);
+        info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+        if !st.close && inbuf.len() as u64 > qbuf_limit {
+            ReplyWriter::new(&mut out, st.proto)
+                .error("ERR Protocol error: client query buffer limit exceeded");
+            st.close = true;
+        }
+        if !out.is_empty()
+            && flush(&shared, &info, &mut sock, &mut out, out_limit)
+                .await
+                .is_err()
+        {
+            break;
+        }
+        if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
+            inbuf.shrink_to(READ_CHUNK);
+        }
+        if st.close || info.killed() || shared.is_shutting_down() {
+            break;
+        }
+    }
+    *info.waker.lock() = None;
+    if !st.watched.is_empty() {
+        shared.unwatch_all(info.id, &st.watched);
+    }
+    let _ = sock.shutdown().await;
+}
+
+/// A command that panics, compiled into test builds only (the panic containment test).
+#[cfg(test)]
+pub(crate) const TEST_PANIC_COMMAND: &str = "locus.test-panic";
+
+/// Parses every complete command in `buf` (at most [`MAX_BATCH`]), executes them under one
+/// engine lock, appends the replies to `out`. Returns the bytes consumed.
+fn process(
+    shared: &Shared,
+    st: &mut ConnState,
+    buf: &[u8],
+    limits: &locus_protocol::Limits,
+    out: &mut Vec<u8>,
+    scratch: &mut Scratch,
+) -> usize {
+    let mut args = recycle(std::mem::take(&mut scratch.args));
+    let slots = &mut scratch.slots;
+    slots.clear();
+    let ends = &mut scratch.ends;
+    ends.clear();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let mark = args.len();
+        match parse_into(&buf[pos..], limits, &mut args) {
+            Ok(Some(n)) => {
+                pos += n;
+                // An empty request (`*0`, an empty inline line) has no arguments and no reply.
+                if args.len() > mark {
+                    slots.push(Ok((mark, args.len())));
+                    ends.push(pos);
+                    if slots.len() >= MAX_BATCH {
+                        break;
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                match e.framing_lost() {
+                    Some(n) => pos += n,
+                    None => pos = buf.len(),
+                }
+                let fatal = e.framing_lost().is_none();
+                slots.push(Err(e));
+                ends.push(pos);
+                if fatal {
+                    break;
+                }
+            }
+        }
+    }
+    if !slots.is_empty() {
+        let mut eng = shared.engine();
+        let proto = st.proto;
+        let executed = {
+            let mut ctx = Ctx {
+                eng: &mut eng,
+                shared,
+                conn: st,
+                w: ReplyWriter::new(out, proto),
+                tenant: None,
+            };
+            let mut executed = 0u64;
+            for (i, slot) in slots.iter().enumerate() {
+                match slot {
+                    Ok((from, to)) => {
+                        let cmd = &args[*from..*to];
+                        let found = exec::table::find(&cmd[0]);
+                        // CLIENT LIST shows the latest command, including the one running now.
+                        ctx.conn.info.set_last_cmd(found, &cmd[0]);
+                        executed += 1;
+                        ctx.tenant = None;
+                        let start = ctx.w.len();
+                        // A handler that panics (a bug) answers its own client with an error and
+                        // closes that connection; the engine lock is released as usual (parking_lot
+                        // does not poison) and every other client is served on.
+                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            #[cfg(test)]
+                            if exec::is(&cmd[0], TEST_PANIC_COMMAND) {
+                                panic!(
+                                    "{TEST_PANIC_COMMAND}: a deliberate panic (test builds only)"
+                                );
+                            }
+                            exec::dispatch_spec(
+                                &mut ctx,
+                                cmd,
+                                found.map(|i| &exec::table::COMMANDS[i]),
+                            );
+                        }));
+                        if ran.is_err() {
+                            ctx.w.truncate(start);
+                            ctx.w.error(&format!(
+                                "ERR internal error while executing '{}'; closing this connection",
+                                String::from_utf8_lossy(&cmd[0]).to_ascii_lowercase()
+                            ));
+                            ctx.shared
+                                .stats()
+                                .internal_errors
+                                .fetch_add(1, Ordering::Relaxed);
+                            ctx.conn.close = true;
+                        }
+                    }
+                    Err(e) => {
+                        ctx.w.error(&e.to_string());
+                        if e.framing_lost().is_none() {
+                            ctx.conn.close = true;
+                        }
+                    }
+                }
+                if ctx.conn.close || ctx.shared.is_shutting_down() {
+                    break;
+                }
+                // Replies are written as they are produced: past OUTPUT_FLUSH bytes the batch
+                // stops here, the connection writes them out, and the rest of the input waits
+                // (a client that does not read is not served further: no unbounded buffer).
+                if ctx.w.len() >= OUTPUT_FLUSH && i + 1 < slots.len() {
+                    pos = ends[i];
+                    break;
+                }
+            }
+            executed
+        };
+        drop(eng);
+        shared
+            .stats()
+            .total_commands
+            .fetch_add(executed, Ordering::Relaxed);
+        st.info
+            .last_active_ms
+            .store(shared.coarse_now_ms(), Ordering::Relaxed);
+    }
+    scratch.args = recycle(args);
+    pos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recycle_keeps_the_allocation() {
+        let buf = b"abc".to_vec();
+        let mut v: Vec<Cow<'_, [u8]>> = Vec::with_capacity(64);
+        v.push(Cow::Borrowed(&buf[..]));
+        v.push(Cow::Owned(b"owned".to_vec()));
+        let (ptr, cap) = (v.as_ptr() as usize, v.capacity());
+        let w: Vec<Cow<'static, [u8]>> = recycle(v);
+        assert!(w.is_empty());
+        assert_eq!((w.as_ptr() as usize, w.capacity()), (ptr, cap));
+    }
+
+    #[test]
+    fn last_cmd_names() {
+        let info = ClientInfo {
+            id: 1,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            laddr: "127.0.0.1:2".parse().unwrap(),
+            created_ms: 0,
+            name: Mutex::new(String::new()),
+            lib_name: Mutex::new(String::new()),
+            lib_ver: Mutex::new(String::new()),
+            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+            last_unknown_cmd: Mutex::new(String::new()),
+            last_active_ms: AtomicU64::new(0),
+            db: AtomicU32::new(0),
+            admin: AtomicBool::new(false),
+            omem: AtomicU64::new(0),
+            qbuf: AtomicU64::new(0),
+            tenant: AtomicU32::new(u32::MAX),
+            resp: AtomicU8::new(2),
+            killed: AtomicBool::new(false),
+            waker: Mutex::new(None),
+        };
+        assert_eq!(info.last_cmd_name(), "NULL");
+        info.set_last_cmd(exec::table::find(b"GeT"), b"GeT");
+        assert_eq!(info.last_cmd_name(), "get");
+        info.set_last_cmd(exec::table::find(b"NoSuch"), b"NoSuch");
+        assert_eq!(info.last_cmd_name(), "nosuch");
+        info.set_last_cmd(exec::table::find(b"SET"), b"SET");
+        assert_eq!(info.last_cmd_name(), "set");
+    }
+}
