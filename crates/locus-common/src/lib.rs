@@ -7,7 +7,8 @@
 //!   [`clock::VirtualClock`] is advanced by its owner (the simulator, a test), so runs are
 //!   reproducible bit for bit.
 //! * [`rng`]: a small seeded PRNG (xoshiro256++) with the helpers the policies and profilers need
-//!   (uniform integers without modulo bias, 53-bit doubles, `(0, 1]` doubles).
+//!   (uniform integers without modulo bias, 53-bit doubles, `(0, 1]` doubles), and SplitMix64
+//!   ([`rng::splitmix64`], its mixer [`rng::mix64`]) for seeding and scrambling.
 //! * [`size`]: [`size::ByteSize`] and human durations ("64MiB", "5s") for configuration files.
 //! * [`hash`]: the one seeded 64-bit key hash used for the index, spatial sampling and sharding.
 //! * [`strict_assert!`]: an invariant check that is on in debug builds and tests, off in release.

@@ -26,6 +26,7 @@ mod zipf;
 use std::str::FromStr;
 
 use locus_common::Rng;
+use locus_common::rng::mix64;
 
 pub use zipf::Zipf;
 
@@ -438,14 +439,6 @@ pub struct GeneratorConfig {
     pub seed: u64,
     /// The tenants (at least one).
     pub tenants: Vec<TenantConfig>,
-}
-
-/// Bijective 64-bit mixer (splitmix64's finaliser).
-#[inline]
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// FNV-1a over the 8 bytes of `v` (YCSB's scrambling hash).
