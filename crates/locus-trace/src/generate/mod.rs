@@ -21,14 +21,12 @@
 //!   (`item = fnv64(rank) mod records`). A scan becomes one GET per item; a read-modify-write a GET
 //!   then a SET of the same key; an insert a SET of a new item.
 
-mod zipf;
-
 use std::str::FromStr;
 
 use locus_common::rng::mix64;
 use locus_common::{Rng, parse_count};
 
-pub use zipf::Zipf;
+pub use locus_common::Zipf;
 
 use crate::{
     error::{Result, TraceError},
