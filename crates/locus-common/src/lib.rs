@@ -7,8 +7,12 @@
 //!   [`clock::VirtualClock`] is advanced by its owner (the simulator, a test), so runs are
 //!   reproducible bit for bit.
 //! * [`rng`]: a small seeded PRNG (xoshiro256++) with the helpers the policies and profilers need
-//!   (uniform integers without modulo bias, 53-bit doubles, `(0, 1]` doubles).
-//! * [`size`]: [`size::ByteSize`] and human durations ("64MiB", "5s") for configuration files.
+//!   (uniform integers without modulo bias, 53-bit doubles, `(0, 1]` doubles), and SplitMix64
+//!   ([`rng::splitmix64`], its mixer [`rng::mix64`]) for seeding and scrambling.
+//! * [`size`]: the human quantities of configuration files and command lines: [`ByteSize`]
+//!   ("64MiB"), [`HumanDuration`] ("5s") and counts ([`parse_count`]: "1e6", "200k", "1_000").
+//! * [`zipf`]: [`Zipf`], the one Zipf sampler (rejection inversion) of the trace generator and the
+//!   tests' synthetic workloads.
 //! * [`hash`]: the one seeded 64-bit key hash used for the index, spatial sampling and sharding.
 //! * [`strict_assert!`]: an invariant check that is on in debug builds and tests, off in release.
 //!
@@ -18,11 +22,13 @@ pub mod clock;
 pub mod hash;
 pub mod rng;
 pub mod size;
+pub mod zipf;
 
 pub use clock::{Clock, SharedClock, SystemClock, VirtualClock};
 pub use hash::{hash_key, hash_key_seeded};
 pub use rng::Rng;
-pub use size::{ByteSize, ParseSizeError, parse_duration};
+pub use size::{ByteSize, HumanDuration, ParseSizeError, parse_count, parse_duration};
+pub use zipf::Zipf;
 
 /// Checks an invariant in debug builds and tests; compiled out in release builds.
 ///

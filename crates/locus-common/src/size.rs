@@ -1,9 +1,15 @@
-//! Human-readable sizes and durations for configuration ("64MiB", "1gb", "5s", "100ms").
+//! Human-readable quantities for configuration files and command lines: sizes ("64MiB", "1gb"),
+//! durations ("5s", "100ms") and counts ("1e6", "200k", "1_000_000").
+//!
+//! [`ByteSize`] and [`HumanDuration`] share one serde shape: written as their text form, read
+//! from that text or from a bare integer in their base unit (bytes, seconds).
 
 use std::fmt;
+use std::marker::PhantomData;
 use std::str::FromStr;
 use std::time::Duration;
 
+use serde::de::{self, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Why a size or duration string was rejected.
@@ -16,6 +22,59 @@ pub struct ParseSizeError {
     pub input: String,
     /// What was expected.
     pub reason: &'static str,
+}
+
+/// Reads a human quantity `T`: an integer in its base unit (`from_int`) or its text form
+/// (`FromStr`). One visitor for every such type, so they accept and reject the same shapes.
+struct HumanVisitor<T> {
+    from_int: fn(u64) -> T,
+    expecting: &'static str,
+    _marker: PhantomData<T>,
+}
+
+impl<T: FromStr<Err = ParseSizeError>> Visitor<'_> for HumanVisitor<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Ok((self.from_int)(v))
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        match u64::try_from(v) {
+            Ok(n) => Ok((self.from_int)(n)),
+            Err(_) => Err(E::invalid_value(Unexpected::Signed(v), &self)),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse().map_err(E::custom)
+    }
+}
+
+/// Serialises `$ty` as its `Display` text and deserialises it through [`HumanVisitor`], an
+/// integer meaning `$from_int(n)`.
+macro_rules! human_serde {
+    ($ty:ty, $from_int:expr, $expecting:expr) => {
+        impl Serialize for $ty {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_str(self)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $ty {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(HumanVisitor {
+                    from_int: $from_int,
+                    expecting: $expecting,
+                    _marker: PhantomData,
+                })
+            }
+        }
+    };
 }
 
 /// A number of bytes. Parses Redis-style units: `b`, `k`/`kb`, `m`/`mb`, `g`/`gb` (case-insensitive;
@@ -112,26 +171,11 @@ impl fmt::Display for ByteSize {
     }
 }
 
-impl Serialize for ByteSize {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for ByteSize {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Num(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Num(n) => Ok(ByteSize(n)),
-            Raw::Text(t) => t.parse().map_err(serde::de::Error::custom),
-        }
-    }
-}
+human_serde!(
+    ByteSize,
+    ByteSize,
+    "a size: a number of bytes or a string like \"64MiB\""
+);
 
 /// Parses a duration: a number with `us`, `ms`, `s`, `m`, `h` or `d`; a bare number is seconds.
 ///
@@ -166,6 +210,64 @@ pub fn parse_duration(s: &str) -> Result<Duration, ParseSizeError> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A [`Duration`] written as text in configuration files ("0s", "5m", "100ms"; see
+/// [`parse_duration`]); a bare integer is seconds. Displayed in the largest of `s`, `ms`, `us`
+/// that is exact (sub-microsecond parts are not shown: the parser's finest unit is `us`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct HumanDuration(pub Duration);
+
+impl FromStr for HumanDuration {
+    type Err = ParseSizeError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        parse_duration(s).map(HumanDuration)
+    }
+}
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d.subsec_nanos() == 0 {
+            write!(f, "{}s", d.as_secs())
+        } else if d.subsec_nanos().is_multiple_of(1_000_000) {
+            write!(f, "{}ms", d.as_millis())
+        } else {
+            write!(f, "{}us", d.as_micros())
+        }
+    }
+}
+
+human_serde!(
+    HumanDuration,
+    |n| HumanDuration(Duration::from_secs(n)),
+    "a duration: a number of seconds or a string like \"5s\", \"100ms\""
+);
+
+/// Parses a count: `100000`, `1_000_000`, `1e6`, `2.5k`, `200k`, `2M`, `1G`.
+///
+/// The rule: surrounding whitespace is ignored and `_` separators anywhere are dropped; an
+/// optional last letter multiplies by a power of ten (`k`/`K` 10^3, `m`/`M` 10^6, `g`/`G` 10^9:
+/// counts, so `m` is a million, never milli); the number before it is either an integer (exact
+/// up to `u64::MAX`) or a decimal/exponent form whose value, once multiplied, is a whole number
+/// below 1.8e19.
+///
+/// Returns `None` for anything else (empty text, a fraction such as `1.5`, a negative number, an
+/// unknown suffix, overflow).
+pub fn parse_count(s: &str) -> Option<u64> {
+    let s = s.trim().replace('_', "");
+    let (num, mul) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1_000u64),
+        'm' | 'M' => (&s[..s.len() - 1], 1_000_000),
+        'g' | 'G' => (&s[..s.len() - 1], 1_000_000_000),
+        _ => (&s[..], 1),
+    };
+    if let Ok(v) = num.parse::<u64>() {
+        return v.checked_mul(mul);
+    }
+    let v = num.parse::<f64>().ok()? * mul as f64;
+    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1.8e19).then_some(v as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +299,81 @@ mod tests {
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn human_durations_display_exactly_and_round_trip() {
+        for (d, text) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_secs(300), "300s"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_micros(250), "250us"),
+        ] {
+            assert_eq!(HumanDuration(d).to_string(), text);
+            assert_eq!(text.parse::<HumanDuration>().unwrap(), HumanDuration(d));
+        }
+        assert!("soon".parse::<HumanDuration>().is_err());
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+    struct Both {
+        size: ByteSize,
+        wait: HumanDuration,
+    }
+
+    fn both(text: &str) -> Result<Both, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn sizes_and_durations_share_one_serde_shape() {
+        let b = both("size = \"64MiB\"\nwait = \"100ms\"").unwrap();
+        assert_eq!(b.size, ByteSize::mib(64));
+        assert_eq!(b.wait, HumanDuration(Duration::from_millis(100)));
+        // A bare integer is the base unit: bytes, seconds.
+        let b = both("size = 4096\nwait = 5").unwrap();
+        assert_eq!(b.size, ByteSize(4096));
+        assert_eq!(b.wait, HumanDuration(Duration::from_secs(5)));
+        assert_eq!(both(&toml::to_string(&b).unwrap()).unwrap(), b);
+        for (text, needle) in [
+            ("size = -1\nwait = 1", "expected a size"),
+            ("size = 1\nwait = -1", "expected a duration"),
+            ("size = 1.5\nwait = 1", "expected a size"),
+            ("size = \"12zb\"\nwait = 1", "invalid size \"12zb\""),
+            ("size = 1\nwait = \"soon\"", "invalid duration \"soon\""),
+        ] {
+            let e = both(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn counts() {
+        for (text, want) in [
+            ("100000", 100_000),
+            ("1_000_000", 1_000_000),
+            (" 1e6 ", 1_000_000),
+            ("2.5k", 2_500),
+            ("200k", 200_000),
+            ("2M", 2_000_000),
+            ("1g", 1_000_000_000),
+            ("18446744073709551615", u64::MAX),
+            ("9007199254740993", 9_007_199_254_740_993),
+        ] {
+            assert_eq!(parse_count(text), Some(want), "{text}");
+        }
+        for text in [
+            "",
+            "k",
+            "x",
+            "1.5",
+            "-3",
+            "2e19",
+            "18446744073709551616",
+            "99999999999G",
+            "1kb",
+        ] {
+            assert_eq!(parse_count(text), None, "{text}");
+        }
     }
 }

@@ -17,29 +17,16 @@ pub(crate) mod demand {
     use locus_engine::config::{EngineConfig, LruClockMode, TenantConfig};
     use locus_engine::ids::TenantId;
 
-    /// Zipf(alpha) over `0..n` by inverse CDF.
-    pub(crate) struct Zipf {
-        cdf: Vec<f64>,
-    }
+    /// Zipf(alpha) over `0..n`: [`locus_common::Zipf`]'s ranks, from 0.
+    pub(crate) struct Zipf(locus_common::Zipf);
 
     impl Zipf {
         pub(crate) fn new(n: usize, alpha: f64) -> Self {
-            let mut acc = 0.0;
-            let mut cdf: Vec<f64> = (1..=n)
-                .map(|i| {
-                    acc += 1.0 / (i as f64).powf(alpha);
-                    acc
-                })
-                .collect();
-            for x in &mut cdf {
-                *x /= acc;
-            }
-            Zipf { cdf }
+            Zipf(locus_common::Zipf::new(n as u64, alpha))
         }
 
         pub(crate) fn sample(&self, rng: &mut Rng) -> u64 {
-            let u = rng.next_f64();
-            self.cdf.partition_point(|c| *c < u).min(self.cdf.len() - 1) as u64
+            self.0.sample(rng) - 1
         }
     }
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use locus_common::ByteSize;
+pub use locus_common::parse_count;
 use locus_engine::control::Interval;
 use locus_engine::{ClassMode, LruClockMode, Policy};
 use locus_trace::{CsvOptions, Format};
@@ -399,24 +400,6 @@ impl Problems {
     fn add(&mut self, path: &str, msg: impl std::fmt::Display) {
         self.0.push(format!("{path}: {msg}"));
     }
-}
-
-/// Parses counts like `100000`, `1e6`, `200k`, `2M`, `1G`.
-pub fn parse_count(s: &str) -> Option<u64> {
-    let s = s.trim().replace('_', "");
-    let (num, mul) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1e3),
-        'm' | 'M' => (&s[..s.len() - 1], 1e6),
-        'g' | 'G' => (&s[..s.len() - 1], 1e9),
-        _ => (&s[..], 1.0),
-    };
-    if let Ok(v) = num.parse::<u64>()
-        && mul == 1.0
-    {
-        return Some(v);
-    }
-    let v = num.parse::<f64>().ok()? * mul;
-    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1.8e19).then_some(v as u64)
 }
 
 fn count_value(v: &toml::Value) -> Result<u64, String> {

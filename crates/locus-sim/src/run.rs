@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use locus_common::VirtualClock;
+use locus_common::rng::{SPLITMIX64_GAMMA, mix64};
 use locus_engine::control::{ControlConfig, Controller, IntervalRecord};
 use locus_engine::{
     Engine, EngineConfig, EngineError, PartitionMode, SetOptions, TenantConfig, TenantId,
@@ -236,10 +237,7 @@ pub const MAX_KEY_BYTES: usize = 4096;
 /// penalty for the same request, whatever its earlier misses were.
 #[inline]
 pub fn penalty_draw(seed: u64, index: u64) -> f64 {
-    let mut z = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
+    let z = mix64(seed ^ index.wrapping_mul(SPLITMIX64_GAMMA));
     (z >> 11) as f64 / (1u64 << 53) as f64
 }
 

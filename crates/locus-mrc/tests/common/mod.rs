@@ -3,7 +3,7 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
-use locus_common::Rng;
+use locus_common::{Rng, Zipf};
 use locus_mrc::{Metric, Mrc, Op, Profiler, Unit};
 use std::collections::{BTreeMap, HashMap};
 
@@ -15,20 +15,14 @@ pub struct Acc {
     pub op: Op,
 }
 
-/// Zipf(alpha) over `n` keys (inverse CDF), `len` GETs, sizes from `size_of(key)`.
+/// Zipf(alpha) over `n` keys, `len` GETs, sizes from `size_of(key)`.
 pub fn zipf(alpha: f64, n: u64, len: usize, seed: u64, size_of: impl Fn(u64) -> u32) -> Vec<Acc> {
-    let mut cdf = Vec::with_capacity(n as usize);
-    let mut s = 0.0;
-    for i in 1..=n {
-        s += 1.0 / (i as f64).powf(alpha);
-        cdf.push(s);
-    }
+    let z = Zipf::new(n, alpha);
     let mut rng = Rng::new(seed);
     // Scatter ranks over ids so hot keys are not the small integers.
     (0..len)
         .map(|_| {
-            let u = rng.next_f64() * s;
-            let r = cdf.partition_point(|&c| c < u) as u64;
+            let r = z.sample(&mut rng) - 1;
             let key = r.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 8;
             Acc {
                 key,

@@ -21,13 +21,12 @@
 //!   (`item = fnv64(rank) mod records`). A scan becomes one GET per item; a read-modify-write a GET
 //!   then a SET of the same key; an insert a SET of a new item.
 
-mod zipf;
-
 use std::str::FromStr;
 
-use locus_common::Rng;
+use locus_common::rng::mix64;
+use locus_common::{Rng, parse_count};
 
-pub use zipf::Zipf;
+pub use locus_common::Zipf;
 
 use crate::{
     error::{Result, TraceError},
@@ -301,19 +300,6 @@ impl Default for TenantConfig {
     }
 }
 
-/// Parses counts like `100000`, `1e6`, `10k`, `2M`, `1G`.
-fn parse_count(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (num, mul) = match s.chars().last()? {
-        'k' | 'K' => (&s[..s.len() - 1], 1e3),
-        'm' | 'M' => (&s[..s.len() - 1], 1e6),
-        'g' | 'G' => (&s[..s.len() - 1], 1e9),
-        _ => (s, 1.0),
-    };
-    let v = num.parse::<f64>().ok()? * mul;
-    (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1.8e19).then_some(v as u64)
-}
-
 impl FromStr for TenantConfig {
     type Err = TraceError;
 
@@ -321,7 +307,8 @@ impl FromStr for TenantConfig {
     /// `keys=1e6` (items, or YCSB records), `phase=N` (hot set moves every N requests),
     /// `rate=1000` (req/s), `key-size=DIST`, `value-size=DIST` (see [`SizeDist`]),
     /// `key-offset=N` (item numbers start at N: disjoint offsets give disjoint key sets),
-    /// `get=0.9,set=0.1,delete=0`, `penalty-us=500`, `tenant=ID`.
+    /// `get=0.9,set=0.1,delete=0`, `penalty-us=500`, `tenant=ID`. Counts (`keys`, `phase`,
+    /// `key-offset`) are read by [`locus_common::parse_count`]: `100000`, `100_000`, `1e5`, `100k`.
     fn from_str(s: &str) -> Result<Self> {
         let mut t = TenantConfig::default();
         let (mut pattern, mut alpha, mut keys, mut phase) = ("zipf".to_string(), 0.99, 100_000, 0);
@@ -438,14 +425,6 @@ pub struct GeneratorConfig {
     pub seed: u64,
     /// The tenants (at least one).
     pub tenants: Vec<TenantConfig>,
-}
-
-/// Bijective 64-bit mixer (splitmix64's finaliser).
-#[inline]
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// FNV-1a over the 8 bytes of `v` (YCSB's scrambling hash).

@@ -2,8 +2,12 @@
 //! "Rejection-inversion to generate variates from monotone discrete distributions", ACM TOMACS
 //! 1996). No table of n probabilities: fine for n in the billions, and cheap to rebuild when n
 //! grows (YCSB inserts).
+//!
+//! The one Zipf sampler of Locus: the trace generator's key streams and the tests' synthetic
+//! workloads draw from it. Its stream is part of the generator's output (and so of the
+//! simulator's golden numbers): a change to the arithmetic here moves them.
 
-use locus_common::Rng;
+use crate::Rng;
 
 /// Draws ranks `1..=n` with `P(k) ∝ k^-s`.
 #[derive(Debug, Clone)]
@@ -74,7 +78,7 @@ impl Zipf {
         (helper1(t) * y).exp()
     }
 
-    /// Draws a rank in `1..=n`.
+    /// Draws a rank in `1..=n` (rank 1 the most popular), using one or more `rng.next_f64()`.
     pub fn sample(&self, rng: &mut Rng) -> u64 {
         loop {
             let u = self.h_n + rng.next_f64() * (self.h_x1 - self.h_n);
