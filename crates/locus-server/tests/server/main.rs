@@ -10,6 +10,7 @@
 mod behaviour;
 mod common;
 mod malformed;
+mod redis_peer;
 mod robustness;
 mod table;
 mod tenants;
