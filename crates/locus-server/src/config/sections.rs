@@ -2,52 +2,14 @@
 //! `[memory]`, `[eviction]`, `[tenancy]` and `[[tenant]]`, and the value types they use
 //! (durations, text-or-number).
 
-use locus_common::{ByteSize, parse_duration};
+use locus_common::ByteSize;
+pub use locus_common::HumanDuration;
 use locus_engine::{EngineConfig, TenantConfig};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
-use std::time::Duration;
 
 use super::*;
-
-/// A duration written as text ("0s", "5m", "100ms") in the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct HumanDuration(pub Duration);
-
-impl fmt::Display for HumanDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0.as_millis();
-        if ms.is_multiple_of(1000) {
-            write!(f, "{}s", ms / 1000)
-        } else {
-            write!(f, "{ms}ms")
-        }
-    }
-}
-
-impl Serialize for HumanDuration {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for HumanDuration {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Num(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Num(n) => Ok(HumanDuration(Duration::from_secs(n))),
-            Raw::Text(t) => parse_duration(&t)
-                .map(HumanDuration)
-                .map_err(serde::de::Error::custom),
-        }
-    }
-}
 
 /// `[server]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
