@@ -118,7 +118,9 @@ def test_a_reader_slower_than_the_soft_limit_allows_is_closed(start_locus_toml):
     with Raw(port) as c:
         assert c.call("SET", "a", value) == "OK" and c.call("SET", "b", value) == "OK"
         assert c.call("CLIENT", "SETNAME", "watcher") == "OK"
-        slow = stalled_client(port, b"*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n", 1)
+        # Eight 1.8 MB replies: more than loopback's kernel buffers can absorb on any machine
+        # (tcp_wmem's ceiling is 4 MB by default), so replies stay pending in the server.
+        slow = stalled_client(port, b"*3\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n", 8)
         try:
             wait_until(lambda: len(c.call("CLIENT", "LIST").decode().splitlines()) == 1,
                        timeout=10, what="the slow reader to be closed after the soft limit's 1 s")
