@@ -13,6 +13,8 @@
 //!   ("64MiB"), [`HumanDuration`] ("5s") and counts ([`parse_count`]: "1e6", "200k", "1_000").
 //! * [`zipf`]: [`Zipf`], the one Zipf sampler (rejection inversion) of the trace generator and the
 //!   tests' synthetic workloads.
+//! * [`settings`]: the one rule turning a TOML table of controller settings into `(key, text)`
+//!   pairs, for the server and the simulator alike.
 //! * [`hash`]: the one seeded 64-bit key hash used for the index, spatial sampling and sharding.
 //! * [`strict_assert!`]: an invariant check that is on in debug builds and tests, off in release.
 //!
@@ -21,12 +23,14 @@
 pub mod clock;
 pub mod hash;
 pub mod rng;
+pub mod settings;
 pub mod size;
 pub mod zipf;
 
 pub use clock::{Clock, SharedClock, SystemClock, VirtualClock};
 pub use hash::{hash_key, hash_key_seeded};
 pub use rng::Rng;
+pub use settings::{SettingError, setting_text, settings_from_toml};
 pub use size::{ByteSize, HumanDuration, ParseSizeError, parse_count, parse_duration};
 pub use zipf::Zipf;
 

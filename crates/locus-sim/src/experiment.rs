@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use locus_common::ByteSize;
 pub use locus_common::parse_count;
+use locus_common::{ByteSize, setting_text, settings_from_toml};
 use locus_engine::control::Interval;
 use locus_engine::{ClassMode, LruClockMode, Policy};
 use locus_trace::{CsvOptions, Format};
@@ -492,14 +492,6 @@ fn memory_value(v: &toml::Value) -> Result<Memory, String> {
     }
 }
 
-fn setting_string(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        toml::Value::Array(a) => a.iter().map(setting_string).collect::<Vec<_>>().join(","),
-        other => other.to_string(),
-    }
-}
-
 /// Generator options from a string (`"pattern=zipf,alpha=0.9"`) or a table; keys normalised to
 /// the dashed form the generator parses.
 fn generator_options(v: &toml::Value) -> Result<BTreeMap<String, String>, String> {
@@ -515,7 +507,8 @@ fn generator_options(v: &toml::Value) -> Result<BTreeMap<String, String>, String
         }
         toml::Value::Table(t) => {
             for (k, val) in t {
-                out.insert(k.replace('_', "-"), setting_string(val));
+                let text = setting_text(val).map_err(|e| format!("{k}: {e}"))?;
+                out.insert(k.replace('_', "-"), text);
             }
         }
         other => return Err(format!("expected a table or an option string, got {other}")),
@@ -804,11 +797,15 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
                 format!("'{label}' is used twice (give each run a distinct label)"),
             );
         }
-        let settings: Vec<(String, String)> = c
-            .settings
-            .iter()
-            .map(|(k, v)| (k.clone(), setting_string(v)))
-            .collect();
+        let (settings, settings_ok) = match settings_from_toml(&c.settings) {
+            Ok(settings) => (settings, true),
+            Err(bad) => {
+                for e in bad {
+                    p.add(&format!("{path}.settings.{}", e.key), e.reason);
+                }
+                (Vec::new(), false)
+            }
+        };
         // Build once to report unknown names and bad settings now, not in a worker thread
         // (the oracles' plans are not made here: `SettingsOnly` plans nothing).
         let s = locus_control::Settings::new(&c.name, settings.clone());
@@ -820,7 +817,10 @@ fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec<String>> {
             Err(e @ locus_control::ControlError::UnknownController { .. }) => {
                 p.add(&format!("{path}.name"), e)
             }
-            Err(e) => p.add(&format!("{path}.settings"), e),
+            Err(e) if settings_ok => p.add(&format!("{path}.settings"), e),
+            Err(_) => {
+                // The settings that have no text form are reported above; the controller saw none.
+            }
         }
         let policy = c.policy.as_ref().and_then(|s| {
             s.parse::<Policy>()
@@ -1218,6 +1218,27 @@ trace = { path = "/does/not/exist" }
         ] {
             assert!(joined.contains(key), "missing {key} in\n{joined}");
         }
+    }
+
+    #[test]
+    fn nested_settings_are_rejected_with_their_key() {
+        let text = OK
+            .replace(
+                "settings = { shares = [1, 3] }",
+                "settings = { shares = [[1], [3]] }",
+            )
+            .replace("keys = \"10k\"", "keys = { n = 1 }");
+        let Err(SimError::Invalid { problems, .. }) = parse(&text) else {
+            panic!("expected Invalid");
+        };
+        let joined = problems.join("\n");
+        for needle in [
+            "controller[1].settings.shares: nested arrays and tables are not allowed in a list",
+            "tenant[0].generator: keys: a table is not a setting value",
+        ] {
+            assert!(joined.contains(needle), "missing {needle} in\n{joined}");
+        }
+        assert_eq!(problems.len(), 2, "{joined}");
     }
 
     #[test]

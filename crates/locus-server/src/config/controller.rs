@@ -40,50 +40,20 @@ impl Default for ControllerSection {
     }
 }
 
-/// A setting's TOML value as the text [`Settings`] parses: strings as they are, numbers and
-/// booleans in their usual form, arrays of those joined with `,`.
-pub(super) fn setting_text(v: &toml::Value) -> Result<String, String> {
-    match v {
-        toml::Value::String(s) => Ok(s.clone()),
-        toml::Value::Integer(n) => Ok(n.to_string()),
-        toml::Value::Float(f) => Ok(f.to_string()),
-        toml::Value::Boolean(b) => Ok(b.to_string()),
-        toml::Value::Datetime(d) => Ok(d.to_string()),
-        toml::Value::Array(items) => {
-            let parts: Result<Vec<String>, String> = items
-                .iter()
-                .map(|x| match x {
-                    toml::Value::Array(_) | toml::Value::Table(_) => {
-                        Err("nested arrays and tables are not allowed in a list".to_string())
-                    }
-                    other => setting_text(other),
-                })
-                .collect();
-            parts.map(|p| p.join(","))
-        }
-        toml::Value::Table(_) => {
-            Err("a table is not a setting value (use key = value pairs)".to_string())
-        }
-    }
-}
-
 impl ControllerSection {
     /// Whether a controller is configured (`name` other than `none`).
     pub fn enabled(&self) -> bool {
         !self.name.eq_ignore_ascii_case(NO_CONTROLLER)
     }
 
-    /// The settings as text pairs, or every value that cannot be one (with its key path).
+    /// The settings as text pairs (locus-common's one rule, the simulator's too), or every
+    /// value that cannot be one (with its key path).
     pub(super) fn settings_pairs(&self) -> Result<Vec<(String, String)>, Vec<String>> {
-        let mut pairs = Vec::new();
-        let mut bad = Vec::new();
-        for (k, v) in &self.settings {
-            match setting_text(v) {
-                Ok(t) => pairs.push((k.clone(), t)),
-                Err(e) => bad.push(format!("controller.settings.{k}: {e}")),
-            }
-        }
-        if bad.is_empty() { Ok(pairs) } else { Err(bad) }
+        locus_common::settings_from_toml(&self.settings).map_err(|bad| {
+            bad.iter()
+                .map(|e| format!("controller.settings.{e}"))
+                .collect()
+        })
     }
 
     /// The decision interval.
