@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 fast=0
 [ "${1:-}" = "--fast" ] && fast=1
 
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s   [%ss since start]\n' "$*" "$SECONDS"; }
 
 # honour CARGO_TARGET_DIR (relative paths are relative to the workspace root, like cargo does)
 target_dir="${CARGO_TARGET_DIR:-target}"
@@ -73,3 +73,4 @@ step "end-to-end: python suites (redis-py and friends) against the real binary"
 LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python
 
 print_skips
+printf '\n=== all passed in %ss\n' "$SECONDS"
