@@ -364,3 +364,54 @@ fn metadata_counts_toward_maxmemory_when_asked() {
         s.used_bytes
     );
 }
+
+/// The metadata budget never costs a tenant whose policy forbids eviction its items: another
+/// tenant's flood of tiny keys grows the index, and the pages that pay for it come from the
+/// flooding tenant (or other evicting pools), never from a noeviction or volatile-* pool.
+#[test]
+fn metadata_growth_never_evicts_a_noeviction_or_volatile_tenant() {
+    for policy in [Policy::NoEviction, Policy::VolatileLru] {
+        let (mut e, _clock) = engine_with(EngineConfig {
+            metadata_in_budget: true,
+            ..small(64)
+        });
+        let keep = e
+            .add_tenant(TenantConfig {
+                policy,
+                ..TenantConfig::new("keep")
+            })
+            .unwrap();
+        let flood = e.add_tenant(TenantConfig::new("flood")).unwrap();
+        for i in 0..400u64 {
+            let key = format!("keep:{i}");
+            e.set(keep, key.as_bytes(), &[7u8; 200], SetOptions::default())
+                .unwrap();
+        }
+        let mut kept = e.len(keep);
+        assert_eq!(kept, 400);
+        for i in 0..60_000u64 {
+            let _ = e.set(flood, &i.to_le_bytes(), b"v", SetOptions::default());
+            // keep writes too now and then: its writes also meet the grown index.
+            if i % 100 == 0 {
+                let key = format!("keep:new:{i}");
+                match e.set(keep, key.as_bytes(), &[7u8; 200], SetOptions::default()) {
+                    Ok(_) => kept += 1,
+                    Err(EngineError::OutOfMemory) => {}
+                    Err(x) => panic!("{x}"),
+                }
+            }
+        }
+        assert!(e.stats().metadata_bytes > 0);
+        assert_eq!(
+            e.len(keep),
+            kept,
+            "{policy:?}: the flood evicted keep's keys"
+        );
+        assert_eq!(e.tenant_stats(keep).evictions, 0, "{policy:?}");
+        assert!(
+            e.tenant_stats(flood).evictions > 0,
+            "the flood pays for its own index"
+        );
+        e.check_invariants();
+    }
+}

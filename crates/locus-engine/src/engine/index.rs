@@ -142,9 +142,15 @@ impl Engine {
             self.shrink_metadata();
         }
         while self.meta_pages > 0 && self.pages_used + self.meta_pages > self.pages_total {
-            let pg = self
-                .sparsest_page(t, None, None)
-                .or_else(|| self.global_sparsest_page());
+            // The writer's own pool first, if it may lose items; never items of a pool whose
+            // policy forbids evicting them (they stay, and pages are granted again only once
+            // pages + metadata fit).
+            let own = if self.evicts_any(t) {
+                self.sparsest_page(t, None, None)
+            } else {
+                None
+            };
+            let pg = own.or_else(|| self.global_sparsest_page(true));
             let Some(pg) = pg else { break };
             self.shrink_page(pg);
             if self.pages_used == 0 {

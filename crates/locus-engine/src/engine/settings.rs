@@ -6,7 +6,8 @@ impl Engine {
     // Runtime settings.
 
     /// CONFIG SET maxmemory. Lowering it releases pages at once (their items are evicted with
-    /// reason [`EvictionReason::Shrink`], emptiest pages first) and frees spare page buffers.
+    /// reason [`EvictionReason::Shrink`], emptiest pages first, whatever the pools' policies:
+    /// the budget is the admin's to set) and frees spare page buffers.
     ///
     /// # Errors
     /// [`EngineError::InvalidConfig`] when below one page or above the addressable pages.
@@ -27,7 +28,7 @@ impl Engine {
         self.cfg.maxmemory = bytes;
         self.pages_total = bytes / ps;
         while self.pages_used + self.meta_pages > self.pages_total && self.pages_used > 0 {
-            let Some(pg) = self.global_sparsest_page() else {
+            let Some(pg) = self.global_sparsest_page(false) else {
                 break;
             };
             self.shrink_page(pg);
@@ -36,10 +37,22 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) fn global_sparsest_page(&self) -> Option<u32> {
+    /// Whether pool `t`'s policy lets the engine evict any of its items (not noeviction or
+    /// volatile-*): only such pools give up pages that still hold items.
+    pub(super) fn evicts_any(&self, t: usize) -> bool {
+        let p = self.tenants[t].cfg.policy;
+        p != Policy::NoEviction && !p.is_volatile()
+    }
+
+    /// The page with the lowest occupancy of all pools; with `evictable_only`, among the pages
+    /// that may be emptied: any page of a pool that evicts any item, an empty page of the others
+    /// (noeviction, volatile-*).
+    pub(super) fn global_sparsest_page(&self, evictable_only: bool) -> Option<u32> {
         let mut best: Option<(u32, u64, u64)> = None;
         for (i, p) in self.store.pages.iter().enumerate() {
-            if p.owner == NIL {
+            if p.owner == NIL
+                || (evictable_only && p.live > 0 && !self.evicts_any(p.owner as usize))
+            {
                 continue;
             }
             let (l, s) = (u64::from(p.live), u64::from(p.slots));
