@@ -415,3 +415,40 @@ fn metadata_growth_never_evicts_a_noeviction_or_volatile_tenant() {
         e.check_invariants();
     }
 }
+
+/// A controller's page moves and releases take nothing from a pool whose policy forbids
+/// eviction: only its pages that hold nothing can go.
+#[test]
+fn page_moves_never_evict_a_noeviction_or_volatile_tenant() {
+    for policy in [Policy::NoEviction, Policy::VolatileTtl] {
+        let (mut e, _clock) = engine_with(small(64));
+        let keep = e
+            .add_tenant(TenantConfig {
+                policy,
+                ..TenantConfig::new("keep")
+            })
+            .unwrap();
+        let other = e.add_tenant(TenantConfig::new("other")).unwrap();
+        for i in 0..50u64 {
+            let key = format!("keep:{i}");
+            e.set(keep, key.as_bytes(), &[7u8; 200], SetOptions::default())
+                .unwrap();
+        }
+        let class = e.class_for(7, 200).unwrap();
+        let (from, to) = ((e.pool_of(keep), class), (e.pool_of(other), class));
+        assert!(e.pages_of(from.0, from.1) > 0);
+        assert!(
+            matches!(e.move_page(from, to), Err(EngineError::NoPageToMove { .. })),
+            "{policy:?}: a page holding items was moved"
+        );
+        assert_eq!(e.len(keep), 50);
+        // Emptied, its pages may go.
+        for i in 0..50u64 {
+            e.delete(keep, format!("keep:{i}").as_bytes());
+        }
+        if e.pages_of(from.0, from.1) > 0 {
+            assert_eq!(e.move_page(from, to).unwrap(), 0);
+        }
+        e.check_invariants();
+    }
+}

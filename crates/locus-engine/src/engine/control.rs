@@ -305,7 +305,7 @@ impl Engine {
                 continue;
             };
             while budget > 0 && self.tenants[ti].pages.len() as u64 > target {
-                let Some(pg) = self.sparsest_page(ti, None, None) else {
+                let Some(pg) = self.takeable_page(ti, None) else {
                     break;
                 };
                 let from = self.page_owner(pg);

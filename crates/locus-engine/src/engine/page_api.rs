@@ -37,11 +37,13 @@ impl Engine {
     }
 
     /// Moves the emptiest page of `from` to `to`, evicting what it held (reason `PageMove`).
-    /// Returns the number of items evicted. Moving to the same (pool, class) does nothing.
+    /// Returns the number of items evicted. Moving to the same (pool, class) does nothing. A
+    /// pool whose policy forbids evicting its items (noeviction, volatile-*) gives only a page
+    /// holding nothing.
     ///
     /// # Errors
     /// [`EngineError::UnknownPool`], [`EngineError::UnknownClass`], or
-    /// [`EngineError::NoPageToMove`] when `from` owns no page.
+    /// [`EngineError::NoPageToMove`] when `from` owns no page it may give.
     pub fn move_page(
         &mut self,
         from: (PoolId, ClassId),
@@ -65,7 +67,7 @@ impl Engine {
             return Ok(0);
         }
         let pg = self
-            .sparsest_page(from.0.0 as usize, Some(from.1.0), None)
+            .takeable_page(from.0.0 as usize, Some(from.1.0))
             .ok_or(EngineError::NoPageToMove {
                 pool: from.0.0,
                 class: from.1.0,

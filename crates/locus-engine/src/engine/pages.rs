@@ -229,6 +229,19 @@ impl Engine {
         best.map(|b| b.0)
     }
 
+    /// The page of `t` (of class `class` only, if given) a controller may take: its sparsest
+    /// page when `t`'s policy evicts any item, else only a page holding nothing (noeviction and
+    /// volatile-* pools never lose items to a controller's moves or releases).
+    pub(super) fn takeable_page(&mut self, t: usize, class: Option<u16>) -> Option<u32> {
+        if self.evicts_any(t) {
+            return self.sparsest_page(t, class, None);
+        }
+        self.tenants[t].pages.iter().copied().find(|&pg| {
+            let p = &self.store.pages[pg as usize];
+            p.live == 0 && class.is_none_or(|c| p.class == c)
+        })
+    }
+
     pub(super) fn refresh_views(&mut self) {
         let ps = self.cfg.page_size;
         self.views.clear();
