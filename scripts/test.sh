@@ -3,7 +3,9 @@
 #   1. cargo test --workspace (unit, conformance, model-based, in-process server tests),
 #   2. the slow oracle tests (every shared trace against ../shared/traces/stats.json), release build,
 #   3. the end-to-end suites in tests/ against the real `locus` binary: redis-py (RESP2/RESP3),
-#      redis-cli smoke test, malformed-input tests.
+#      redis-cli smoke test, malformed-input tests,
+#   4. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
+#      under a checker of every value, the budget and RSS.
 # Usage: scripts/test.sh [--fast]   (--fast skips step 2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,10 @@ bash tests/redis_cli_smoke.sh "$locus_bin"
 
 step "end-to-end: python suites (redis-py and friends) against the real binary"
 LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python
+
+step "soak: the checker's self-test, then ${LOCUS_SOAK_SECONDS:=180} s of mixed load with faults (tests/soak)"
+LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --self-test --out "$target_dir/soak-self-test"
+LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --duration "$LOCUS_SOAK_SECONDS" --out "$target_dir/soak"
 
 print_skips
 printf '\n=== all passed in %ss\n' "$SECONDS"

@@ -24,25 +24,51 @@ READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
 
 
-def free_port() -> int:
-    """A TCP port that was free on 127.0.0.1 a moment ago (the kernel picks it)."""
+def _port_window() -> range:
+    """Ports the kernel never hands out on its own: below (or above) the ephemeral range that
+    outgoing connections and `bind(0)` draw from. A port freed by `bind(0)` could be taken by
+    any client's connect before the server binds it; one outside that range can only be taken
+    by a process binding it by number."""
+    try:
+        lo, hi = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    return range(10000, lo) if lo - 10000 >= 2000 else range(hi + 1, 65536)
+
+
+_WINDOW = _port_window()
+# Each process starts at its own offset, so two suites run side by side rarely meet.
+_next_port = [os.getpid() * 7919 % len(_WINDOW)]
+
+
+def _port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
 
 
 def free_ports(n: int) -> list[int]:
-    """`n` distinct free ports (all sockets held open together so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """`n` distinct ports, free on 127.0.0.1 now and outside the kernel's ephemeral range (see
+    `_port_window`), handed out in turn so a process never gets one twice before wrapping."""
+    out: list[int] = []
+    for _ in range(len(_WINDOW)):
+        if len(out) == n:
+            break
+        port = _WINDOW[_next_port[0] % len(_WINDOW)]
+        _next_port[0] += 1
+        if _port_is_free(port):
+            out.append(port)
+    if len(out) < n:
+        raise RuntimeError(f"no {n} free ports in {_WINDOW}")
+    return out
+
+
+def free_port() -> int:
+    """One port as `free_ports` gives them."""
+    return free_ports(1)[0]
 
 
 def wait_until(pred, timeout: float = 5.0, interval: float = 0.01, what: str = "condition"):
