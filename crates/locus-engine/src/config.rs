@@ -71,6 +71,13 @@ pub struct EngineConfig {
     pub metadata_in_budget: bool,
     /// Page size in bytes (4 KiB ..= 1 GiB, power of two not required).
     pub page_size: u64,
+    /// Items larger than this many bytes (header + key + value) live in an allocation of their
+    /// own outside the slab pages, charged to the budget at their size as the allocator rounds it, and
+    /// may be as large as `maxmemory` (up to 2 GiB). A big value then costs what it holds (in a
+    /// page it takes a whole chunk of its class, and half a page or more takes the whole page)
+    /// and its memory serves any size once it goes. `None`: every item lives in a page (the
+    /// papers' slab model; the simulator's setting). The server uses an eighth of a page.
+    pub large_items: Option<u64>,
     /// Optional global cap on the number of items (object-count capacity for simulations).
     pub max_items: Option<u64>,
     /// How memory is divided between pools.
@@ -97,6 +104,7 @@ impl Default for EngineConfig {
             maxmemory: DEFAULT_MAXMEMORY,
             metadata_in_budget: false,
             page_size: DEFAULT_PAGE_SIZE,
+            large_items: None,
             max_items: None,
             partition: PartitionMode::Shared,
             lru_clock: LruClockMode::Redis,
@@ -129,6 +137,14 @@ impl EngineConfig {
             p.push(format!(
                 "maxmemory: {} is smaller than one page ({} bytes)",
                 self.maxmemory, self.page_size
+            ));
+        }
+        if let Some(l) = self.large_items
+            && (l < 64 || (self.page_size >= MIN_PAGE_SIZE && l > self.page_size))
+        {
+            p.push(format!(
+                "large_items: {l} must be between 64 bytes and the page size ({})",
+                self.page_size
             ));
         }
         if self.max_items == Some(0) {

@@ -10,7 +10,8 @@ pub enum EngineError {
     ItemTooLarge {
         /// Bytes the item would need (key + value + header).
         size: u64,
-        /// The largest storable item (the page size).
+        /// The largest storable item (the page size, or with large items `maxmemory` up to
+        /// 2 GiB).
         max: u64,
     },
     /// Memory is full and nothing may be evicted (noeviction, a volatile policy without TTL

@@ -76,8 +76,11 @@ impl EvictionCounts {
 pub struct EngineStats {
     /// The configured bound on pages in bytes.
     pub maxmemory: u64,
-    /// Pages in use × page size.
+    /// Pages in use × page size, plus the metadata's pages when it counts toward the budget,
+    /// plus the large items' bytes.
     pub used_bytes: u64,
+    /// Bytes charged for large items (their own allocations, outside pages).
+    pub large_bytes: u64,
     /// Page size in bytes.
     pub page_size: u64,
     /// Pages owned by some (pool, class).
@@ -129,6 +132,8 @@ pub struct TenantStats {
     pub charged_bytes: u64,
     /// Pages owned by the tenant's pool.
     pub pages: u64,
+    /// Bytes charged for the tenant's large items (outside its pages).
+    pub large_bytes: u64,
     /// Bytes of metadata outside pages (index, sampling arrays, TTL table).
     pub metadata_bytes: u64,
     /// Static floor in bytes.

@@ -47,6 +47,9 @@ pub(crate) struct Page {
     pub partial_pos: u32,
     /// Position in the owner's per-class list of all its pages, or `NIL`.
     pub class_pos: u32,
+    /// A large item's own allocation (one slot, `chunk` = the item's bytes), outside the
+    /// owner's page and class lists and outside `pages_used`.
+    pub large: bool,
 }
 
 impl Page {
@@ -63,6 +66,7 @@ impl Page {
             pool_pos: NIL,
             partial_pos: NIL,
             class_pos: NIL,
+            large: false,
         }
     }
 

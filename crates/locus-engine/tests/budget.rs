@@ -10,10 +10,17 @@ use locus_engine::{
 };
 
 fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
+    churn_with(partition, seed, with_moves, None);
+}
+
+/// `large`: `EngineConfig::large_items` (items above it get their own allocation, and items
+/// larger than a page are written too).
+fn churn_with(partition: PartitionMode, seed: u64, with_moves: bool, large: Option<u64>) {
     let pages = 40;
     let cfg = EngineConfig {
         partition,
         seed,
+        large_items: large,
         ..small(pages)
     };
     let (mut e, clock) = engine_with(cfg);
@@ -54,6 +61,7 @@ fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
         if r < 700 {
             // Sizes from tiny to nearly a page.
             let len = match rng.below(10) {
+                0 if large.is_some() && rng.below(3) == 0 => 4000 + rng.below(12_000) as usize,
                 0 => rng.below(4000) as usize,
                 1..=3 => rng.below(600) as usize,
                 _ => rng.below(120) as usize,
@@ -102,6 +110,22 @@ fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
             e.tick();
         }
         let s = e.stats();
+        if large.is_some() {
+            // Pages, large items (and metadata) within maxmemory, but for what pools that may
+            // not evict hold after maxmemory was lowered under them.
+            let stuck: u64 = tenants
+                .iter()
+                .map(|&t| e.tenant_stats(t))
+                .filter(|ts| matches!(ts.policy, Policy::NoEviction | Policy::VolatileLru))
+                .map(|ts| ts.large_bytes + ts.pages * 4096)
+                .sum();
+            assert!(
+                s.used_bytes <= s.maxmemory + stuck,
+                "step {step}: {} bytes used of {}",
+                s.used_bytes,
+                s.maxmemory
+            );
+        }
         assert!(
             s.pages_used <= s.pages_total && s.pages_total == total_pages,
             "step {step}: {} pages used of {}",
@@ -131,8 +155,11 @@ fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
     e.check_invariants();
     let s = e.stats();
     assert!(s.evictions > 0);
-    assert!(s.charged_bytes <= s.used_bytes);
-    assert!(s.item_bytes <= s.charged_bytes);
+    assert!(s.charged_bytes + s.large_bytes <= s.used_bytes);
+    assert!(s.item_bytes <= s.charged_bytes + s.large_bytes);
+    if large.is_some() {
+        assert!(s.large_bytes > 0, "no item took the large path");
+    }
 }
 
 #[test]
@@ -147,6 +174,15 @@ fn static_never_exceeds_maxmemory_or_caps() {
     for seed in 10..13 {
         churn(PartitionMode::Static, seed, false);
     }
+}
+
+#[test]
+fn large_items_keep_the_bound() {
+    for seed in 30..33 {
+        churn_with(PartitionMode::Shared, seed, false, Some(512));
+    }
+    churn_with(PartitionMode::Static, 33, false, Some(512));
+    churn_with(PartitionMode::Shared, 34, true, Some(1024));
 }
 
 #[test]
@@ -451,4 +487,103 @@ fn page_moves_never_evict_a_noeviction_or_volatile_tenant() {
         }
         e.check_invariants();
     }
+}
+
+/// Values log-uniform from 1 B to 900 KiB, written once each in order, under 64 MiB of 16 KiB
+/// pages, items above 2 KiB out of them (the server's settings for this budget; issue #11's
+/// test, in the engine), three seeds. An LRU cache that spent its bytes on data would hold
+/// the most recent keys whose sizes fill the budget; with large items out of the pages (and free
+/// chunks compacted into pages) the engine holds at least 90% of that count (measured: 939 of
+/// 1,003, 1,055 of 1,070, 977 of 988), while with every item in a page it holds far fewer (about
+/// 120: big values waste their chunks and crowd small keys out; the gap is checked so that this
+/// test can tell the two apart).
+#[test]
+fn large_items_let_a_log_uniform_mix_fill_the_budget() {
+    let run = |page_size: u64, large: Option<u64>, seed: u64| {
+        let (mut e, _clock) = engine_with(EngineConfig {
+            maxmemory: 64 << 20,
+            page_size,
+            large_items: large,
+            ..EngineConfig::default()
+        });
+        let t = tenant(&mut e, "t", Policy::AllkeysLru);
+        let mut rng = Rng::new(seed);
+        let max = 900.0 * 1024.0f64;
+        let mut sizes = Vec::new();
+        for i in 0..3000u64 {
+            let len = (rng.next_f64() * max.ln()).exp() as usize;
+            sizes.push(len);
+            e.set(t, &key(i), &vec![b'v'; len], SetOptions::default())
+                .unwrap();
+        }
+        e.check_invariants();
+        // The ideal: the newest keys whose key + value bytes fit in maxmemory.
+        let mut bytes = 0u64;
+        let ideal = sizes
+            .iter()
+            .rev()
+            .take_while(|&&l| {
+                bytes += l as u64 + 24;
+                bytes <= 64 << 20
+            })
+            .count() as u64;
+        (e.len(t), ideal, e.stats())
+    };
+    for seed in 1..=3 {
+        let (with, ideal, s) = run(16 << 10, Some(2 << 10), seed);
+        // Without: every item in a page, so pages of 1 MiB (the server's former default).
+        let (without, _, _) = run(1 << 20, None, seed);
+        assert!(s.large_bytes > 0 && s.used_bytes <= 64 << 20, "{s:?}");
+        assert!(
+            with as f64 >= 0.9 * ideal as f64,
+            "seed {seed}: large items on: {with} keys, an ideal LRU {ideal}"
+        );
+        assert!(
+            (without as f64) < 0.5 * with as f64,
+            "seed {seed}: large items off kept {without}, on {with}: the test no longer tells them apart"
+        );
+    }
+}
+
+/// Compaction moves items without changing them: after deletes leave every other chunk free,
+/// large items that need the budget get pages by compaction, and every small key left reads its
+/// own value with its own TTL.
+#[test]
+fn compaction_moves_items_intact() {
+    let (mut e, _clock) = engine_with(EngineConfig {
+        maxmemory: 64 * 4096,
+        page_size: 4096,
+        large_items: Some(1024),
+        ..EngineConfig::default()
+    });
+    let t = tenant(&mut e, "t", Policy::AllkeysLru);
+    let far = e.now_ms() + 10_000_000;
+    for i in 0..1500u64 {
+        let opts = SetOptions {
+            expire: Expire::AtMs(far + i),
+            ..SetOptions::default()
+        };
+        e.set(t, &key(i), &val(i, 100), opts).unwrap();
+    }
+    for i in (0..1500u64).step_by(2) {
+        assert!(e.delete(t, &key(i)));
+    }
+    let before = e.stats().pages_used;
+    for i in 0..20u64 {
+        e.set(t, &key(100_000 + i), &val(i, 3000), SetOptions::default())
+            .unwrap();
+    }
+    e.check_invariants();
+    assert!(e.stats().pages_used < before, "no page was freed");
+    let mut kept = 0;
+    for i in (1..1500u64).step_by(2) {
+        if let Some(v) = e.get(t, &key(i)) {
+            assert_eq!(v, &val(i, 100)[..], "key {i}");
+            assert_eq!(e.expire_at(t, &key(i)), Some(Some(far + i)));
+            kept += 1;
+        }
+    }
+    // Compaction evicts nothing: the 20 large items fit in the pages it freed.
+    assert_eq!(kept, 750, "small keys lost");
+    assert_eq!(e.stats().evictions, 0);
 }

@@ -304,8 +304,16 @@ impl Engine {
             let Some(target) = *target else {
                 continue;
             };
-            while budget > 0 && self.tenants[ti].pages.len() as u64 > target {
+            while budget > 0 && self.pool_pages(ti) > target {
                 let Some(pg) = self.takeable_page(ti, None) else {
+                    // No page it may lose: its large items, by its policy, if it evicts.
+                    if self.tenants[ti].large_bytes > 0
+                        && self.evicts_any(ti)
+                        && self.evict_from(ti, EvictionReason::Shrink)
+                    {
+                        budget -= 1;
+                        continue;
+                    }
                     break;
                 };
                 let from = self.page_owner(pg);

@@ -87,12 +87,7 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         let ti = t.0 as usize;
         let size = (HDR + key.len()) as u64 + value.len() as u64;
-        let Some(c) = self.classes.class_for(size) else {
-            return Err(EngineError::ItemTooLarge {
-                size,
-                max: self.cfg.page_size,
-            });
-        };
+        let (c, large) = self.item_class(size)?;
         self.logical += 1;
         let hash = hash_key(key);
         let existing = self.lookup(ti, key, hash);
@@ -117,7 +112,11 @@ impl Engine {
             return Ok(true);
         }
         let lru = self.fresh_lru(ti, existing);
-        let same_class = existing.filter(|&h| self.store.pages[self.store.split(h).0].class == c);
+        // A value rewritten in place keeps its chunk: same class, neither side large.
+        let same_class = existing.filter(|&h| {
+            let p = &self.store.pages[self.store.split(h).0];
+            !large && !p.large && p.class == c
+        });
         if let Some(h) = same_class {
             let (_, old_vlen) = self.store.lens(h);
             self.store.rewrite_value(h, value);
@@ -139,7 +138,7 @@ impl Engine {
                 None => {}
             }
         } else {
-            let h = self.alloc_chunk(ti, c)?;
+            let h = self.alloc_item(ti, size)?;
             // Allocation may have evicted the old item: look it up again.
             let old = if existing.is_some() {
                 self.find(ti, key, hash)
@@ -232,6 +231,15 @@ impl Engine {
     /// FLUSHDB for one tenant: every item and page of its pool is released.
     pub fn flush(&mut self, t: TenantId) {
         let ti = t.0 as usize;
+        let large: Vec<u32> = self.tenants[ti]
+            .all
+            .iter()
+            .map(|&h| self.store.split(h).0 as u32)
+            .filter(|&pg| self.store.pages[pg as usize].large)
+            .collect();
+        for pg in large {
+            self.free_large(ti, pg);
+        }
         let pages = self.tenants[ti].pages.clone();
         for pg in pages {
             let page = &mut self.store.pages[pg as usize];
@@ -368,13 +376,7 @@ impl Engine {
         let exp = self.expiry(ti, h);
         let lru = self.store.lru(h);
         let size = (HDR + to.len() + value.len()) as u64;
-        let Some(c) = self.classes.class_for(size) else {
-            return Err(EngineError::ItemTooLarge {
-                size,
-                max: self.cfg.page_size,
-            });
-        };
-        let nh = self.alloc_chunk(ti, c)?;
+        let nh = self.alloc_item(ti, size)?;
         if let Some(o) = self.find(ti, from, fh) {
             self.unlink_item(ti, o, true);
         }

@@ -111,7 +111,9 @@ impl Engine {
         let page = &store.pages[pi];
         let bytes = (key.len() + value.len()) as u64;
         tn.item_bytes += bytes;
-        tn.charged_bytes += u64::from(page.chunk);
+        if !page.large {
+            tn.charged_bytes += u64::from(page.chunk);
+        }
         let cc = &mut tn.class_counters[page.class as usize];
         cc.items += 1;
         cc.item_bytes += bytes;
@@ -138,21 +140,35 @@ impl Engine {
     /// Reclaims pages (the sparsest of tenant `t` first) until pages and metadata fit in
     /// `maxmemory` again: the metadata outside pages is memory too.
     pub(super) fn enforce_metadata_budget(&mut self, t: usize) {
-        if self.pages_used + self.meta_pages > self.pages_total {
+        if self.pages_used + self.meta_pages + self.large_pages() > self.pages_total {
             self.shrink_metadata();
         }
-        while self.meta_pages > 0 && self.pages_used + self.meta_pages > self.pages_total {
-            // The writer's own pool first, if it may lose items; never items of a pool whose
-            // policy forbids evicting them (they stay, and pages are granted again only once
-            // pages + metadata fit).
+        while self.meta_pages > 0
+            && self.pages_used + self.meta_pages + self.large_pages() > self.pages_total
+        {
+            // The writer's own pool first, if it may lose any item; never items of a pool whose
+            // policy forbids evicting them.
             let own = if self.evicts_any(t) {
                 self.sparsest_page(t, None, None)
             } else {
                 None
             };
-            let pg = own.or_else(|| self.global_sparsest_page(true));
-            let Some(pg) = pg else { break };
-            self.shrink_page(pg);
+            if let Some(pg) = own.or_else(|| self.global_sparsest_page(true)) {
+                self.shrink_page(pg);
+            } else if let Some(pg) = self.empty_page_anywhere() {
+                let from = self.page_owner(pg);
+                self.release_page(pg);
+                self.record_page_event(pg, from, None, EvictionReason::PageReclaim, 0);
+            } else if self.cfg.large_items.is_some() && self.compact_one(t) {
+                // A page freed by moving items.
+            } else if self.tenants[t].cfg.policy == Policy::NoEviction
+                || !self.evict_from(t, EvictionReason::Memory)
+            {
+                // A volatile-* writer evicts what its policy allows (keys with a TTL) until a
+                // page empties; with nothing left to evict the metadata waits over budget, as
+                // Redis's noeviction does.
+                break;
+            }
             if self.pages_used == 0 {
                 // Everything is gone: the containers are empty and can be given back.
                 self.shrink_metadata();
@@ -188,17 +204,23 @@ impl Engine {
             self.store.set_pos(last, pos);
         }
         let (pi, _) = self.store.split(h);
-        let (class, chunk) = {
+        let (class, chunk, large) = {
             let p = &self.store.pages[pi];
-            (p.class, p.chunk)
+            (p.class, p.chunk, p.large)
         };
         let bytes = (klen + vlen) as u64;
         tn.item_bytes -= bytes;
-        tn.charged_bytes -= u64::from(chunk);
+        if !large {
+            tn.charged_bytes -= u64::from(chunk);
+        }
         let cc = &mut tn.class_counters[class as usize];
         cc.items -= 1;
         cc.item_bytes -= bytes;
         self.total_items -= 1;
+        if large {
+            self.free_large(t, pi as u32);
+            return class;
+        }
         self.store.free_slot(h);
         let page = &mut self.store.pages[pi];
         if page.partial_pos == NIL {

@@ -10,6 +10,7 @@
 mod control;
 mod data;
 mod index;
+mod large;
 mod maintenance;
 mod page_api;
 mod pages;
@@ -206,6 +207,8 @@ struct Tenant {
     charged_bytes: u64,
     /// Sum over owned pages of slots × chunk.
     chunk_bytes: u64,
+    /// Bytes charged for the tenant's large items (`EngineConfig::large_items`).
+    large_bytes: u64,
 }
 
 impl Tenant {
@@ -229,6 +232,7 @@ impl Tenant {
             item_bytes: 0,
             charged_bytes: 0,
             chunk_bytes: 0,
+            large_bytes: 0,
         }
     }
 
@@ -278,6 +282,8 @@ pub struct Engine {
     /// Pages' worth of metadata outside pages (0 unless `metadata_in_budget`), recomputed when a
     /// container grows ([`Engine::note_metadata`]).
     meta_pages: u64,
+    /// Bytes charged for large items over all tenants (their own allocations).
+    large_bytes: u64,
     allocated_bufs: u64,
     tenants: Vec<Tenant>,
     arbiter: Box<dyn Arbiter>,
@@ -376,6 +382,7 @@ impl Engine {
             pages_used: 0,
             pages_total,
             meta_pages: 0,
+            large_bytes: 0,
             allocated_bufs: 0,
             tenants: Vec::new(),
             arbiter,

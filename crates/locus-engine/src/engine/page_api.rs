@@ -111,6 +111,7 @@ impl Engine {
     /// Panics with a description when an invariant is broken (a bug in the engine).
     pub fn check_invariants(&self) {
         assert!(self.pages_used <= self.pages_total, "pages over maxmemory");
+        let mut large = 0u64;
         assert!(self.allocated_bufs <= self.pages_total.max(self.pages_used));
         let mut used = 0;
         let mut items = 0;
@@ -125,6 +126,7 @@ impl Engine {
                 assert_eq!(hy.len(), tn.all.len(), "hyperbolic state per item");
             }
             let mut charged = 0u64;
+            let (mut large_n, mut large_t) = (0u64, 0u64);
             for (pos, &h) in tn.all.iter().enumerate() {
                 assert!(self.store.is_live(h));
                 assert_eq!(self.store.pos(h) as usize, pos);
@@ -135,7 +137,19 @@ impl Engine {
                     self.store.pages[pi].owner as usize, ti,
                     "item on a foreign page"
                 );
-                charged += u64::from(self.store.pages[pi].chunk);
+                let page = &self.store.pages[pi];
+                if page.large {
+                    assert_eq!(
+                        (page.slots, page.live, page.bump),
+                        (1, 1, 1),
+                        "a large item's page"
+                    );
+                    assert_eq!(page.buf.len(), page.chunk as usize);
+                    large_t += Self::large_charge(page.buf.len() as u64);
+                    large_n += 1;
+                } else {
+                    charged += u64::from(page.chunk);
+                }
                 assert_eq!(self.store.has_ttl(h), tn.expires.contains_key(&h));
             }
             for (vpos, &h) in tn.vol.iter().enumerate() {
@@ -164,7 +178,9 @@ impl Engine {
                     "partial list out of sync"
                 );
             }
-            assert_eq!(live, tn.all.len() as u64);
+            assert_eq!(live + large_n, tn.all.len() as u64);
+            assert_eq!(large_t, tn.large_bytes, "a tenant's large bytes");
+            large += large_t;
             assert_eq!(chunk_bytes, tn.chunk_bytes);
             used += tn.pages.len() as u64;
             items += tn.all.len() as u64;
@@ -173,6 +189,7 @@ impl Engine {
             }
         }
         assert_eq!(used, self.pages_used);
+        assert_eq!(large, self.large_bytes, "large bytes");
         assert_eq!(items, self.total_items);
         if let Some(cap) = self.cfg.max_items {
             assert!(items <= cap, "global item cap exceeded");

@@ -248,7 +248,8 @@ impl Engine {
         for (i, tn) in self.tenants.iter().enumerate() {
             self.views.push(PoolView {
                 pool: PoolId(i as u32),
-                pages: tn.pages.len() as u64,
+                // Large items count as the pages their bytes would fill.
+                pages: tn.pages.len() as u64 + tn.large_bytes.div_ceil(ps),
                 items: tn.all.len() as u64,
                 free_chunk_bytes: tn.chunk_bytes - tn.charged_bytes,
                 min_pages: tn.cfg.min_bytes / ps,
@@ -322,7 +323,7 @@ impl Engine {
                 pages_total: self.pages_total,
                 page_size: self.cfg.page_size,
             };
-            if self.pages_used + self.meta_pages < self.pages_total
+            if self.pages_used + self.meta_pages + self.large_pages() < self.pages_total
                 && self.arbiter.may_grow(&view, p)
             {
                 self.grant_page(t, c);
@@ -344,6 +345,11 @@ impl Engine {
                 {
                     return Err(EngineError::OutOfMemory);
                 }
+                continue;
+            }
+            // With large items out of the pages (the server's Redis mode), free chunks of other
+            // classes become a page by moving items, not by evicting them.
+            if self.cfg.large_items.is_some() && self.compact_one(t) {
                 continue;
             }
             if let Some(pg) = self.pick_reclaim_page(t, c, fruitless >= FRUITLESS_EVICTIONS) {

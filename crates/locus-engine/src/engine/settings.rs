@@ -27,11 +27,23 @@ impl Engine {
         }
         self.cfg.maxmemory = bytes;
         self.pages_total = bytes / ps;
-        while self.pages_used + self.meta_pages > self.pages_total && self.pages_used > 0 {
+        while self.pages_used + self.meta_pages + self.large_pages() > self.pages_total
+            && self.pages_used > 0
+        {
             let Some(pg) = self.global_sparsest_page(false) else {
                 break;
             };
             self.shrink_page(pg);
+        }
+        // Then large items, each pool by its policy (the least recently used first under LRU).
+        let mut stuck = 0;
+        while self.budget_used() > self.cfg.maxmemory && stuck < self.tenants.len() {
+            let t = (0..self.tenants.len())
+                .max_by_key(|&t| self.tenants[t].large_bytes)
+                .unwrap_or(0);
+            if self.tenants[t].large_bytes == 0 || !self.evict_from(t, EvictionReason::Shrink) {
+                stuck += 1;
+            }
         }
         self.trim_buffers();
         Ok(())
@@ -51,6 +63,7 @@ impl Engine {
         let mut best: Option<(u32, u64, u64)> = None;
         for (i, p) in self.store.pages.iter().enumerate() {
             if p.owner == NIL
+                || p.large
                 || (evictable_only && p.live > 0 && !self.evicts_any(p.owner as usize))
             {
                 continue;
@@ -63,8 +76,10 @@ impl Engine {
         best.map(|b| b.0)
     }
 
+    /// Frees spare page buffers beyond the pages the budget leaves once large items are paid.
     pub(super) fn trim_buffers(&mut self) {
-        while self.allocated_bufs > self.pages_total {
+        let limit = self.pages_total.saturating_sub(self.large_pages());
+        while self.allocated_bufs > limit {
             let Some(pg) = self.free_with_buf.pop() else {
                 break;
             };

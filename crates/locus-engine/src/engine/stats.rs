@@ -11,7 +11,8 @@ impl Engine {
             maxmemory: self.cfg.maxmemory,
             // With metadata in the budget, used memory is what the budget holds: pages and the
             // metadata outside them (as Redis's used_memory includes its dictionaries).
-            used_bytes: (self.pages_used + self.meta_pages) * self.cfg.page_size,
+            used_bytes: self.budget_used(),
+            large_bytes: self.large_bytes,
             page_size: self.cfg.page_size,
             pages_used: self.pages_used,
             pages_total: self.pages_total,
@@ -47,6 +48,7 @@ impl Engine {
             item_bytes: tn.item_bytes,
             charged_bytes: tn.charged_bytes,
             pages: tn.pages.len() as u64,
+            large_bytes: tn.large_bytes,
             metadata_bytes: tn.metadata_bytes(),
             min_bytes: tn.cfg.min_bytes,
             max_bytes: tn.cfg.max_bytes,
