@@ -1,15 +1,15 @@
 """Variable value sizes under one budget, side by side with redis-server (issue #11): 3,000 values
-log-uniform from 1 B to 900 KB (about 200 MB written, seeded) into maxmemory 64mb, allkeys-lru,
-through the same redis-py client. Both caches keep roughly the most recent keys that fit, so the
-key count they hold measures how much of the budget holds data, and whether small keys are
+log-uniform from 1 B to 900 KB (about 200 MB written) into maxmemory 64mb, allkeys-lru, through the
+same redis-py client, for three seeds. Both caches keep roughly the most recent keys that fit, so
+the key count they hold measures how much of the budget holds data, and whether small keys are
 sacrificed for big ones.
 
-Locus does not meet this yet and the test says so (strict xfail: the day it passes, the marker
-must go). Measured 2026-11-25: redis-server 7.0.15 kept 881 keys (60.0 MB of values), Locus 111
-keys (37.3 MB). Two causes: an item of more than half a page takes a whole 1 MiB page (a 600 KB
-value leaves 424 KB unused), and when a class needs a page, the sparsest page goes with all its
-items, which are small ones (a page with one big item is always full), so big values crowd out
-small keys. The fix is in the engine: large values outside the slab pages, charged at their size."""
+Before large items left the pages (1 MiB pages, every value in a chunk), Locus kept 111-118 keys
+(37 MB of values) where redis-server 7.0.15 kept 841-881 (59-60 MB): a value of more than half a
+page took a whole page, and a class short of pages emptied the sparsest page, always one of small
+keys. Now (16 KiB pages for this budget, values above 2 KiB in their own allocation, free chunks
+compacted into pages), five runs of the three seeds: Locus 921-948, 1,045, 998-1,016 keys (66 MB)
+against Redis's 769-889, 842-926, 819-922 (59-60 MB); Locus's RSS 79-105 MiB."""
 
 import math
 import random
@@ -26,7 +26,7 @@ MAX_VALUE = 900 * 1024
 WRITES = 3000
 
 
-def fill(port: int, seed: int = 1) -> tuple[int, int]:
+def fill(port: int, seed: int) -> tuple[int, int]:
     """Writes the seeded log-uniform stream; returns (keys held, bytes of values held)."""
     r = redis.Redis(port=port)
     rng = random.Random(seed)
@@ -40,21 +40,33 @@ def fill(port: int, seed: int = 1) -> tuple[int, int]:
     return keys, held
 
 
+def rss(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (run scripts/install-deps.sh)")
-@pytest.mark.xfail(strict=True, reason="issue #11: pages of 1 MiB waste big values and evict small keys first")
-def test_log_uniform_sizes_keep_at_least_as_many_keys_as_redis(start_locus_toml):
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_log_uniform_sizes_keep_at_least_as_many_keys_as_redis(start_locus_toml, seed):
     import harness
 
     red = harness.start_redis(["--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"])
     try:
-        redis_keys, redis_bytes = fill(red.port)
+        redis_keys, redis_bytes = fill(red.port, seed)
     finally:
         red.stop()
     (port,) = free_ports(1)
-    start_locus_toml(f'[server]\nport = {port}\n[memory]\nmaxmemory = "64mb"\n'
-                     f'[eviction]\npolicy = "allkeys-lru"\n', port)
-    locus_keys, locus_bytes = fill(port)
-    print(f"log-uniform 1 B..900 KB under 64 MB: redis-server {redis_keys} keys ({redis_bytes / 1e6:.1f} MB), "
-          f"Locus {locus_keys} keys ({locus_bytes / 1e6:.1f} MB)")
+    srv = start_locus_toml(f'[server]\nport = {port}\n[memory]\nmaxmemory = "64mb"\n'
+                           f'[eviction]\npolicy = "allkeys-lru"\n', port)
+    locus_keys, locus_bytes = fill(port, seed)
+    peak = rss(srv.proc.pid)
+    print(f"seed {seed}: log-uniform 1 B..900 KB under 64 MB: redis-server {redis_keys} keys "
+          f"({redis_bytes / 1e6:.1f} MB), Locus {locus_keys} keys ({locus_bytes / 1e6:.1f} MB), "
+          f"Locus RSS {peak / 2**20:.1f} MiB")
     assert redis_keys > 0
     assert locus_keys >= redis_keys, f"Locus kept {locus_keys} keys, redis-server {redis_keys}"
+    assert locus_bytes <= 64 * 2**20
+    assert peak <= 1.15 * 64 * 2**20 + 64 * 2**20, f"RSS {peak / 2**20:.1f} MiB"

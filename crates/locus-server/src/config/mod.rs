@@ -141,12 +141,19 @@ impl ServerConfig {
 
     /// The engine's configuration.
     pub fn engine_config(&self) -> EngineConfig {
+        let page_size = self.memory.page_size.map_or_else(
+            || sections::auto_page_size(self.memory.maxmemory.0),
+            |p| p.0,
+        );
         let mut e = EngineConfig {
             maxmemory: self.memory.maxmemory.0,
-            page_size: self.memory.page_size.0,
+            page_size,
             seed: self.memory.seed,
             // A server's memory is all of it: the key index counts toward maxmemory.
             metadata_in_budget: true,
+            // Redis mode: values above an eighth of a page get their own allocation, so a
+            // mix of sizes fills the budget with data (issue #11).
+            large_items: Some(page_size / 8),
             ..EngineConfig::default()
         };
         if self.memory.partition.eq_ignore_ascii_case("static") {

@@ -212,8 +212,9 @@ impl LimitsSection {
 pub struct MemorySection {
     /// Bytes of pages of all tenants together.
     pub maxmemory: ByteSize,
-    /// Page size.
-    pub page_size: ByteSize,
+    /// Page size; unset (the default), chosen from `maxmemory` by [`auto_page_size`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<ByteSize>,
     /// `shared` or `static`.
     pub partition: String,
     /// `redis` or `logical`.
@@ -227,12 +228,22 @@ impl Default for MemorySection {
         let e = EngineConfig::default();
         Self {
             maxmemory: ByteSize(e.maxmemory),
-            page_size: ByteSize(e.page_size),
+            page_size: None,
             partition: "shared".to_string(),
             lru_clock: "redis".to_string(),
             seed: e.seed,
         }
     }
+}
+
+/// The page size when `[memory] page_size` is not set: a 4,096th of `maxmemory` rounded down to
+/// a power of two, between 16 KiB and 1 MiB. Every size class in use holds at least a page, so
+/// a small budget wants small pages (64 MiB: 4,096 pages of 16 KiB, the ~60 classes up to the
+/// large-item threshold cost 1.5% of it); a large one keeps the page table short.
+pub fn auto_page_size(maxmemory: u64) -> u64 {
+    let target = (maxmemory / 4096).max(1);
+    let pow2 = 1u64 << (63 - target.leading_zeros());
+    pow2.clamp(16 << 10, 1 << 20)
 }
 
 /// `[eviction]`: defaults for tenants.

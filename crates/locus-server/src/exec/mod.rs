@@ -87,8 +87,10 @@ pub enum CmdError {
     /// noeviction and full, or nothing evictable.
     #[error("OOM command not allowed when used memory > 'maxmemory'.")]
     Oom,
-    /// An item larger than a page.
-    #[error("ERR item of {size} bytes is larger than a page ({max} bytes)")]
+    /// An item larger than the engine stores (maxmemory, or 2 GiB).
+    #[error(
+        "ERR item of {size} bytes is larger than the largest item this server stores ({max} bytes)"
+    )]
     ItemTooLarge {
         /// Item bytes.
         size: u64,

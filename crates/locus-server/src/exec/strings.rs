@@ -10,13 +10,13 @@ fn max_len(ctx: &Ctx<'_>) -> u64 {
     ctx.shared.config().limits.proto_max_bulk_len.0
 }
 
-/// Refuses a value that cannot fit in a page before building it (APPEND / SETRANGE would
+/// Refuses a value the engine cannot store before building it (APPEND / SETRANGE would
 /// otherwise allocate up to proto-max-bulk-len only for the engine to refuse it).
 fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult {
-    let page = ctx.eng.config().page_size;
+    let max = ctx.eng.max_item_size();
     let size = value_len.saturating_add(key.len() as u64);
-    if size > page {
-        return Err(CmdError::ItemTooLarge { size, max: page });
+    if size > max {
+        return Err(CmdError::ItemTooLarge { size, max });
     }
     Ok(())
 }

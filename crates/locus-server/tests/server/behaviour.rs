@@ -180,12 +180,17 @@ fn large_values_and_bulk_limit() {
 }
 
 #[test]
-fn item_larger_than_a_page_is_refused() {
+fn item_larger_than_maxmemory_is_refused_and_one_larger_than_a_page_is_stored() {
     let srv = start(config(
         "[memory]\npage_size = \"64KiB\"\nmaxmemory = \"4MiB\"\n",
     ));
     let mut c = Client::connect(srv.handle.addrs()[0].addr);
     let v = "x".repeat(100_000);
+    c.send(&enc(&["SET", "page-plus", &v]));
+    assert_eq!(c.read_n(5), b"+OK\r\n");
+    c.send(&enc(&["STRLEN", "page-plus"]));
+    assert_eq!(c.read_n(9), b":100000\r\n");
+    let v = "x".repeat(5 << 20);
     c.send(&enc(&["SET", "big", &v]));
     let got = c.read_n(5);
     assert_eq!(&got, b"-ERR ");
@@ -197,7 +202,7 @@ fn item_larger_than_a_page_is_refused() {
         acc.extend(b);
     }
     assert!(
-        String::from_utf8_lossy(&acc).contains("larger than a page"),
+        String::from_utf8_lossy(&acc).contains("larger than the largest item"),
         "{}",
         String::from_utf8_lossy(&acc)
     );

@@ -79,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cfg.eviction.samples = v;
     }
     if let Some(v) = args.page_size {
-        cfg.memory.page_size = v;
+        cfg.memory.page_size = Some(v);
     }
     if let Some(v) = args.threads {
         cfg.server.threads = v;
