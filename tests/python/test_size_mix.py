@@ -8,8 +8,8 @@ Before large items left the pages (1 MiB pages, every value in a chunk), Locus k
 (37 MB of values) where redis-server 7.0.15 kept 841-881 (59-60 MB): a value of more than half a
 page took a whole page, and a class short of pages emptied the sparsest page, always one of small
 keys. Now (16 KiB pages for this budget, values above 2 KiB in their own allocation, free chunks
-compacted into pages), five runs of the three seeds: Locus 921-948, 1,045, 998-1,016 keys (66 MB)
-against Redis's 769-889, 842-926, 819-922 (59-60 MB); Locus's RSS 79-105 MiB."""
+compacted into pages), five runs of the three seeds: Locus 911-1,003, 988-1,080, 975-999 keys
+(66 MB) against Redis's 815-887, 869-930, 846-916 (59-60 MB); Locus's RSS 82-100 MiB."""
 
 import math
 import random

@@ -18,6 +18,8 @@ use super::*;
 
 /// Large items of [`MAPPED`] bytes or more are charged in units of this many bytes.
 const LARGE_GRAIN: u64 = 4096;
+/// No size class: a large item needs a page of any class back.
+const NO_CLASS: u16 = u16::MAX;
 /// From this size on an allocation is a mapping of its own (glibc's default threshold).
 const MAPPED: u64 = 128 << 10;
 /// The largest item the large path stores (header + key + value).
@@ -154,12 +156,10 @@ impl Engine {
             if self.compact_one(t) {
                 continue;
             }
-            // Evict, by the policy and the arbiter, while the items themselves (chunks, large
-            // items, metadata) do not leave room: an evicted small item's chunk counts as freed,
-            // as its bytes do in Redis, though it becomes a page only by compaction. Evicting
-            // until a page frees would evict small keys for nothing and favour big ones.
-            // Compaction leaves each class with less than a page of free chunks, so the items
-            // fit in the pages once they fit in the budget less a page per class in use.
+            // Evict, by the policy and the arbiter, while the items (chunks, large items,
+            // metadata) plus a page per class in use do not leave room: compaction keeps each
+            // class under a page of free chunks, so past that point the room is there, only
+            // scattered, and a page is taken back instead.
             let logical = self.tenants.iter().map(|tn| tn.charged_bytes).sum::<u64>()
                 + self.large_bytes
                 + self.meta_pages * ps;
@@ -176,14 +176,9 @@ impl Engine {
                 fruitless += 1;
                 continue;
             }
-            // Evictions free chunks, not pages: empty the sparsest page a pool may lose.
-            let pg = if self.evicts_any(t) {
-                self.sparsest_page(t, None, None)
-            } else {
-                None
-            }
-            .or_else(|| self.global_sparsest_page(true));
-            if let Some(pg) = pg {
+            // Evictions free chunks, not pages: the emptiest page of a pool the arbiter lets `t`
+            // take from (floors hold; noeviction and volatile-* pools give only empty pages).
+            if let Some(pg) = self.pick_reclaim_page(t, NO_CLASS, true) {
                 self.shrink_page(pg);
                 fruitless = 0;
                 continue;
