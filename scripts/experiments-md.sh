@@ -12,7 +12,7 @@ One experiment per paper claim (issue #4), each run by `locus simulate experimen
 the production engine with a virtual clock. Every section below is copied from its write-up in
 `experiments/` by `scripts/experiments-md.sh`: the result table, the exact command, and whether it
 reproduces the paper. A scaled-down run of every experiment is a golden test
-(`cargo test -p locus-sim --test golden`; `LOCUS_BLESS=1` regenerates the files, reviewed in the diff).
+(`cargo test --release -p locus-sim --test golden`; `LOCUS_BLESS=1` regenerates the files, reviewed in the diff).
 
 HEAD
   for name in "${order[@]}"; do

@@ -62,10 +62,12 @@ cargo test --workspace
 
 if [ "$fast" = 0 ]; then
   step "slow tests (release): oracles on every shared trace, large accuracy checks"
-  # Only the crates that have #[ignore]d tests (a release build of every test target costs minutes).
+  # Only the crates that have #[ignore]d tests (a release build of every test target costs minutes),
+  # and the golden numbers, which are ignored in debug builds only (minutes there, seconds here).
   ignored_pkgs=$(grep -rl '#\[ignore' crates/*/src crates/*/tests | cut -d/ -f2 | sort -u | sed 's/^/-p /')
   # shellcheck disable=SC2086
   cargo test --release $ignored_pkgs -- --ignored
+  cargo test --release -p locus-sim --test golden
 fi
 
 step "end-to-end: the python suites against redis-server (checks that every assertion is Redis's behaviour)"

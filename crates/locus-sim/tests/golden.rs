@@ -6,8 +6,10 @@
 //! a behaviour change: review it, then regenerate the files deliberately with
 //!
 //! ```text
-//! LOCUS_BLESS=1 cargo test -p locus-sim --test golden
+//! LOCUS_BLESS=1 cargo test --release -p locus-sim --test golden
 //! ```
+//! (In a debug build the check is `#[ignore]`d: it takes minutes there and seconds in release,
+//! where `scripts/test.sh` runs it.)
 //! and commit the diff of `tests/golden/` with the change that caused it. `LOCUS_GOLDEN=a,b`
 //! checks (or blesses) only the experiments of those names.
 
@@ -110,6 +112,10 @@ fn shared_traces_present(file: &Path) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "three minutes in a debug build: scripts/test.sh runs it in release (cargo test --release -p locus-sim --test golden)"
+)]
 fn experiments_match_their_golden_numbers() {
     let dir = root().join("experiments");
     let golden_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
