@@ -71,6 +71,15 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+def rss(pid: int) -> int:
+    """A process's resident set size in bytes (VmRSS of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
 def wait_until(pred, timeout: float = 5.0, interval: float = 0.01, what: str = "condition"):
     """Poll `pred()` until it returns a truthy value (returned) or `timeout` seconds pass (AssertionError)."""
     deadline = time.monotonic() + timeout

@@ -3,7 +3,7 @@ the policy decides which, and noeviction refuses writes with Redis's OOM error."
 
 import pytest
 
-from harness import Raw, wait_until
+from harness import Raw, rss, wait_until
 
 MAXMEMORY = 8 * 1024 * 1024
 VALUE = "x" * 1000
@@ -26,14 +26,6 @@ def fill(c, prefix, n, batch=1000, ex=None, between=None):
             p.execute()
         if between:
             between()
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def memory(c):

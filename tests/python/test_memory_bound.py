@@ -8,19 +8,11 @@ import subprocess
 
 import pytest
 
-from harness import Raw, free_ports
+from harness import Raw, free_ports, rss
 
 pytestmark = pytest.mark.locus_only
 
 MIB = 1 << 20
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def info_field(c: Raw, section: str, name: str) -> int:

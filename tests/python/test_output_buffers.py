@@ -8,19 +8,11 @@ import time
 
 import pytest
 
-from harness import HOST, Raw, free_ports, wait_until
+from harness import HOST, Raw, free_ports, rss, wait_until
 
 pytestmark = pytest.mark.locus_only
 
 MIB = 1 << 20
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 def server_toml(port: int, limit: str) -> str:

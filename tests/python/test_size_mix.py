@@ -18,7 +18,7 @@ import shutil
 import pytest
 import redis
 
-from harness import free_ports
+from harness import free_ports, rss
 
 pytestmark = pytest.mark.locus_only
 
@@ -38,14 +38,6 @@ def fill(port: int, seed: int) -> tuple[int, int]:
     held = sum(r.strlen(k) for k in r.scan_iter(count=1000))
     r.close()
     return keys, held
-
-
-def rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS")
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server (run scripts/install-deps.sh)")

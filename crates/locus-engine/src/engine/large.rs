@@ -244,13 +244,7 @@ impl Engine {
     /// list. Nothing is evicted. False when no class has that much free.
     pub(super) fn compact_one(&mut self, t: usize) -> bool {
         self.refresh_views();
-        let n = self.tenants.len();
-        for i in 0..n {
-            let r = match i {
-                0 => t,
-                i if i <= t => i - 1,
-                i => i,
-            };
+        for r in super::pages::requester_first(t, self.tenants.len()) {
             let view = ArbiterView {
                 pools: &self.views,
                 pages_used: self.pages_used,

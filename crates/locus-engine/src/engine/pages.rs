@@ -266,14 +266,7 @@ impl Engine {
     pub(super) fn pick_reclaim_page(&mut self, t: usize, c: u16, force: bool) -> Option<u32> {
         let ps = self.cfg.page_size;
         let p = PoolId(t as u32);
-        let n = self.tenants.len();
-        for i in 0..n {
-            // The requester first, then the others in id order.
-            let r = match i {
-                0 => t,
-                i if i <= t => i - 1,
-                i => i,
-            };
+        for r in requester_first(t, self.tenants.len()) {
             let tn = &self.tenants[r];
             // Pools whose policy restricts what may be evicted (noeviction, volatile-*) only give
             // pages that hold nothing.
@@ -389,4 +382,9 @@ impl Engine {
             Victim::Coldest => self.evict_coldest(reason),
         }
     }
+}
+
+/// Pool indices `0..n` with the requester `t` first, then the others in id order.
+pub(super) fn requester_first(t: usize, n: usize) -> impl Iterator<Item = usize> {
+    std::iter::once(t).chain((0..n).filter(move |&r| r != t))
 }
