@@ -6,7 +6,8 @@ mod common;
 use common::*;
 use locus_common::Rng;
 use locus_engine::{
-    ClassId, EngineConfig, EngineError, Expire, PartitionMode, Policy, SetOptions, TenantConfig,
+    ClassId, EngineConfig, EngineError, Expire, PartitionMode, Policy, PoolId, SetOptions,
+    TenantConfig,
 };
 
 fn churn(partition: PartitionMode, seed: u64, with_moves: bool) {
@@ -586,4 +587,67 @@ fn compaction_moves_items_intact() {
     // Compaction evicts nothing: the 20 large items fit in the pages it freed.
     assert_eq!(kept, 750, "small keys lost");
     assert_eq!(e.stats().evictions, 0);
+}
+
+/// An arbiter that always names pool 0 as the victim and lets no pool take another's pages: what
+/// the controllers' target arbiter does when a volatile-* pool is the one furthest above its
+/// target.
+#[derive(Debug)]
+struct BlamesPoolZero;
+
+impl locus_engine::arbiter::Arbiter for BlamesPoolZero {
+    fn name(&self) -> &'static str {
+        "blames-pool-zero"
+    }
+    fn may_grow(&self, view: &locus_engine::arbiter::ArbiterView<'_>, _p: PoolId) -> bool {
+        view.free_pages() > 0
+    }
+    fn may_reclaim_from(
+        &self,
+        _view: &locus_engine::arbiter::ArbiterView<'_>,
+        p: PoolId,
+        from: PoolId,
+    ) -> bool {
+        p == from
+    }
+    fn victim(
+        &mut self,
+        _view: &locus_engine::arbiter::ArbiterView<'_>,
+        _p: PoolId,
+    ) -> locus_engine::arbiter::Victim {
+        locus_engine::arbiter::Victim::Pool(PoolId(0))
+    }
+}
+
+/// A write to an allkeys-* tenant is never refused while it has items of its own to evict, even
+/// when the pool the arbiter names has nothing its policy lets go (volatile-lru without TTL keys):
+/// the issue #11 soak found large writes answered OOM this way under the kredis controller.
+#[test]
+fn a_victim_with_nothing_to_give_does_not_refuse_the_write() {
+    for large in [Some(2048), None] {
+        let (mut e, _clock) = engine_with(EngineConfig {
+            large_items: large,
+            ..small(64)
+        });
+        let vol = tenant(&mut e, "vol", Policy::VolatileLru);
+        let w = tenant(&mut e, "w", Policy::AllkeysLru);
+        e.set_arbiter(Box::new(BlamesPoolZero));
+        // The volatile tenant fills half the budget with keys that have no TTL.
+        for i in 0..100u64 {
+            e.set(vol, &key(i), &val(i, 1000), SetOptions::default())
+                .unwrap();
+        }
+        let size = if large.is_some() { 3000 } else { 1000 };
+        for i in 0..500u64 {
+            e.set(w, &key(i), &val(i, size), SetOptions::default())
+                .unwrap_or_else(|err| panic!("large_items {large:?}: write {i}: {err}"));
+        }
+        assert_eq!(
+            e.len(vol),
+            100,
+            "large_items {large:?}: the volatile tenant lost keys"
+        );
+        assert!(e.len(w) > 0 && e.stats().used_bytes <= 64 * 4096);
+        e.check_invariants();
+    }
 }

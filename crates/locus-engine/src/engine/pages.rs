@@ -376,7 +376,11 @@ impl Engine {
         };
         match self.arbiter.victim(&view, PoolId(t as u32)) {
             Victim::Pool(q) if (q.0 as usize) < self.tenants.len() => {
-                self.evict_from(q.0 as usize, reason)
+                let q = q.0 as usize;
+                // The arbiter's choice may have nothing its policy lets go (a volatile-* pool
+                // without TTL keys): then the requester's own items go, as its policy allows,
+                // rather than refusing the write.
+                self.evict_from(q, reason) || (q != t && self.evict_from(t, reason))
             }
             Victim::Pool(_) | Victim::Nothing => false,
             Victim::Coldest => self.evict_coldest(reason),
