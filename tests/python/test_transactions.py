@@ -49,6 +49,17 @@ def test_queueing_error_aborts_exec(raw):
     assert raw.call("EXISTS", "y") == 0
 
 
+def test_shutdown_inside_multi_is_refused_and_aborts_exec(raw):
+    # Redis flags SHUTDOWN no-multi: refused while queuing, EXEC aborts, the server stays up.
+    raw.call("DEL", "foo")
+    raw.call("MULTI")
+    assert raw.call("SET", "foo", "bar") == "QUEUED"
+    assert raw.call("SHUTDOWN") == "ERR Command not allowed inside a transaction"
+    assert raw.call("EXEC") == "EXECABORT Transaction discarded because of previous errors."
+    assert raw.call("GET", "foo") is None
+    assert raw.call("PING") == "PONG"
+
+
 def test_watch(r, server):
     r.set("w", "1")
     with r.pipeline() as p:

@@ -33,7 +33,7 @@ use locus_protocol::ReplyWriter;
 
 use crate::config::TenancyMode;
 use crate::server::{ConnState, Shared};
-pub use table::{CommandSpec, Route, lookup};
+pub use table::{CommandSpec, Route, has_flag, lookup};
 
 /// A command's arguments (name first).
 pub type Args<'a, 'b> = &'a [Cow<'b, [u8]>];
@@ -253,6 +253,13 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
             return Err(e);
         }
     };
+    if in_multi && has_flag(spec.flags, "no_multi") {
+        // Redis's processCommand: refused while queuing, and the transaction is aborted.
+        ctx.conn.multi_error = true;
+        return Err(CmdError::msg(
+            "ERR Command not allowed inside a transaction",
+        ));
+    }
     if in_multi && !transaction::runs_inside_multi(spec.name) {
         if let Some(q) = ctx.conn.multi.as_mut() {
             q.push(args.iter().map(|a| a.to_vec()).collect());
