@@ -13,7 +13,8 @@ pytestmark = pytest.mark.locus_only
 
 KEYS = [f"k{i}" for i in range(8)] + ["\x00bin", "sp ace"]
 VALUES = ["", "0", "1", "-1", "10", "42", "9223372036854775807", "-9223372036854775808", "1.5", "-0.25",
-          "abc", "x" * 60, "\x00\xff\r\n", " 1", "3.0e3", "007", "+5", "1e5"]
+          "abc", "x" * 60, "\x00\xff\r\n", " 1", "3.0e3", "007", "+5", "1e5", "ohmytext", "mynewtext",
+          "GATTACAGATTACA", "TAGACATTAG"]
 INCRS = ["1", "-1", "5", "100", "9223372036854775807", "-9223372036854775808", "abc", "1.5", ""]
 FLOATS = ["0.5", "-1.5", "10", "3.0e2", "abc", "", "-0", "2.25", "0.1", "1e20", "-1e-20", "inf", "-inf",
           "1.7976931348623157e308", "5e-324", "0.333333333333333333", " 1", "1e"]
@@ -23,7 +24,7 @@ def random_command(rng: random.Random, keys=KEYS):
     k = rng.choice(keys)
     k2 = rng.choice(keys)
     v = rng.choice(VALUES)
-    op = rng.randrange(54)
+    op = rng.randrange(56)
     if op < 5:
         args = ["SET", k, v]
         if rng.random() < 0.3:
@@ -54,6 +55,12 @@ def random_command(rng: random.Random, keys=KEYS):
         ["MSET", k], ["RENAME", k, k], ["GETEX", k, "EX"], ["SET", k, v, "EX", "10", "PX", "10"],
         ["INCRBYFLOAT", k], ["DECRBY", k, "-9223372036854775808"], ["PSETEX", k, "100000", v],
         ["STRLEN", k, k2], ["ECHO", v], ["EXISTS"],
+        ["LCS", k, k2] + rng.choice([[], ["LEN"], ["IDX"], ["IDX", "WITHMATCHLEN"], ["LEN", "IDX"],
+                                     ["IDX", "MINMATCHLEN", rng.choice(["2", "-1", "x"]), "WITHMATCHLEN"],
+                                     ["IDX", "MINMATCHLEN"], ["FOO"]]),
+        # (no DB n > 0: one database here unless the tenancy mode is db)
+        ["COPY", k, k2] + rng.choice([[], ["REPLACE"], ["DB", "0"], ["DB", "0", "REPLACE"], ["DB", "x"],
+                                      ["DB", "-1"], ["REPLACE", "FOO"]]),
     ][op - 5]
 
 

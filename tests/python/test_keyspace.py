@@ -147,3 +147,25 @@ def test_touch(r):
     r.mset({"a": "1", "b": "2"})
     assert r.touch("a", "b", "missing", "a") == 3
     assert r.touch("missing") == 0
+
+
+def test_copy(r):
+    r.set("src", "v", ex=100)
+    assert r.copy("src", "dst") is True
+    assert r.get("dst") == "v" and 0 < r.ttl("dst") <= 100
+    assert r.copy("src", "dst") is False  # exists, no REPLACE
+    r.set("src", "w")
+    assert r.copy("src", "dst", replace=True) is True
+    assert r.get("dst") == "w" and r.ttl("dst") == -1  # no TTL copied from a key without one
+    r.set("dst", "changed")
+    assert r.get("src") == "w"  # the copy is independent
+    assert r.copy("missing", "dst", replace=True) is False
+    assert r.get("dst") == "changed"
+    with pytest.raises(ResponseError, match="source and destination objects are the same"):
+        r.copy("src", "src")
+    with pytest.raises(ResponseError, match="not an integer or out of range"):
+        r.execute_command("COPY", "src", "x", "DB", "notanumber")
+    with pytest.raises(ResponseError, match="syntax error"):
+        r.execute_command("COPY", "src", "x", "REPLACE", "EXTRA")
+    with pytest.raises(ResponseError, match="DB index is out of range"):
+        r.execute_command("COPY", "src", "x", "DB", "-1")

@@ -197,6 +197,18 @@ def test_a_tenant_stays_in_its_own_keyspace(setup):
             with Raw(s.pa) as c:
                 assert c.call("AUTH", "bob", "bob-pw") == \
                     "WRONGPASS invalid username-password pair or user is disabled."
+        # COPY cannot write into (or read from) another tenant's keyspace either.
+        assert bob.call("SET", s.key("bob", "x"), "bob's") == "OK"
+        if s.mode == "db":
+            assert bob.call("COPY", s.key("bob", "x"), s.key("alice", 1), "DB", "0", "REPLACE") == \
+                "NOPERM this user has no permissions to access database 0"
+        elif s.mode == "prefix":
+            assert bob.call("COPY", s.key("bob", "x"), s.key("alice", 1), "REPLACE") == \
+                "NOPERM No permissions to access a key"
+            assert bob.call("COPY", s.key("alice", 1), s.key("bob", "y")) == \
+                "NOPERM No permissions to access a key"
+        else:
+            assert bob.call("COPY", s.key("bob", "x"), s.key("alice", 1), "DB", "1").startswith("ERR DB 1:")
         assert bob.call("FLUSHALL") == "OK"
         assert bob.call("DBSIZE") == 0
     alice_intact(s)
@@ -214,6 +226,14 @@ def test_the_admin_administers(setup):
         info = admin.call("INFO", "tenants")
         info = info.decode() if isinstance(info, bytes) else str(info)
         assert "tenant_alice:" in info and "tenant_bob:" in info
+        if s.mode == "db":
+            # The admin may COPY between databases (tenants), as it may SELECT any of them.
+            assert admin.call("SELECT", "0") == "OK"
+            assert admin.call("COPY", s.key("alice", 1), "copied", "DB", "1") == 1
+            assert admin.call("COPY", s.key("alice", 1), "copied", "DB", "1") == 0
+            with s.raw("bob") as bob:
+                assert bob.call("SELECT", "1") == "OK"
+                assert bob.call("GET", "copied") == b"alice-1"
 
 
 def test_auth_default_in_user_tenancy_is_refused_as_redis_refuses_a_disabled_user(start_locus_toml):

@@ -1,5 +1,6 @@
 """String commands through redis-py, RESP2 and RESP3: every SET option, the counters and ranges."""
 
+import random
 import re
 import time
 
@@ -309,3 +310,39 @@ def test_set_px_expires(r):
     r.set("short", "v", px=50)
     wait_until(lambda: r.get("short") is None, timeout=3, what="PX 50 key to expire")
     assert time.monotonic() - t0 >= 0.045
+
+
+def test_lcs(raw):
+    # The example of Redis's LCS documentation.
+    raw.call("MSET", "key1", "ohmytext", "key2", "mynewtext")
+    assert raw.call("LCS", "key1", "key2") == b"mytext"
+    assert raw.call("LCS", "key1", "key2", "LEN") == 6
+    assert raw.call("LCS", "key1", "key2", "IDX") == \
+        [b"matches", [[[4, 7], [5, 8]], [[2, 3], [0, 1]]], b"len", 6]
+    assert raw.call("LCS", "key1", "key2", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN") == \
+        [b"matches", [[[4, 7], [5, 8], 4]], b"len", 6]
+    assert raw.call("LCS", "key1", "missing") == b""
+    assert raw.call("LCS", "key1", "missing", "IDX") == [b"matches", [], b"len", 0]
+    assert raw.call("LCS", "key1", "key2", "LEN", "IDX") == \
+        "ERR If you want both the length and indexes, please just use IDX."
+    assert raw.call("LCS", "key1", "key2", "FOO") == "ERR syntax error"
+    assert raw.call("LCS", "key1") == "ERR wrong number of arguments for 'lcs' command"
+
+
+def test_lcs_is_a_longest_common_subsequence(r):
+    rng = random.Random(7)
+    for _ in range(40):
+        a = "".join(rng.choice("ACGT") for _ in range(rng.randint(0, 40)))
+        b = "".join(rng.choice("ACGT") for _ in range(rng.randint(0, 40)))
+        r.mset({"a": a, "b": b})
+        got = r.execute_command("LCS", "a", "b")
+        got = got.decode() if isinstance(got, bytes) else got
+        # A subsequence of both, as long as the dynamic programme's answer.
+        for s in (a, b):
+            it = iter(s)
+            assert all(ch in it for ch in got), (a, b, got)
+        n = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+        for i in range(1, len(a) + 1):
+            for j in range(1, len(b) + 1):
+                n[i][j] = n[i - 1][j - 1] + 1 if a[i - 1] == b[j - 1] else max(n[i - 1][j], n[i][j - 1])
+        assert len(got) == n[len(a)][len(b)] == r.execute_command("LCS", "a", "b", "LEN")

@@ -4,6 +4,7 @@ use locus_protocol::ProtocolVersion;
 
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, lower};
 use crate::config::TenancyMode;
+use locus_engine::TenantId;
 
 /// `PING [message]`
 pub fn ping(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
@@ -218,6 +219,20 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// SELECT index
 pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let n = int_arg(&a[1])?;
+    let t = db_tenant(ctx, n)?;
+    if let Some(t) = t {
+        ctx.conn.tenant = Some(t);
+    }
+    ctx.conn.db = n as u32;
+    ctx.conn.publish(ctx.shared.tenancy());
+    ctx.w.ok();
+    Ok(())
+}
+
+/// The tenant database `n` names for this connection (SELECT, COPY ... DB): in `db` tenancy the
+/// tenant mapped to it, if the caller may use it; in the other modes only database 0 exists
+/// (`None`: it is the connection's own tenant).
+pub(super) fn db_tenant(ctx: &Ctx<'_>, n: i64) -> Result<Option<TenantId>, CmdError> {
     let out_of_range = || CmdError::msg("ERR DB index is out of range");
     let dbs = ctx.shared.config().server.databases;
     if n < 0 || n >= i64::from(dbs) {
@@ -232,17 +247,15 @@ pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "NOPERM this user has no permissions to access database {n}"
             )));
         }
-        ctx.conn.tenant = Some(t);
+        Ok(Some(t))
     } else if n != 0 {
-        return Err(CmdError::msg(format!(
-            "ERR SELECT {n}: this server's tenancy mode is '{}'; only database 0 exists (use tenancy mode 'db' for numbered databases)",
+        Err(CmdError::msg(format!(
+            "ERR DB {n}: this server's tenancy mode is '{}'; only database 0 exists (use tenancy mode 'db' for numbered databases)",
             tenancy.mode
-        )));
+        )))
+    } else {
+        Ok(None)
     }
-    ctx.conn.db = n;
-    ctx.conn.publish(tenancy);
-    ctx.w.ok();
-    Ok(())
 }
 
 fn validate_name(n: &[u8]) -> CmdResult {

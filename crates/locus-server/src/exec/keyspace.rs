@@ -1,5 +1,8 @@
-//! Keyspace commands: DEL UNLINK EXISTS TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX DBSIZE FLUSHDB
-//! FLUSHALL. All act on one tenant only (the routed one).
+//! Keyspace commands: DEL UNLINK EXISTS TYPE KEYS SCAN RANDOMKEY RENAME RENAMENX COPY DBSIZE
+//! FLUSHDB FLUSHALL. All act on one tenant only (the routed one; COPY ... DB on one the caller
+//! may select).
+
+use locus_engine::{Expire, SetCond, SetOptions};
 
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
 use crate::glob::glob_match;
@@ -157,5 +160,55 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     ctx.eng.flush(t);
     ctx.w.ok();
+    Ok(())
+}
+
+/// `COPY source destination [DB destination-db] [REPLACE]`: the value and its TTL, into the
+/// caller's tenant or (in `db` tenancy) a database the caller may use. 1 when copied, 0 when the
+/// source is missing or the destination exists without REPLACE.
+pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let (mut replace, mut db) = (false, None);
+    let mut i = 3;
+    while i < a.len() {
+        if is(&a[i], "replace") {
+            replace = true;
+        } else if is(&a[i], "db") && i + 1 < a.len() {
+            db = Some(int_arg(&a[i + 1])?);
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let t = ctx.t()?;
+    let dt = match db {
+        Some(n) => super::connection::db_tenant(ctx, n)?.unwrap_or(t),
+        None => t,
+    };
+    if dt == t && a[1] == a[2] {
+        return Err(CmdError::msg(
+            "ERR source and destination objects are the same",
+        ));
+    }
+    let Some(value) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
+        ctx.w.integer(0);
+        return Ok(());
+    };
+    let expire = match ctx.eng.expire_at(t, &a[1]).flatten() {
+        Some(at) => Expire::AtMs(at),
+        None => Expire::Persist,
+    };
+    let cond = if replace {
+        SetCond::Always
+    } else {
+        SetCond::IfAbsent
+    };
+    let done = ctx
+        .eng
+        .set(dt, &a[2], &value, SetOptions { expire, cond })?;
+    if done {
+        ctx.shared.touch_watched(dt, &a[2]);
+    }
+    ctx.w.integer(i64::from(done));
     Ok(())
 }

@@ -271,7 +271,9 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
     (spec.handler)(ctx, args)?;
     // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
     // forced encoding (both counters only change under the engine lock, which is held here).
+    // (COPY marks its destination itself: it may be in another tenant.)
     if spec.is_write
+        && spec.name != "copy"
         && let Some(t) = ctx.tenant
         && ctx.shared.tracks_writes()
         && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
@@ -374,6 +376,9 @@ fn route(
                 let Some(t) = tenancy.for_key(key) else {
                     return Err(CmdError::msg("ERR key matches no tenant prefix"));
                 };
+                // A key of another tenant is refused before the span check, whose message
+                // names tenants (only the admin gets that far).
+                privilege::check_route(ctx, Some(t))?;
                 match found {
                     None => found = Some(t),
                     Some(f) if f != t => {

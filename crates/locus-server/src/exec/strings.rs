@@ -1,5 +1,5 @@
 //! String commands: GET SET (and its options) SETNX SETEX PSETEX GETSET GETDEL GETEX MGET MSET
-//! MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT.
+//! MSETNX APPEND STRLEN GETRANGE SETRANGE INCR DECR INCRBY DECRBY INCRBYFLOAT LCS.
 
 use super::longdouble::LongDouble;
 use locus_engine::{Expire, SetCond, SetOptions};
@@ -446,4 +446,139 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     ctx.shared.note_encoding(enc, t, &[&a[1][..]]);
     ctx.w.bulk(s.as_bytes());
     Ok(())
+}
+
+/// `LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]`: the longest common subsequence
+/// of two strings (missing keys are empty), as Redis 7 computes it: the dynamic-programming
+/// table is walked back from its end, a tie going to the second string's shorter prefix, so the
+/// same subsequence and the same match ranges (last match first) come out. The table takes
+/// `4 x (len1 + 1) x (len2 + 1)` bytes of transient memory, refused past `proto-max-bulk-len`
+/// as in Redis.
+pub fn lcs(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let (mut want_len, mut want_idx, mut with_match_len) = (false, false, false);
+    let mut min_match_len = 0u64;
+    let mut i = 3;
+    while i < a.len() {
+        let o = &a[i][..];
+        if is(o, "len") {
+            want_len = true;
+        } else if is(o, "idx") {
+            want_idx = true;
+        } else if is(o, "withmatchlen") {
+            with_match_len = true;
+        } else if is(o, "minmatchlen") && i + 1 < a.len() {
+            i += 1;
+            min_match_len = int_arg(&a[i])?.max(0) as u64;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    if want_len && want_idx {
+        return Err(CmdError::msg(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    let t = ctx.t()?;
+    let x = ctx
+        .eng
+        .get(t, &a[1])
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+    let y = ctx
+        .eng
+        .get(t, &a[2])
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+    if x.len() as u64 >= u64::from(u32::MAX) - 1 || y.len() as u64 >= u64::from(u32::MAX) - 1 {
+        return Err(CmdError::msg("ERR String too long for LCS"));
+    }
+    let cells = (x.len() as u64 + 1).saturating_mul(y.len() as u64 + 1);
+    if cells.saturating_mul(4) > max_len(ctx) {
+        return Err(CmdError::msg(
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+        ));
+    }
+    let table = lcs_table(&x, &y);
+    let w = y.len() + 1;
+    let at = |i: usize, j: usize| table[i * w + j];
+    let total = at(x.len(), y.len());
+    if want_len {
+        ctx.w.integer(i64::from(total));
+        return Ok(());
+    }
+    // Walk back from the end; contiguous matches form ranges, emitted as each one closes.
+    let mut seq = vec![0u8; total as usize];
+    let mut k = seq.len();
+    let mut ranges: Vec<[u64; 4]> = Vec::new();
+    let mut open: Option<[u64; 4]> = None; // [x_start, x_end, y_start, y_end]
+    let (mut i, mut j) = (x.len(), y.len());
+    while i > 0 && j > 0 {
+        let close = if x[i - 1] == y[j - 1] {
+            k -= 1;
+            seq[k] = x[i - 1];
+            let (xi, yj) = ((i - 1) as u64, (j - 1) as u64);
+            match open.as_mut() {
+                Some(r) => {
+                    r[0] = xi;
+                    r[2] = yj;
+                }
+                None => open = Some([xi, xi, yj, yj]),
+            }
+            let at_start = i == 1 || j == 1;
+            i -= 1;
+            j -= 1;
+            at_start
+        } else {
+            if at(i - 1, j) > at(i, j - 1) {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            open.is_some()
+        };
+        if close && let Some(r) = open.take() {
+            let len = r[1] - r[0] + 1;
+            if want_idx && len >= min_match_len {
+                ranges.push(r);
+            }
+        }
+    }
+    if !want_idx {
+        ctx.w.bulk(&seq);
+        return Ok(());
+    }
+    ctx.w.map(2);
+    ctx.w.bulk(b"matches");
+    ctx.w.array(ranges.len());
+    for r in &ranges {
+        ctx.w.array(if with_match_len { 3 } else { 2 });
+        for pair in [[r[0], r[1]], [r[2], r[3]]] {
+            ctx.w.array(2);
+            ctx.w.integer(pair[0] as i64);
+            ctx.w.integer(pair[1] as i64);
+        }
+        if with_match_len {
+            ctx.w.integer((r[1] - r[0] + 1) as i64);
+        }
+    }
+    ctx.w.bulk(b"len");
+    ctx.w.integer(i64::from(total));
+    Ok(())
+}
+
+/// `table[i * (y.len() + 1) + j]`: the LCS length of `x[..i]` and `y[..j]`.
+fn lcs_table(x: &[u8], y: &[u8]) -> Vec<u32> {
+    let w = y.len() + 1;
+    let mut t = vec![0u32; (x.len() + 1) * w];
+    for i in 1..=x.len() {
+        for j in 1..=y.len() {
+            t[i * w + j] = if x[i - 1] == y[j - 1] {
+                t[(i - 1) * w + j - 1] + 1
+            } else {
+                t[(i - 1) * w + j].max(t[i * w + j - 1])
+            };
+        }
+    }
+    t
 }
