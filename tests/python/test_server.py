@@ -223,3 +223,16 @@ def test_object_freq_requires_lfu(r, restore_config):
     with raises("An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
                 "switching between policies at runtime LRU and LFU data will take some time to adjust."):
         r.object("idletime", "hot")
+
+
+def test_function_flush_and_list_answer_as_redis_with_no_library(raw):
+    # Redis's test suite and some clients send FUNCTION FLUSH to start clean.
+    assert raw.call("FUNCTION", "FLUSH") == "OK"
+    assert raw.call("FUNCTION", "FLUSH", "SYNC") == "OK"
+    assert raw.call("FUNCTION", "FLUSH", "BOGUS") == "ERR FUNCTION FLUSH only supports SYNC|ASYNC option"
+    assert raw.call("FUNCTION", "LIST") == []
+    assert raw.call("FUNCTION", "LIST", "WITHCODE", "LIBRARYNAME", "x*") == []
+    assert raw.call("FUNCTION", "DELETE", "nolib") == "ERR Library not found"
+    assert raw.call("FUNCTION", "KILL") == "NOTBUSY No scripts in execution right now."
+    # (Redis lists its LUA engine with zero libraries; Locus has no engine.)
+    assert raw.call("FUNCTION", "STATS")[:3] == [b"running_script", None, b"engines"]

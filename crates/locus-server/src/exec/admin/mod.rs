@@ -1,11 +1,12 @@
 //! Server commands, one file each: [`command`] (COMMAND), [`config`] (CONFIG), [`info`] (INFO),
-//! [`memory`] (MEMORY, OBJECT), [`shutdown`] (SHUTDOWN), [`tenant`] (`LOCUS.TENANT`) and
+//! [`memory`] (MEMORY, OBJECT), [`function`] (FUNCTION: no libraries, ever), [`shutdown`] (SHUTDOWN), [`tenant`] (`LOCUS.TENANT`) and
 //! [`controller`] (`LOCUS.CONTROLLER`: the memory controller's state, targets, decision log,
 //! decide now, replace it).
 
 pub mod command;
 pub mod config;
 pub mod controller;
+pub mod function;
 pub mod info;
 pub mod memory;
 pub mod shutdown;
@@ -16,6 +17,7 @@ use super::{CmdError, Ctx};
 pub use command::command;
 pub use config::config;
 pub use controller::controller;
+pub use function::function;
 pub use info::{info, info_text};
 pub use memory::{memory, object};
 pub use shutdown::shutdown;
