@@ -8,6 +8,13 @@ use locus_engine::TenantId;
 
 /// `PING [message]`
 pub fn ping(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() <= 2 && ctx.conn.proto == ProtocolVersion::Resp2 && ctx.conn.subscriptions() > 0 {
+        // Subscribed mode (RESP2): a push-shaped reply, as Redis.
+        ctx.w.array(2);
+        ctx.w.bulk(b"pong");
+        ctx.w.bulk(a.get(1).map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
     match a.len() {
         1 => ctx.w.simple("PONG"),
         2 => ctx.w.bulk(&a[1]),
@@ -42,6 +49,9 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     let watched = std::mem::take(&mut ctx.conn.watched);
     ctx.shared.unwatch_all(ctx.conn.info.id, &watched);
+    if ctx.conn.subscriptions() > 0 {
+        ctx.conn.unsubscribe_all(&mut ctx.shared.pubsub());
+    }
     ctx.conn
         .reset(ctx.shared.tenancy(), ctx.shared.auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);

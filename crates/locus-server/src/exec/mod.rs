@@ -22,6 +22,7 @@ pub mod expire;
 pub mod keyspace;
 pub mod longdouble;
 pub mod privilege;
+pub mod pubsub;
 pub mod strings;
 pub mod table;
 pub mod transaction;
@@ -29,7 +30,7 @@ pub mod transaction;
 use std::borrow::Cow;
 
 use locus_engine::{Engine, EngineError, TenantId};
-use locus_protocol::ReplyWriter;
+use locus_protocol::{ProtocolVersion, ReplyWriter};
 
 use crate::config::TenancyMode;
 use crate::server::{ConnState, Shared};
@@ -253,6 +254,18 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
             return Err(e);
         }
     };
+    if ctx.conn.proto == ProtocolVersion::Resp2
+        && ctx.conn.subscriptions() > 0
+        && !pubsub::allowed_when_subscribed(spec.name)
+    {
+        if in_multi {
+            ctx.conn.multi_error = true;
+        }
+        return Err(CmdError::msg(format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.name
+        )));
+    }
     if in_multi && has_flag(spec.flags, "no_multi") {
         // Redis's processCommand: refused while queuing, and the transaction is aborted.
         ctx.conn.multi_error = true;

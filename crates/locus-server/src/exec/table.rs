@@ -2,7 +2,9 @@
 
 use std::sync::LazyLock;
 
-use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings, transaction};
+use super::{
+    Args, CmdResult, Ctx, admin, connection, expire, keyspace, pubsub, strings, transaction,
+};
 
 /// A command handler.
 pub type Handler = for<'a, 'b, 'c, 'd> fn(&'a mut Ctx<'b>, Args<'c, 'd>) -> CmdResult;
@@ -148,6 +150,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("pttl", 2, ["readonly", "fast"], 1, 1, 1, ["@keyspace", "@read", "@fast"], "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", Keys, expire::pttl),
     cmd!("persist", 2, ["write", "fast"], 1, 1, 1, ["@keyspace", "@write", "@fast"], "generic", "2.2.0", "Removes the expiration time of a key.", Keys, expire::persist),
     // connection
+    cmd!("subscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Listens for messages published to channels.", Conn, pubsub::subscribe),
+    cmd!("unsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Stops listening to messages posted to channels.", Conn, pubsub::unsubscribe),
+    cmd!("psubscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Listens for messages published to channels that match one or more patterns.", Conn, pubsub::psubscribe),
+    cmd!("punsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.", Conn, pubsub::punsubscribe),
+    cmd!("publish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, ["@pubsub", "@fast"], "pubsub", "2.0.0", "Posts a message to a channel.", Conn, pubsub::publish),
+    cmd!("pubsub", -2, [], 0, 0, 0, ["@slow"], "pubsub", "2.8.0", "A container for Pub/Sub commands.", Conn, pubsub::pubsub, ["pubsub|channels", "pubsub|numpat", "pubsub|numsub", "pubsub|help"]),
     cmd!("ping", -1, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the server's liveliness response.", None, connection::ping),
     cmd!("echo", 2, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the given string.", None, connection::echo),
     cmd!("time", 1, ["random", "loading", "stale", "fast"], 0, 0, 0, ["@fast"], "server", "2.6.0", "Returns the server time.", None, connection::time),

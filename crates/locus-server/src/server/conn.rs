@@ -84,6 +84,8 @@ fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientIn
         resp: AtomicU8::new(2),
         killed: AtomicBool::new(false),
         waker: Mutex::new(None),
+        inbox: Mutex::new(Vec::new()),
+        inbox_pending: AtomicBool::new(false),
     });
     shared.clients.lock().insert(info.id, info.clone());
     info
@@ -155,10 +157,20 @@ async fn flush(
         return Err(());
     }
     info.omem.store(pending, Ordering::Relaxed);
+    // A kill (CLIENT KILL, a subscriber past its pubsub limit) or a shutdown ends a write that
+    // waits for a client that does not read.
+    let mut stop = StopSignal::new(info, shared, false);
+    let write = async {
+        tokio::select! {
+            biased;
+            r = write_out(sock, out) => r.map_err(|_| ()),
+            () = &mut stop => Err(()),
+        }
+    };
     let written = if over(limit.soft) {
         let patience = Duration::from_secs(limit.soft_seconds);
-        match tokio::time::timeout(patience, write_out(sock, out)).await {
-            Ok(r) => r.map_err(|_| ()),
+        match tokio::time::timeout(patience, write).await {
+            Ok(r) => r,
             Err(_) => {
                 shared
                     .stats()
@@ -168,7 +180,7 @@ async fn flush(
             }
         }
     } else {
-        write_out(sock, out).await.map_err(|_| ())
+        write.await
     };
     info.omem.store(0, Ordering::Relaxed);
     written?;
@@ -199,24 +211,29 @@ async fn connection(
         multi: None,
         multi_error: false,
         watched: Vec::new(),
+        subs: Vec::new(),
+        psubs: Vec::new(),
     };
     st.reset(shared.tenancy(), shared.auth_required());
-    let mut stop = StopSignal {
-        info: &info,
-        shared: &shared,
-        registered: None,
-    };
+    let mut stop = StopSignal::new(&info, &shared, true);
     let mut scratch = Scratch::default();
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
         let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
+            let subscribed = st.subscriptions() > 0;
+            let out = &c.limits.client_output_buffer_limit;
             (
-                c.server.timeout.0,
+                // As Redis: the idle timeout does not apply to a subscriber.
+                if subscribed {
+                    Duration::ZERO
+                } else {
+                    c.server.timeout.0
+                },
                 c.limits.protocol_limits(),
                 c.limits.client_query_buffer_limit.0,
-                c.limits.client_output_buffer_limit.normal,
+                if subscribed { out.pubsub } else { out.normal },
             )
         };
         if inbuf.capacity() - inbuf.len() < READ_CHUNK {
@@ -231,14 +248,21 @@ async fn connection(
         };
         // `biased`: the socket first, no random branch order per poll. A client that keeps the
         // socket busy still sees a kill or a shutdown: both are checked after every batch.
+        // A kill, a shutdown or pub/sub messages end the wait (`stop`); messages alone read
+        // nothing and only write them out below.
         let n = tokio::select! {
             biased;
             r = sock.read_buf(&mut inbuf) => match r {
                 Ok(0) | Err(_) => break,
-                Ok(n) => n,
+                Ok(n) => Some(n),
             },
-            () = &mut stop => break,
+            () = &mut stop => None,
             () = idle => break,
+        };
+        let n = match n {
+            Some(n) => n,
+            None if stop.stopped() => break,
+            None => 0,
         };
         shared
             .stats()
@@ -283,6 +307,8 @@ async fn connection(
                 .error("ERR Protocol error: client query buffer limit exceeded");
             st.close = true;
         }
+        // Messages published to this client go after the replies of its own commands.
+        info.take_inbox(&mut out);
         if !out.is_empty()
             && flush(&shared, &info, &mut sock, &mut out, out_limit)
                 .await
@@ -300,6 +326,9 @@ async fn connection(
     *info.waker.lock() = None;
     if !st.watched.is_empty() {
         shared.unwatch_all(info.id, &st.watched);
+    }
+    if st.subscriptions() > 0 {
+        st.unsubscribe_all(&mut shared.pubsub());
     }
     let _ = sock.shutdown().await;
 }
@@ -474,6 +503,8 @@ mod tests {
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
             waker: Mutex::new(None),
+            inbox: Mutex::new(Vec::new()),
+            inbox_pending: AtomicBool::new(false),
         };
         assert_eq!(info.last_cmd_name(), "NULL");
         info.set_last_cmd(exec::table::find(b"GeT"), b"GeT");

@@ -44,8 +44,10 @@ use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
 mod conn;
+mod pubsub;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
+pub use pubsub::{Kind as SubKind, PubSub};
 
 /// Most keys remembered as `raw`-encoded (see [`Shared::note_encoding`]).
 pub const MAX_RAW_KEYS: usize = 100_000;
@@ -114,6 +116,10 @@ pub struct ClientInfo {
     killed: AtomicBool,
     /// The connection task's waker while it waits for input (see [`StopSignal`]).
     waker: Mutex<Option<Waker>>,
+    /// Pub/sub messages delivered and not yet moved to the connection's output.
+    inbox: Mutex<Vec<u8>>,
+    /// `inbox` is not empty (read without its lock while the task waits).
+    inbox_pending: AtomicBool,
 }
 
 /// [`ClientInfo::last_cmd`] before the client's first command (CLIENT LIST shows `cmd=NULL`).
@@ -188,11 +194,27 @@ struct StopSignal<'a> {
     info: &'a ClientInfo,
     shared: &'a Shared,
     registered: Option<Waker>,
+    /// Also resolve when pub/sub messages wait (the wait for input; not a write in progress).
+    inbox: bool,
 }
 
-impl StopSignal<'_> {
+impl<'a> StopSignal<'a> {
+    fn new(info: &'a ClientInfo, shared: &'a Shared, inbox: bool) -> Self {
+        Self {
+            info,
+            shared,
+            registered: None,
+            inbox,
+        }
+    }
+
     fn stopped(&self) -> bool {
         self.info.killed() || self.shared.is_shutting_down()
+    }
+
+    /// Stopped, or (when asked) pub/sub messages to write: either ends the wait for input.
+    fn attention(&self) -> bool {
+        self.stopped() || (self.inbox && self.info.inbox_pending())
     }
 }
 
@@ -200,7 +222,7 @@ impl Future for StopSignal<'_> {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.stopped() {
+        if self.attention() {
             return Poll::Ready(());
         }
         if !self
@@ -210,7 +232,7 @@ impl Future for StopSignal<'_> {
         {
             *self.info.waker.lock() = Some(cx.waker().clone());
             self.registered = Some(cx.waker().clone());
-            if self.stopped() {
+            if self.attention() {
                 return Poll::Ready(());
             }
         }
@@ -245,6 +267,10 @@ pub struct ConnState {
     pub owner: Option<TenantId>,
     /// Close after writing the replies.
     pub close: bool,
+    /// SUBSCRIBE'd channels, in subscription order, each in the tenant it was subscribed in.
+    pub subs: Vec<(TenantId, Vec<u8>)>,
+    /// PSUBSCRIBE'd patterns, likewise.
+    pub psubs: Vec<(TenantId, Vec<u8>)>,
     /// Inside MULTI: the queued commands (owned: they outlive the read buffer).
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command was rejected while queuing: EXEC will answer EXECABORT.
@@ -267,6 +293,22 @@ impl ConnState {
         self.multi_error = false;
         self.info.name.lock().clear();
         self.publish(tenancy);
+    }
+
+    /// Channels plus patterns subscribed (a client with any is in Redis's subscribed mode).
+    pub fn subscriptions(&self) -> usize {
+        self.subs.len() + self.psubs.len()
+    }
+
+    /// Drops every subscription (disconnect, RESET).
+    pub fn unsubscribe_all(&mut self, pubsub: &mut PubSub) {
+        let id = self.info.id;
+        for (t, name) in self.subs.drain(..) {
+            pubsub.unsubscribe(SubKind::Channel, t, &name, id);
+        }
+        for (t, name) in self.psubs.drain(..) {
+            pubsub.unsubscribe(SubKind::Pattern, t, &name, id);
+        }
     }
 
     /// The tenant whose clients, settings and statistics this connection may see: `None` for the
@@ -312,6 +354,8 @@ pub struct Shared {
     listeners: RwLock<Vec<(SocketAddr, Option<TenantId>)>>,
     /// Path of the configuration file, if any (INFO server).
     config_file: Option<String>,
+    /// Pub/sub subscriptions of every tenant.
+    pubsub: Mutex<PubSub>,
     /// WATCH registry: (tenant, key) -> client ids watching it.
     watches: Mutex<WatchMap>,
     /// Number of live watch entries (fast check on every write).
@@ -337,6 +381,11 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The pub/sub registry.
+    pub fn pubsub(&self) -> parking_lot::MutexGuard<'_, PubSub> {
+        self.pubsub.lock()
+    }
+
     /// Locks the engine (handlers get it locked by the dispatcher; this is for the tasks that
     /// run outside a command: expiry cycles, controller ticks, the embedding API).
     pub fn engine(&self) -> parking_lot::MutexGuard<'_, Engine> {
@@ -425,6 +474,7 @@ impl Shared {
             start_ms,
             listeners: RwLock::new(Vec::new()),
             config_file,
+            pubsub: Mutex::new(PubSub::default()),
             watches: Mutex::new(std::collections::HashMap::new()),
             watch_count: std::sync::atomic::AtomicUsize::new(0),
             dirty: Mutex::new(std::collections::HashSet::new()),
