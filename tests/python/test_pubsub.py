@@ -164,3 +164,23 @@ def test_channels_stay_inside_their_tenant(start_locus_toml):
         sub_a.sock.settimeout(0.3)
         with pytest.raises((socket.timeout, TimeoutError)):
             sub_a.read()
+
+
+def test_client_reply_off_skip_on(server):
+    with Raw(server.port) as c, Raw(server.port) as pub:
+        c.send(b"*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$3\r\nOFF\r\n")
+        c.send(b"*3\r\n$3\r\nSET\r\n$2\r\nro\r\n$1\r\n1\r\n")
+        c.send(b"*2\r\n$3\r\nGET\r\n$2\r\nro\r\n")
+        c.send(b"*2\r\n$5\r\nBOGUS\r\n$1\r\nx\r\n")  # errors are dropped too
+        # Subscription replies and messages still reach a client with replies off.
+        assert c.call("SUBSCRIBE", "quiet") == [b"subscribe", b"quiet", 1]
+        assert pub.call("PUBLISH", "quiet", "m") == 1
+        assert c.read() == [b"message", b"quiet", b"m"]
+        assert c.call("UNSUBSCRIBE") == [b"unsubscribe", b"quiet", 0]
+        assert c.call("CLIENT", "REPLY", "ON") == "OK"
+        # SKIP: no reply to it nor to the next command; the one after answers.
+        c.send(b"*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$4\r\nSKIP\r\n")
+        c.send(b"*2\r\n$3\r\nGET\r\n$2\r\nro\r\n")
+        assert c.call("INCR", "ro") == 2
+        assert c.call("CLIENT", "REPLY", "MAYBE") == "ERR syntax error"
+        c.call("DEL", "ro")

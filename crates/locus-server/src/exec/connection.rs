@@ -354,6 +354,22 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             ctx.w.ok();
         }
+        "reply" if a.len() == 3 => {
+            if is(&a[2], "on") {
+                ctx.conn.reply_off = false;
+                ctx.conn.skip_current = false;
+                ctx.conn.skip_next = false;
+                ctx.w.ok();
+            } else if is(&a[2], "off") {
+                ctx.conn.reply_off = true;
+            } else if is(&a[2], "skip") {
+                if !ctx.conn.reply_off {
+                    ctx.conn.skip_next = true;
+                }
+            } else {
+                return Err(CmdError::Syntax);
+            }
+        }
         "no-evict" | "no-touch" if a.len() == 3 => {
             if !is(&a[2], "on") && !is(&a[2], "off") {
                 return Err(CmdError::Syntax);
@@ -377,6 +393,8 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Kill connections.",
                 "SETINFO <LIB-NAME|LIB-VER> <value>",
                 "    Set client library name or version.",
+                "REPLY (ON|OFF|SKIP)",
+                "    Replies on, off, or off for the next command only.",
                 "HELP",
                 "    Print this help.",
             ];
@@ -385,7 +403,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 ctx.w.simple(l);
             }
         }
-        "id" | "getname" | "info" | "no-evict" | "no-touch" => return Err(sub_arity(&sub)),
+        "id" | "getname" | "info" | "no-evict" | "no-touch" | "reply" => {
+            return Err(sub_arity(&sub));
+        }
         _ => {
             return Err(CmdError::msg(format!(
                 "ERR unknown subcommand '{}'. Try CLIENT HELP.",

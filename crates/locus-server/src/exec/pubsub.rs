@@ -27,6 +27,14 @@ pub fn allowed_when_subscribed(name: &str) -> bool {
     )
 }
 
+/// SUBSCRIBE and friends, whose replies are pushes (sent even under CLIENT REPLY OFF).
+pub fn is_subscription_command(name: &str) -> bool {
+    matches!(
+        name,
+        "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+    )
+}
+
 fn kind_words(kind: SubKind) -> (&'static [u8], &'static [u8]) {
     match kind {
         SubKind::Channel => (b"subscribe", b"unsubscribe"),

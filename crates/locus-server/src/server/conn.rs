@@ -211,6 +211,9 @@ async fn connection(
         multi: None,
         multi_error: false,
         watched: Vec::new(),
+        reply_off: false,
+        skip_current: false,
+        skip_next: false,
         subs: Vec::new(),
         psubs: Vec::new(),
     };
@@ -432,6 +435,18 @@ fn process(
                                 .fetch_add(1, Ordering::Relaxed);
                             ctx.conn.close = true;
                         }
+                        // CLIENT REPLY OFF / SKIP: the reply (or error) is dropped; the replies
+                        // of the subscribe family are pushes in Redis and always go out.
+                        if (ctx.conn.reply_off || ctx.conn.skip_current)
+                            && !found.is_some_and(|i| {
+                                crate::exec::pubsub::is_subscription_command(
+                                    exec::table::COMMANDS[i].name,
+                                )
+                            })
+                        {
+                            ctx.w.truncate(start);
+                        }
+                        ctx.conn.skip_current = std::mem::take(&mut ctx.conn.skip_next);
                     }
                     Err(e) => {
                         ctx.w.error(&e.to_string());

@@ -267,6 +267,12 @@ pub struct ConnState {
     pub owner: Option<TenantId>,
     /// Close after writing the replies.
     pub close: bool,
+    /// CLIENT REPLY OFF: no replies until CLIENT REPLY ON (pub/sub pushes still go out).
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP was the previous command: this one's reply is dropped.
+    pub skip_current: bool,
+    /// CLIENT REPLY SKIP is running: the next command's reply is dropped.
+    pub skip_next: bool,
     /// SUBSCRIBE'd channels, in subscription order, each in the tenant it was subscribed in.
     pub subs: Vec<(TenantId, Vec<u8>)>,
     /// PSUBSCRIBE'd patterns, likewise.
