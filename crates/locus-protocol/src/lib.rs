@@ -23,8 +23,10 @@
 //! Non-goals: RESP3 *requests* beyond arrays of bulk strings (clients never send them), the memcached
 //! protocol (a later module).
 
+pub mod memcache;
 pub mod reply;
 pub mod request;
 
+pub use memcache::{MemcacheError, MemcacheLimits};
 pub use reply::{ProtocolVersion, ReplyWriter};
 pub use request::{Command, Limits, ProtocolError, parse, parse_into};
