@@ -184,3 +184,55 @@ def test_client_reply_off_skip_on(server):
         assert c.call("INCR", "ro") == 2
         assert c.call("CLIENT", "REPLY", "MAYBE") == "ERR syntax error"
         c.call("DEL", "ro")
+
+
+def _events(c: Raw, n: int):
+    return [c.read() for _ in range(n)]
+
+
+def test_keyspace_notifications(start_server):
+    srv = start_server()
+    with Raw(srv.port) as c, Raw(srv.port) as sub:
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "KEA") == "OK"
+        assert c.call("CONFIG", "GET", "notify-keyspace-events") == [b"notify-keyspace-events", b"AKE"]
+        assert sub.call("PSUBSCRIBE", "__key*__:*") == [b"psubscribe", b"__key*__:*", 1]
+        c.call("SET", "foo", "bar", "EX", "100")
+        c.call("INCR", "n")
+        c.call("APPEND", "foo", "x")
+        c.call("RENAME", "foo", "foo2")
+        c.call("DEL", "foo2", "missing")
+        c.call("EXPIRE", "n", "-1")  # a time in the past deletes: `del`
+        got = [(m[2], m[3]) for m in _events(sub, 16)]
+        assert got == [
+            (b"__keyspace@0__:foo", b"set"), (b"__keyevent@0__:set", b"foo"),
+            (b"__keyspace@0__:foo", b"expire"), (b"__keyevent@0__:expire", b"foo"),
+            (b"__keyspace@0__:n", b"incrby"), (b"__keyevent@0__:incrby", b"n"),
+            (b"__keyspace@0__:foo", b"append"), (b"__keyevent@0__:append", b"foo"),
+            (b"__keyspace@0__:foo", b"rename_from"), (b"__keyevent@0__:rename_from", b"foo"),
+            (b"__keyspace@0__:foo2", b"rename_to"), (b"__keyevent@0__:rename_to", b"foo2"),
+            (b"__keyspace@0__:foo2", b"del"), (b"__keyevent@0__:del", b"foo2"),
+            (b"__keyspace@0__:n", b"del"), (b"__keyevent@0__:del", b"n"),
+        ]
+        # Masks: only expired events, key-event channels only.
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "Ex") == "OK"
+        assert c.call("CONFIG", "GET", "notify-keyspace-events") == [b"notify-keyspace-events", b"xE"]
+        c.call("SET", "short", "v", "PX", "50")
+        time.sleep(0.3)
+        assert c.call("GET", "short") is None
+        assert sub.read()[2:] == [b"__keyevent@0__:expired", b"short"]
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "Kw").startswith(
+            "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events')")
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "") == "OK"
+
+
+def test_evicted_keys_are_notified(start_server):
+    srv = start_server(maxmemory=2 << 20, policy="allkeys-lru")
+    with Raw(srv.port) as c, Raw(srv.port) as sub:
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "Ee") == "OK"
+        assert sub.call("SUBSCRIBE", "__keyevent@0__:evicted") == \
+            [b"subscribe", b"__keyevent@0__:evicted", 1]
+        for i in range(400):
+            c.call("SET", f"big{i}", "x" * 10_000)
+        ev = sub.read()
+        assert ev[:2] == [b"message", b"__keyevent@0__:evicted"] and ev[2].startswith(b"big")
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "") == "OK"

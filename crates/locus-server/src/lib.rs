@@ -143,7 +143,9 @@ impl Server {
             listeners.push((l, t));
         }
         let threads = cfg.server.threads;
+        let notify = cfg.server.notify_keyspace_events.clone();
         let shared = Arc::new(Shared::new(engine, clock, tenancy, cfg, config_file));
+        shared.set_notify_flags(&mut shared.engine(), &notify);
         shared.set_listeners(
             listeners
                 .iter()

@@ -40,6 +40,7 @@ impl Engine {
     }
 
     pub(super) fn expire_item(&mut self, t: usize, h: u32) {
+        self.note_key_event(t, h, super::KeyEventKind::Expired);
         let c = self.unlink_item(t, h, true);
         let tn = &mut self.tenants[t];
         tn.counters.expired += 1;

@@ -70,6 +70,26 @@ pub enum Expire {
     AtMs(u64),
 }
 
+/// Why a key left the cache without a command deleting it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyEventKind {
+    /// Its TTL passed (on access or in an active-expiry cycle).
+    Expired,
+    /// Evicted: by its pool's policy, or with a page taken back, moved or released.
+    Evicted,
+}
+
+/// A key removed by expiry or eviction (see [`Engine::record_key_events`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyEvent {
+    /// Whose key.
+    pub tenant: TenantId,
+    /// The key.
+    pub key: Vec<u8>,
+    /// Expired or evicted.
+    pub kind: KeyEventKind,
+}
+
 /// SET's condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum SetCond {
@@ -284,6 +304,9 @@ pub struct Engine {
     meta_pages: u64,
     /// Bytes charged for large items over all tenants (their own allocations).
     large_bytes: u64,
+    /// Keys removed by expiry or eviction, kept while [`Engine::record_key_events`] is on (the
+    /// server's keyspace notifications).
+    key_events: Option<Vec<KeyEvent>>,
     allocated_bufs: u64,
     tenants: Vec<Tenant>,
     arbiter: Box<dyn Arbiter>,
@@ -399,11 +422,41 @@ impl Engine {
             max_item_bytes: None,
             control: None,
             control_due: false,
+            key_events: None,
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,
             cfg,
             clock,
         })
+    }
+
+    /// Turns the recording of expired and evicted keys on or off (off by default: it costs a
+    /// key copy per removal). Recorded events wait for [`Engine::take_key_events`].
+    pub fn record_key_events(&mut self, on: bool) {
+        if on {
+            self.key_events.get_or_insert_with(Vec::new);
+        } else {
+            self.key_events = None;
+        }
+    }
+
+    /// The expired and evicted keys recorded since the last call, oldest first.
+    pub fn take_key_events(&mut self) -> Vec<KeyEvent> {
+        self.key_events
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    #[inline]
+    pub(super) fn note_key_event(&mut self, t: usize, h: u32, kind: KeyEventKind) {
+        if let Some(ev) = self.key_events.as_mut() {
+            ev.push(KeyEvent {
+                tenant: TenantId(t as u32),
+                key: self.store.key(h).to_vec(),
+                kind,
+            });
+        }
     }
 
     /// Replaces the arbiter (controllers of later issues).

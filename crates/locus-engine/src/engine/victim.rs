@@ -174,6 +174,7 @@ impl Engine {
         if self.control.is_some() {
             self.observe_eviction(t, h);
         }
+        self.note_key_event(t, h, super::KeyEventKind::Evicted);
         let c = self.unlink_item(t, h, release_empty);
         let tn = &mut self.tenants[t];
         tn.counters.evictions.add(reason);

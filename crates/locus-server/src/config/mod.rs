@@ -205,6 +205,12 @@ impl ServerConfig {
         if s.maxclients == 0 {
             p.push("server.maxclients: must be at least 1".to_string());
         }
+        if crate::exec::notify::parse_flags(s.notify_keyspace_events.as_bytes()).is_none() {
+            p.push(format!(
+                "server.notify_keyspace_events: {:?} has a character that is not one of K E g $ l s h z x e t m d n A",
+                s.notify_keyspace_events
+            ));
+        }
         if !(1..=500).contains(&s.hz) {
             p.push(format!("server.hz: {} is not in 1..=500", s.hz));
         }

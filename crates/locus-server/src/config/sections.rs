@@ -37,6 +37,9 @@ pub struct ServerSection {
     /// TCP keepalive probes on client connections after this much idle time; 0 = off (Redis's
     /// `tcp-keepalive`).
     pub tcp_keepalive: HumanDuration,
+    /// Keyspace notifications, Redis's `notify-keyspace-events` flags (`K`, `E`, `g$xe...`,
+    /// `A`); "" = off. Published on each tenant's own channels.
+    pub notify_keyspace_events: String,
 }
 
 impl Default for ServerSection {
@@ -52,6 +55,7 @@ impl Default for ServerSection {
             databases: DEFAULT_DATABASES,
             tcp_backlog: DEFAULT_TCP_BACKLOG,
             tcp_keepalive: HumanDuration(std::time::Duration::from_secs(DEFAULT_TCP_KEEPALIVE_S)),
+            notify_keyspace_events: String::new(),
         }
     }
 }

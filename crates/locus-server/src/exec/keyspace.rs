@@ -4,14 +4,21 @@
 
 use locus_engine::{Expire, SetCond, SetOptions};
 
+use super::notify::{GENERIC, notify};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
 use crate::glob::glob_match;
 
 /// `DEL / UNLINK key [key ...]`
 pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let n = a[1..].iter().filter(|k| ctx.eng.delete(t, k)).count();
-    ctx.w.integer(n as i64);
+    let mut n = 0;
+    for k in &a[1..] {
+        if ctx.eng.delete(t, k) {
+            n += 1;
+            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", k);
+        }
+    }
+    ctx.w.integer(n);
     Ok(())
 }
 
@@ -208,6 +215,12 @@ pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         .set(dt, &a[2], &value, SetOptions { expire, cond })?;
     if done {
         ctx.shared.touch_watched(dt, &a[2]);
+        let db = if dt == t {
+            ctx.conn.db
+        } else {
+            db.unwrap_or(0) as u32
+        };
+        notify(ctx.shared, dt, db, GENERIC, "copy_to", &a[2]);
     }
     ctx.w.integer(i64::from(done));
     Ok(())

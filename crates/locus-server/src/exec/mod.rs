@@ -21,6 +21,7 @@ pub mod connection;
 pub mod expire;
 pub mod keyspace;
 pub mod longdouble;
+pub mod notify;
 pub mod privilege;
 pub mod pubsub;
 pub mod strings;
@@ -281,7 +282,18 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
         return Ok(());
     }
     let reply_start = ctx.w.len();
-    (spec.handler)(ctx, args)?;
+    let ran = (spec.handler)(ctx, args);
+    if ctx.shared.notify_flags() != 0 {
+        if ran.is_ok()
+            && spec.is_write
+            && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
+        {
+            notify::after_write(ctx, spec, args);
+        }
+        // Keys this command found expired or evicted (reads expire too).
+        notify::publish_key_events(ctx.shared, ctx.eng);
+    }
+    ran?;
     // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
     // forced encoding (both counters only change under the engine lock, which is held here).
     // (COPY marks its destination itself: it may be in another tenant.)

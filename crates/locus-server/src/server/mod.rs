@@ -362,6 +362,8 @@ pub struct Shared {
     config_file: Option<String>,
     /// Pub/sub subscriptions of every tenant.
     pubsub: Mutex<PubSub>,
+    /// `notify-keyspace-events` as flags (see `exec::notify`), read on every write.
+    notify_flags: AtomicU32,
     /// WATCH registry: (tenant, key) -> client ids watching it.
     watches: Mutex<WatchMap>,
     /// Number of live watch entries (fast check on every write).
@@ -387,6 +389,20 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The keyspace notification flags in force.
+    pub fn notify_flags(&self) -> u32 {
+        self.notify_flags.load(Ordering::Relaxed)
+    }
+
+    /// Applies `notify-keyspace-events` (already validated): the flags, and the engine's record
+    /// of expired and evicted keys, kept only while they are asked for.
+    pub fn set_notify_flags(&self, eng: &mut Engine, text: &str) {
+        use crate::exec::notify::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE, parse_flags};
+        let f = parse_flags(text.as_bytes()).unwrap_or(0);
+        self.notify_flags.store(f, Ordering::Relaxed);
+        eng.record_key_events(f & (EXPIRED | EVICTED) != 0 && f & (KEYSPACE | KEYEVENT) != 0);
+    }
+
     /// The pub/sub registry.
     pub fn pubsub(&self) -> parking_lot::MutexGuard<'_, PubSub> {
         self.pubsub.lock()
@@ -481,6 +497,7 @@ impl Shared {
             listeners: RwLock::new(Vec::new()),
             config_file,
             pubsub: Mutex::new(PubSub::default()),
+            notify_flags: AtomicU32::new(0),
             watches: Mutex::new(std::collections::HashMap::new()),
             watch_count: std::sync::atomic::AtomicUsize::new(0),
             dirty: Mutex::new(std::collections::HashSet::new()),
@@ -740,6 +757,9 @@ pub async fn tick_loop(shared: Arc<Shared>) {
         let mut eng = shared.engine();
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
+        if shared.notify_flags() != 0 {
+            crate::exec::notify::publish_key_events(&shared, &mut eng);
+        }
     }
 }
 

@@ -53,6 +53,10 @@ pub(super) fn config_params(
             cfg.limits.client_output_buffer_limit.to_string(),
         ),
         ("requirepass", cfg.server.requirepass.clone()),
+        (
+            "notify-keyspace-events",
+            cfg.server.notify_keyspace_events.clone(),
+        ),
         ("lfu-log-factor", eng.config().lfu_log_factor.to_string()),
         ("lfu-decay-time", eng.config().lfu_decay_time.to_string()),
         ("save", String::new()),
@@ -126,6 +130,11 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
             .apply(&text)
             .map_err(|e| fail(&e))?,
         "requirepass" => cand.server.requirepass = text,
+        "notify-keyspace-events" => {
+            let f = crate::exec::notify::parse_flags(v)
+                .ok_or_else(|| fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."))?;
+            cand.server.notify_keyspace_events = crate::exec::notify::format_flags(f);
+        }
         "save"
         | "appendonly"
         | "lfu-log-factor"
@@ -188,6 +197,10 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
                 ))
             })?;
         }
+    }
+    if named("notify-keyspace-events") {
+        ctx.shared
+            .set_notify_flags(ctx.eng, &cand.server.notify_keyspace_events);
     }
     *ctx.shared.config_mut() = cand;
     Ok(())
