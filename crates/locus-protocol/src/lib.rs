@@ -1,4 +1,5 @@
-//! Pure parse/compose for the Redis protocol (RESP2 and RESP3): no sockets, no I/O, no threads.
+//! Pure parse/compose for the Redis protocol (RESP2 and RESP3) and memcached's text and meta
+//! protocols: no sockets, no I/O, no threads.
 //!
 //! The server reads bytes into a buffer and asks [`parse`] for the next complete command; this crate
 //! never touches a socket (STYLE.md habit 7), so the same code is unit-tested with exact bytes and
@@ -19,9 +20,11 @@
 //! * [`reply`]: [`ReplyWriter`], the reply encoder. One method per RESP type; RESP3-only types
 //!   (map, set, double, null, boolean, verbatim, big number, push) degrade to their RESP2 forms
 //!   exactly as Redis does when the client speaks RESP2.
+//! * [`memcache`]: memcached 1.6's text and meta requests (one tokenizer for both), their limits
+//!   and errors (which keep the connection, which close it, what data to swallow), and the reply
+//!   writer. The server does not speak it yet (issue 13).
 //!
-//! Non-goals: RESP3 *requests* beyond arrays of bulk strings (clients never send them), the memcached
-//! protocol (a later module).
+//! Non-goals: RESP3 *requests* beyond arrays of bulk strings (clients never send them).
 
 pub mod memcache;
 pub mod reply;
