@@ -236,3 +236,32 @@ def test_function_flush_and_list_answer_as_redis_with_no_library(raw):
     assert raw.call("FUNCTION", "KILL") == "NOTBUSY No scripts in execution right now."
     # (Redis lists its LUA engine with zero libraries; Locus has no engine.)
     assert raw.call("FUNCTION", "STATS")[:3] == [b"running_script", None, b"engines"]
+
+
+def _cmdstat(raw, name):
+    text = raw.call("INFO", "commandstats")
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    for line in text.splitlines():
+        if line.startswith(f"cmdstat_{name}:"):
+            return dict(kv.split("=") for kv in line.split(":", 1)[1].split(","))
+    return None
+
+
+def test_info_cpu_and_commandstats(raw):
+    info = raw.call("INFO")
+    info = info.decode() if isinstance(info, bytes) else str(info)
+    assert "used_cpu_user:" in info and "cmdstat_" not in info  # commandstats only when asked
+    before = _cmdstat(raw, "incr") or {"calls": "0", "rejected_calls": "0", "failed_calls": "0"}
+    raw.call("SET", "cs", "notanumber")
+    assert raw.call("INCR", "cs").startswith("ERR value is not an integer")  # failed
+    assert raw.call("INCR").startswith("ERR wrong number of arguments")  # rejected
+    raw.call("SET", "cs", "1")
+    assert raw.call("INCR", "cs") == 2
+    after = _cmdstat(raw, "incr")
+    assert int(after["calls"]) - int(before["calls"]) == 2
+    assert int(after["failed_calls"]) - int(before["failed_calls"]) == 1
+    assert int(after["rejected_calls"]) - int(before["rejected_calls"]) == 1
+    cpu = raw.call("INFO", "cpu", "commandstats")
+    cpu = cpu.decode() if isinstance(cpu, bytes) else str(cpu)
+    assert "used_cpu_sys:" in cpu and "cmdstat_incr:" in cpu and "used_memory:" not in cpu
+    raw.call("DEL", "cs")

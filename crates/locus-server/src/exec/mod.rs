@@ -29,6 +29,7 @@ pub mod table;
 pub mod transaction;
 
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 
 use locus_engine::{Engine, EngineError, TenantId};
 use locus_protocol::{ProtocolVersion, ReplyWriter};
@@ -243,6 +244,34 @@ fn unknown_command(args: Args<'_, '_>) -> CmdError {
 }
 
 fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>) -> CmdResult {
+    // Commands run under the engine lock, so nothing else counts calls of `spec` meanwhile.
+    let calls = |ctx: &Ctx<'_>, spec: &CommandSpec| {
+        ctx.shared
+            .stats()
+            .commands
+            .of(spec)
+            .calls
+            .load(Ordering::Relaxed)
+    };
+    let before = spec.map(|s| calls(ctx, s));
+    let r = run_counted(ctx, args, spec);
+    if let (Err(_), Some(spec), Some(before)) = (&r, spec, before) {
+        let stat = ctx.shared.stats().commands.of(spec);
+        // Executed (its call counted) then failed, or refused before executing.
+        if calls(ctx, spec) > before {
+            stat.failed.fetch_add(1, Ordering::Relaxed);
+        } else {
+            stat.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    r
+}
+
+fn run_counted(
+    ctx: &mut Ctx<'_>,
+    args: Args<'_, '_>,
+    spec: Option<&'static CommandSpec>,
+) -> CmdResult {
     let r = check_and_route(ctx, args, spec);
     let in_multi = ctx.conn.multi.is_some();
     let spec = match r {
@@ -282,7 +311,12 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
         return Ok(());
     }
     let reply_start = ctx.w.len();
+    let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
+    let stat = ctx.shared.stats().commands.of(spec);
+    stat.calls.fetch_add(1, Ordering::Relaxed);
+    stat.nanos
+        .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
     if ctx.shared.notify_flags() != 0 {
         if ran.is_ok()
             && spec.is_write

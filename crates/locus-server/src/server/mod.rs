@@ -17,10 +17,12 @@
 //! tick; `conn` holds the accept loop and the connection path.
 //!
 //! Per-request cost: the hot path allocates nothing per command (the argument and slot vectors
-//! live as long as the connection), looks commands up in a small open-addressing table, reads no
-//! clock (a client's last-activity stamp comes from the tick's coarse clock), and waits for input
-//! with a `biased` select over the socket, a [`StopSignal`] (kill/shutdown, two atomic loads per
-//! poll) and the idle timeout. BENCHMARKS.md ("Where the time goes") has the callgrind counts.
+//! live as long as the connection), looks commands up in a small open-addressing table, reads the
+//! monotonic clock twice (INFO commandstats' time per command; a client's last-activity stamp
+//! comes from the tick's coarse clock), and waits for input with a `biased` select over the
+//! socket, a [`StopSignal`] (kill, shutdown or pub/sub messages: three atomic loads per poll) and
+//! the idle timeout. BENCHMARKS.md ("Where the time goes") has the callgrind counts (measured
+//! before the commandstats timing).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -74,6 +76,59 @@ pub struct ServerStats {
     pub net_input_bytes: AtomicU64,
     /// Bytes written to clients.
     pub net_output_bytes: AtomicU64,
+    /// INFO commandstats: one entry per command of the table, by its position.
+    pub commands: CommandStats,
+}
+
+/// Per-command counters of INFO commandstats (Redis's `calls`, `usec`, `rejected_calls`,
+/// `failed_calls`).
+#[derive(Debug, Default)]
+pub struct CommandStat {
+    /// Executions.
+    pub calls: AtomicU64,
+    /// Nanoseconds spent executing (INFO shows microseconds).
+    pub nanos: AtomicU64,
+    /// Refused before executing (arity, authentication, permissions, subscribed mode, ...).
+    pub rejected: AtomicU64,
+    /// Executed and answered with an error.
+    pub failed: AtomicU64,
+}
+
+/// [`CommandStat`]s of every command in [`exec::table::COMMANDS`].
+#[derive(Debug)]
+pub struct CommandStats(Vec<CommandStat>);
+
+impl Default for CommandStats {
+    fn default() -> Self {
+        Self(
+            exec::table::COMMANDS
+                .iter()
+                .map(|_| CommandStat::default())
+                .collect(),
+        )
+    }
+}
+
+impl CommandStats {
+    /// The counters of `spec` (an entry of the command table).
+    pub fn of(&self, spec: &exec::CommandSpec) -> &CommandStat {
+        // The entry's position from its address in the table (no search on the hot path).
+        let base = exec::table::COMMANDS.as_ptr() as usize;
+        let i = (spec as *const exec::CommandSpec as usize).wrapping_sub(base)
+            / std::mem::size_of::<exec::CommandSpec>();
+        &self.0[i.min(self.0.len() - 1)]
+    }
+
+    /// `(name, counters)` of every command called or rejected at least once, in table order.
+    pub fn used(&self) -> impl Iterator<Item = (&'static str, &CommandStat)> {
+        exec::table::COMMANDS
+            .iter()
+            .zip(&self.0)
+            .filter(|(_, s)| {
+                s.calls.load(Ordering::Relaxed) + s.rejected.load(Ordering::Relaxed) > 0
+            })
+            .map(|(c, s)| (c.name, s))
+    }
 }
 
 /// What CLIENT LIST shows about a connection (shared between its task and the registry).

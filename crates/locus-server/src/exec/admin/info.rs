@@ -20,6 +20,29 @@ pub(super) fn human(bytes: u64) -> String {
     }
 }
 
+/// CPU seconds of this process from `/proc/self/stat` (user, system, children's user, children's
+/// system) and of its main thread (user, system); zeros where `/proc` is not there. The kernel
+/// reports them in USER_HZ ticks, 100 a second on Linux.
+fn cpu_seconds() -> [f64; 6] {
+    let ticks = |path: &str, fields: &[usize]| -> Vec<f64> {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // Fields after the command name, which is in parentheses and may hold spaces.
+        let rest = text.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        fields
+            .iter()
+            .map(|&i| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0)
+            .collect()
+    };
+    // After ")": state is field 0, utime 11, stime 12, cutime 13, cstime 14.
+    let p = ticks("/proc/self/stat", &[11, 12, 13, 14]);
+    let main = ticks(
+        &format!("/proc/self/task/{}/stat", std::process::id()),
+        &[11, 12],
+    );
+    [p[0], p[1], p[2], p[3], main[0], main[1]]
+}
+
 /// Builds the INFO text for the given sections (lowercase; empty = default sections).
 pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     let all = sections.iter().any(|s| s == "all" || s == "everything");
@@ -172,7 +195,42 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     }
     if want("replication") {
         sep(&mut out);
-        out.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+        out.push_str(
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n",
+        );
+    }
+    if want("cpu") {
+        sep(&mut out);
+        let cpu = cpu_seconds();
+        let _ = write!(
+            out,
+            "# CPU\r\nused_cpu_sys:{:.6}\r\nused_cpu_user:{:.6}\r\nused_cpu_sys_children:{:.6}\r\nused_cpu_user_children:{:.6}\r\nused_cpu_sys_main_thread:{:.6}\r\nused_cpu_user_main_thread:{:.6}\r\n",
+            cpu[1], cpu[0], cpu[3], cpu[2], cpu[5], cpu[4]
+        );
+    }
+    // Not in the default set, as in Redis.
+    if all || sections.iter().any(|x| x == "commandstats") {
+        sep(&mut out);
+        out.push_str("# Commandstats\r\n");
+        // Server-wide: the admin's only (a tenant would see the others' traffic).
+        if scope.is_none() {
+            for (name, c) in sh.stats().commands.used() {
+                let calls = c.calls.load(Ordering::Relaxed);
+                let nanos = c.nanos.load(Ordering::Relaxed);
+                let usec = nanos / 1000;
+                let per_call = if calls == 0 {
+                    0.0
+                } else {
+                    nanos as f64 / 1000.0 / calls as f64
+                };
+                let _ = write!(
+                    out,
+                    "cmdstat_{name}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+                    c.rejected.load(Ordering::Relaxed),
+                    c.failed.load(Ordering::Relaxed),
+                );
+            }
+        }
     }
     if want("keyspace") {
         sep(&mut out);
