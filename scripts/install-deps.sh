@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests and benchmarks need, when it is missing: Debian's redis-server,
-# redis-tools and memcached (the peers and their clients), and the Python clients in
+# redis-tools and memcached (the peers and their clients), tcl (Redis's test suite), and the Python clients in
 # tests/requirements.txt. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,7 @@ command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
+command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)  # Redis's own test suite (tests/redis-suite)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}"

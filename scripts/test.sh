@@ -4,7 +4,9 @@
 #   2. the slow oracle tests (every shared trace against ../shared/traces/stats.json), release build,
 #   3. the end-to-end suites in tests/ against the real `locus` binary: redis-py (RESP2/RESP3),
 #      redis-cli smoke test, malformed-input tests,
-#   4. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
+#   4. Redis's own test suite, tag 7.0.15 (../shared/redis-tests), the units Locus can run, with
+#      the skips in tests/redis-suite/skip.txt,
+#   5. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
 #      under a checker of every value, the budget and RSS.
 # Usage: scripts/test.sh [--fast]   (--fast skips step 2)
 set -euo pipefail
@@ -78,6 +80,9 @@ bash tests/redis_cli_smoke.sh "$locus_bin"
 
 step "end-to-end: python suites (redis-py and friends) against the real binary"
 LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python
+
+step "end-to-end: Redis's own test suite (7.0.15, external mode) against the real binary (tests/redis-suite)"
+python3 tests/redis-suite/run.py --bin "$locus_bin"
 
 step "soak: the checker's self-test, then ${LOCUS_SOAK_SECONDS:=180} s of mixed load with faults (tests/soak)"
 LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --self-test --out "$target_dir/soak-self-test"

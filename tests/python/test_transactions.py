@@ -49,12 +49,13 @@ def test_queueing_error_aborts_exec(raw):
     assert raw.call("EXISTS", "y") == 0
 
 
-def test_shutdown_inside_multi_is_refused_and_aborts_exec(raw):
-    # Redis flags SHUTDOWN no-multi: refused while queuing, EXEC aborts, the server stays up.
+@pytest.mark.parametrize("cmd", ["SHUTDOWN", "SAVE"])
+def test_no_multi_commands_are_refused_inside_multi_and_abort_exec(raw, cmd):
+    # Redis flags SHUTDOWN and SAVE no-multi: refused while queuing, EXEC aborts, the server stays up.
     raw.call("DEL", "foo")
     raw.call("MULTI")
     assert raw.call("SET", "foo", "bar") == "QUEUED"
-    assert raw.call("SHUTDOWN") == "ERR Command not allowed inside a transaction"
+    assert raw.call(cmd) == "ERR Command not allowed inside a transaction"
     assert raw.call("EXEC") == "EXECABORT Transaction discarded because of previous errors."
     assert raw.call("GET", "foo") is None
     assert raw.call("PING") == "PONG"
@@ -71,3 +72,20 @@ def test_watch(r, server):
         with pytest.raises(WatchError):
             p.execute()
     assert r.get("w") == "2"
+
+
+def test_flushall_touches_only_watched_keys_that_existed(raw):
+    # Redis 7: a watched key that did not exist is not affected by FLUSHALL / FLUSHDB.
+    for flush in ("FLUSHALL", "FLUSHDB"):
+        raw.call("DEL", "x")
+        assert raw.call("WATCH", "x") == "OK"
+        assert raw.call(flush) == "OK"
+        raw.call("MULTI")
+        raw.call("PING")
+        assert raw.call("EXEC") == ["PONG"]
+        raw.call("SET", "x", "1")
+        assert raw.call("WATCH", "x") == "OK"
+        assert raw.call(flush) == "OK"
+        raw.call("MULTI")
+        raw.call("PING")
+        assert raw.call("EXEC") is None

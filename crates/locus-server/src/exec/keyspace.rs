@@ -165,6 +165,10 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let t = ctx.t()?;
+    if ctx.shared.tracks_writes() {
+        let eng = &mut *ctx.eng;
+        ctx.shared.touch_all_watched(t, |k| eng.exists(t, k));
+    }
     ctx.eng.flush(t);
     ctx.w.ok();
     Ok(())

@@ -45,7 +45,7 @@ pub fn check_command(
     }
     let sub = || args.get(1).map(|a| lower(a)).unwrap_or_default();
     match spec.name {
-        "shutdown" | "locus.controller" => Err(noperm(spec.name)),
+        "shutdown" | "save" | "bgsave" | "locus.controller" => Err(noperm(spec.name)),
         // CONFIG SET is narrowed by its handler: unknown names get Redis's error, the tenant's
         // own settings apply to its tenant, anything else is NOPERM.
         "config" => match sub().as_str() {

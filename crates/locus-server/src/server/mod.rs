@@ -617,14 +617,15 @@ impl Shared {
     }
 
     /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL).
-    pub fn touch_all_watched(&self, tenant: TenantId) {
+    pub fn touch_all_watched(&self, tenant: TenantId, mut exists: impl FnMut(&[u8]) -> bool) {
         if self.watch_count.load(Ordering::Relaxed) == 0 {
             return;
         }
         let w = self.watches.lock();
         let mut d = self.dirty.lock();
-        for ((t, _), ids) in w.iter() {
-            if *t == tenant.0 {
+        for ((t, key), ids) in w.iter() {
+            // As Redis: a watched key the flush does not remove (it did not exist) is untouched.
+            if *t == tenant.0 && exists(key) {
                 d.extend(ids.iter().copied());
             }
         }

@@ -1,4 +1,4 @@
-//! `SHUTDOWN`.
+//! `SHUTDOWN`, and `SAVE` / `BGSAVE`, refused: Locus keeps nothing on disk yet.
 
 use crate::exec::{Args, CmdError, CmdResult, Ctx, is};
 
@@ -16,4 +16,13 @@ pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     ctx.shared.request_shutdown();
     ctx.conn.close = true;
     Ok(())
+}
+
+/// `SAVE` / `BGSAVE [SCHEDULE]`: Locus has no snapshots yet; a clear error, not an unknown
+/// command (SAVE is also refused inside MULTI, as Redis flags it `no_multi`).
+pub fn save(_ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    Err(CmdError::msg(format!(
+        "ERR {}: Locus keeps no snapshot on disk (a cache's data is rebuilt from its backend)",
+        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
+    )))
 }
