@@ -236,3 +236,16 @@ def test_evicted_keys_are_notified(start_server):
         ev = sub.read()
         assert ev[:2] == [b"message", b"__keyevent@0__:evicted"] and ev[2].startswith(b"big")
         assert c.call("CONFIG", "SET", "notify-keyspace-events", "") == "OK"
+
+
+def test_new_key_events(start_server):
+    srv = start_server()
+    with Raw(srv.port) as c, Raw(srv.port) as sub:
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "En") == "OK"
+        assert sub.call("SUBSCRIBE", "__keyevent@0__:new") == [b"subscribe", b"__keyevent@0__:new", 1]
+        c.call("SET", "foo", "bar")
+        c.call("SET", "foo", "baz")  # not new
+        c.call("MSET", "foo", "x", "bar", "y")  # only bar is new
+        c.call("INCR", "n")
+        assert [sub.read()[2] for _ in range(3)] == [b"foo", b"bar", b"n"]
+        assert c.call("CONFIG", "SET", "notify-keyspace-events", "") == "OK"

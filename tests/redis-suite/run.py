@@ -46,7 +46,7 @@ UNITS_LATER = {
     "unit/type/zset": "sorted sets are not implemented yet (issue 12)",
 }
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
-LINE = re.compile(r"^\[(ok|err|exception|skip|ignore)\]:?\s*(.*)$")
+LINE = re.compile(r"^\[(ok|err|exception|skip|ignore|TIMEOUT)\]:?\s*(.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -95,14 +95,18 @@ def run_unit(suite: Path, port: int, unit: str, skipfile: Path, workdir: Path) -
            "--timeout", "120"]
     with open(out_path, "wb") as out:
         rc = subprocess.run(cmd, cwd=suite, stdout=out, stderr=subprocess.STDOUT, timeout=900).returncode
-    counts = {"ok": 0, "err": 0, "exception": 0, "skip": 0, "ignore": 0}
+    counts = {"ok": 0, "err": 0, "exception": 0, "skip": 0, "ignore": 0, "TIMEOUT": 0}
     failures = []
     for raw in out_path.read_text(errors="replace").splitlines():
         m = LINE.match(ANSI.sub("", raw))
         if m:
             counts[m.group(1)] += 1
-            if m.group(1) in ("err", "exception"):
-                failures.append(m.group(2))
+            if m.group(1) in ("err", "exception", "TIMEOUT"):
+                failures.append(f"[{m.group(1)}] {m.group(2)}")
+    if counts["TIMEOUT"]:
+        # The test in progress when the suite gave up is on the next lines.
+        text = ANSI.sub("", out_path.read_text(errors="replace"))
+        failures += [ln.strip() for ln in text.splitlines() if "(IN PROGRESS)" in ln]
     return {"unit": unit, "rc": rc, "counts": counts, "failures": failures, "out": out_path}
 
 
@@ -141,7 +145,7 @@ def main() -> int:
             r["secs"] = time.time() - started
             results.append(r)
             c = r["counts"]
-            print(f"{unit:22} ok {c['ok']:3}  err {c['err'] + c['exception']:2}  skipped (skip.txt) "
+            print(f"{unit:22} ok {c['ok']:3}  err {c['err'] + c['exception'] + c['TIMEOUT']:2}  skipped (skip.txt) "
                   f"{c['skip']:2}  excluded by tag {c['ignore']:2}  ({r['secs']:.0f} s)", flush=True)
             if locus.poll() is not None:
                 print(f"locus exited ({locus.returncode}) during {unit}; log in {work / 'locus.log'}")

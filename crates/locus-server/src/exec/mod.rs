@@ -310,6 +310,15 @@ fn run_counted(
         ctx.w.simple("QUEUED");
         return Ok(());
     }
+    // `new` keyspace events: which of a write's keys exist before it (only while asked for).
+    let existed: Vec<bool> = match ctx.tenant {
+        Some(t) if spec.is_write && ctx.shared.notify_flags() & notify::NEW != 0 => {
+            key_positions(spec, args.len())
+                .map(|k| ctx.eng.exists(t, &args[k]))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
     let reply_start = ctx.w.len();
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
@@ -318,6 +327,9 @@ fn run_counted(
     stat.nanos
         .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
     if ctx.shared.notify_flags() != 0 {
+        if ran.is_ok() && !existed.is_empty() {
+            notify::new_keys(ctx, spec, args, &existed);
+        }
         if ran.is_ok()
             && spec.is_write
             && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))

@@ -37,7 +37,7 @@ pub const STREAM: u32 = 1 << 10;
 pub const KEY_MISS: u32 = 1 << 11;
 /// `d`: module key types.
 pub const MODULE: u32 = 1 << 12;
-/// `n`: new keys (Locus sends none yet).
+/// `n`: new keys (a write that creates a key).
 pub const NEW: u32 = 1 << 13;
 /// `A`: every class but `m` and `n`.
 pub const ALL: u32 =
@@ -214,5 +214,18 @@ pub fn after_write(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>) {
             notify(ctx.shared, t, db, GENERIC, "rename_to", &a[2]);
         }
         _ => {}
+    }
+}
+
+/// `new` events: each key of the write that did not exist before it (`existed`, by key position)
+/// and does now.
+pub fn new_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, existed: &[bool]) {
+    let Some(t) = ctx.tenant else {
+        return;
+    };
+    for (k, &before) in key_positions(spec, a.len()).zip(existed) {
+        if !before && ctx.eng.exists(t, &a[k]) {
+            notify(ctx.shared, t, ctx.conn.db, NEW, "new", &a[k]);
+        }
     }
 }
