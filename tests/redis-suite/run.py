@@ -33,12 +33,11 @@ SUITE = ROOT.parent / "shared" / "redis-tests"
 # The units issue 12 names, in its order; the ones that cannot run yet are listed in UNITS_LATER
 # with the reason.
 UNITS = [
-    "unit/type/incr", "unit/keyspace", "unit/expire", "unit/scan", "unit/pubsub", "unit/multi",
-    "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
+    "unit/type/string", "unit/type/incr", "unit/keyspace", "unit/expire", "unit/scan",
+    "unit/bitops", "unit/bitfield", "unit/pubsub", "unit/multi", "unit/protocol", "unit/info-command",
+    "unit/quit", "unit/other",
 ]
 UNITS_LATER = {
-    "unit/type/string": "needs the bitmap commands (SETBIT, ...), which are being added",
-    "unit/bitops": "needs the bitmap commands, which are being added",
     "unit/hyperloglog": "needs PFADD/PFCOUNT/PFMERGE, which are being added",
     "unit/type/hash": "hashes are not implemented yet (issue 12)",
     "unit/type/list": "lists are not implemented yet (issue 12)",

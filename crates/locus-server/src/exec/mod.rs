@@ -8,7 +8,7 @@
 //!                      ReplyWriter ◄───────────────────────────────────── Ok (reply) ─┘
 //! ```
 //!
-//! One file per command family: [`strings`], [`keyspace`], [`expire`], [`connection`],
+//! One file per command family: [`strings`], [`bitops`], [`keyspace`], [`expire`], [`connection`],
 //! [`transaction`] (MULTI/EXEC/WATCH), and under [`admin`] one file per server command (COMMAND,
 //! CONFIG, INFO, MEMORY/OBJECT, SHUTDOWN, LOCUS.TENANT, LOCUS.CONTROLLER); [`table`] is the
 //! command table, one row per command; [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
@@ -17,6 +17,7 @@
 //! writes the error. Inside MULTI the dispatcher queues instead of running.
 
 pub mod admin;
+pub mod bitops;
 pub mod connection;
 pub mod expire;
 pub mod keyspace;
@@ -377,6 +378,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         // SET ... GET answers the old value (nil for a new key) whether or not it wrote.
         "set" => null && !args.iter().skip(3).any(|a| is(a, "get")),
         "getdel" => null,
+        // Their handlers report their own writes: Redis signals SETBIT and BITFIELD only when a
+        // bit changed or the string was created or grew, BITOP with an empty result only when it
+        // deleted the destination, none of which the reply tells.
+        "setbit" | "bitfield" | "bitop" => true,
         _ => false,
     }
 }

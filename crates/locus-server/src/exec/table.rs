@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, connection, expire, keyspace, pubsub, strings, transaction,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, keyspace, pubsub, strings, transaction,
 };
 
 /// A command handler.
@@ -119,6 +119,14 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("incrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@string", "@fast"], "string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Keys, strings::incrby),
     cmd!("decrby", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@string", "@fast"], "string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", Keys, strings::decrby),
     cmd!("incrbyfloat", 3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@string", "@fast"], "string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", Keys, strings::incrbyfloat),
+    // bitmaps
+    cmd!("setbit", 4, ["write", "denyoom"], 1, 1, 1, ["@write", "@bitmap", "@slow"], "bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", Keys, bitops::setbit),
+    cmd!("getbit", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@bitmap", "@fast"], "bitmap", "2.2.0", "Returns a bit value by offset.", Keys, bitops::getbit),
+    cmd!("bitcount", -2, ["readonly"], 1, 1, 1, ["@read", "@bitmap", "@slow"], "bitmap", "2.6.0", "Counts the number of set bits (population counting) in a string.", Keys, bitops::bitcount),
+    cmd!("bitpos", -3, ["readonly"], 1, 1, 1, ["@read", "@bitmap", "@slow"], "bitmap", "2.8.7", "Finds the first set (1) or clear (0) bit in a string.", Keys, bitops::bitpos),
+    cmd!("bitop", -4, ["write", "denyoom"], 2, -1, 1, ["@write", "@bitmap", "@slow"], "bitmap", "2.6.0", "Performs bitwise operations on multiple strings, and stores the result.", Keys, bitops::bitop),
+    cmd!("bitfield", -2, ["write", "denyoom"], 1, 1, 1, ["@write", "@bitmap", "@slow"], "bitmap", "3.2.0", "Performs arbitrary bitfield integer operations on strings.", Keys, bitops::bitfield),
+    cmd!("bitfield_ro", -2, ["readonly", "fast"], 1, 1, 1, ["@read", "@bitmap", "@fast"], "bitmap", "6.0.0", "Performs arbitrary read-only bitfield integer operations on strings.", Keys, bitops::bitfield_ro),
     // keyspace
     cmd!("del", -2, ["write"], 1, -1, 1, ["@keyspace", "@write", "@slow"], "generic", "1.0.0", "Deletes one or more keys.", Keys, keyspace::del),
     cmd!("unlink", -2, ["write", "fast"], 1, -1, 1, ["@keyspace", "@write", "@fast"], "generic", "4.0.0", "Asynchronously deletes one or more keys.", Keys, keyspace::del),
