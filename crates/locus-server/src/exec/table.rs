@@ -2,6 +2,7 @@
 
 use std::sync::LazyLock;
 
+use super::hll;
 use super::{Args, CmdResult, Ctx, admin, connection, expire, keyspace, strings, transaction};
 
 /// A command handler.
@@ -147,6 +148,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ttl", 2, ["readonly", "fast"], 1, 1, 1, ["@keyspace", "@read", "@fast"], "generic", "1.0.0", "Returns the expiration time in seconds of a key.", Keys, expire::ttl),
     cmd!("pttl", 2, ["readonly", "fast"], 1, 1, 1, ["@keyspace", "@read", "@fast"], "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", Keys, expire::pttl),
     cmd!("persist", 2, ["write", "fast"], 1, 1, 1, ["@keyspace", "@write", "@fast"], "generic", "2.2.0", "Removes the expiration time of a key.", Keys, expire::persist),
+    // hyperloglog
+    cmd!("pfadd", -2, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hyperloglog", "@fast"], "hyperloglog", "2.8.9", "Adds the specified elements to the specified HyperLogLog.", Keys, hll::pfadd),
+    cmd!("pfcount", -2, ["readonly"], 1, -1, 1, ["@read", "@hyperloglog", "@slow"], "hyperloglog", "2.8.9", "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", Keys, hll::pfcount),
+    cmd!("pfmerge", -2, ["write", "denyoom"], 1, -1, 1, ["@write", "@hyperloglog", "@slow"], "hyperloglog", "2.8.9", "Merge N different HyperLogLogs into a single one.", Keys, hll::pfmerge),
+    cmd!("pfselftest", 1, ["admin"], 0, 0, 0, ["@hyperloglog", "@admin", "@slow", "@dangerous"], "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values", None, hll::pfselftest),
     // connection
     cmd!("ping", -1, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the server's liveliness response.", None, connection::ping),
     cmd!("echo", 2, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the given string.", None, connection::echo),
