@@ -20,6 +20,7 @@ pub mod admin;
 pub mod bitops;
 pub mod connection;
 pub mod expire;
+pub mod hll;
 pub mod keyspace;
 pub mod longdouble;
 pub mod notify;
@@ -373,6 +374,9 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
     let zero = reply == b":0\r\n";
     let null = reply == b"$-1\r\n" || reply == b"_\r\n";
     match name {
+        // PFADD and PFMERGE do this bookkeeping themselves (exec/hll): PFMERGE's sources are
+        // keys it only reads, and both leave their key a raw string, which this would forget.
+        "pfadd" | "pfmerge" => true,
         "setnx" | "msetnx" | "renamenx" | "del" | "unlink" | "expire" | "pexpire" | "expireat"
         | "pexpireat" | "persist" => zero,
         // SET ... GET answers the old value (nil for a new key) whether or not it wrote.

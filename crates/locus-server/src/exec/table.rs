@@ -3,7 +3,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, keyspace, pubsub, strings, transaction,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
+    transaction,
 };
 
 /// A command handler.
@@ -157,6 +158,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ttl", 2, ["readonly", "fast"], 1, 1, 1, ["@keyspace", "@read", "@fast"], "generic", "1.0.0", "Returns the expiration time in seconds of a key.", Keys, expire::ttl),
     cmd!("pttl", 2, ["readonly", "fast"], 1, 1, 1, ["@keyspace", "@read", "@fast"], "generic", "2.6.0", "Returns the expiration time in milliseconds of a key.", Keys, expire::pttl),
     cmd!("persist", 2, ["write", "fast"], 1, 1, 1, ["@keyspace", "@write", "@fast"], "generic", "2.2.0", "Removes the expiration time of a key.", Keys, expire::persist),
+    // hyperloglog
+    cmd!("pfadd", -2, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hyperloglog", "@fast"], "hyperloglog", "2.8.9", "Adds the specified elements to the specified HyperLogLog.", Keys, hll::pfadd),
+    cmd!("pfcount", -2, ["readonly"], 1, -1, 1, ["@read", "@hyperloglog", "@slow"], "hyperloglog", "2.8.9", "Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s).", Keys, hll::pfcount),
+    cmd!("pfmerge", -2, ["write", "denyoom"], 1, -1, 1, ["@write", "@hyperloglog", "@slow"], "hyperloglog", "2.8.9", "Merge N different HyperLogLogs into a single one.", Keys, hll::pfmerge),
+    cmd!("pfselftest", 1, ["admin"], 0, 0, 0, ["@hyperloglog", "@admin", "@slow", "@dangerous"], "hyperloglog", "2.8.9", "An internal command for testing HyperLogLog values", None, hll::pfselftest),
     // connection
     cmd!("subscribe", -2, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Listens for messages published to channels.", Conn, pubsub::subscribe),
     cmd!("unsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Stops listening to messages posted to channels.", Conn, pubsub::unsubscribe),

@@ -62,6 +62,10 @@ pub(super) fn config_params(
         ("save", String::new()),
         ("appendonly", "no".into()),
         ("io-threads", cfg.server.threads.to_string()),
+        (
+            "hll-sparse-max-bytes",
+            crate::exec::hll::sparse_max_bytes().to_string(),
+        ),
     ]
 }
 
@@ -135,6 +139,10 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
                 .ok_or_else(|| fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."))?;
             cand.server.notify_keyspace_events = crate::exec::notify::format_flags(f);
         }
+        // Process-wide, outside the configuration file: checked here, applied by `config_set`.
+        "hll-sparse-max-bytes" => {
+            hll_sparse_max_bytes(v).map_err(fail)?;
+        }
         "save"
         | "appendonly"
         | "lfu-log-factor"
@@ -203,7 +211,42 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
             .set_notify_flags(ctx.eng, &cand.server.notify_keyspace_events);
     }
     *ctx.shared.config_mut() = cand;
+    for kv in pairs.chunks(2) {
+        if is(&kv[0], "hll-sparse-max-bytes")
+            && let Ok(bytes) = hll_sparse_max_bytes(&kv[1])
+        {
+            crate::exec::hll::set_sparse_max_bytes(bytes);
+        }
+    }
     Ok(())
+}
+
+/// Parses `hll-sparse-max-bytes` as Redis does a memory setting: digits (none is 0) and an
+/// optional unit (b, k, kb, m, mb, g, gb), the product wrapping at 64 bits as in C, then
+/// 0..=LONG_MAX.
+fn hll_sparse_max_bytes(v: &[u8]) -> Result<u64, &'static str> {
+    let digits = v.iter().take_while(|c| c.is_ascii_digit()).count();
+    let mul: u64 = match &v[digits..].to_ascii_lowercase()[..] {
+        b"" | b"b" => 1,
+        b"k" => 1000,
+        b"kb" => 1024,
+        b"m" => 1000 * 1000,
+        b"mb" => 1024 * 1024,
+        b"g" => 1000 * 1000 * 1000,
+        b"gb" => 1024 * 1024 * 1024,
+        _ => return Err("argument must be a memory value"),
+    };
+    // strtoull saturates.
+    let n = v[..digits].iter().fold(0u64, |n, &c| {
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(c - b'0')))
+            .unwrap_or(u64::MAX)
+    });
+    let bytes = n.wrapping_mul(mul);
+    if bytes > i64::MAX as u64 {
+        return Err("argument must be between 0 and 9223372036854775807 inclusive");
+    }
+    Ok(bytes)
 }
 
 /// `CONFIG GET pattern [pattern ...] | SET name value [name value ...] | RESETSTAT | REWRITE | HELP`
