@@ -25,25 +25,11 @@
 use locus_engine::{Expire, SetCond, SetOptions, TenantId};
 
 use super::notify::{GENERIC, STRING, notify};
+use super::strings::{check_fits, max_len};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
 
 /// Redis's error for a bad or too large bit offset.
 const BIT_OFFSET_ERR: &str = "ERR bit offset is not an integer or out of range";
-
-fn max_len(ctx: &Ctx<'_>) -> u64 {
-    ctx.shared.config().limits.proto_max_bulk_len.0
-}
-
-/// Refuses a value of `len` bytes under `key` that the engine cannot store, before building it
-/// (as `strings::check_fits` does for SETRANGE).
-fn check_fits(ctx: &Ctx<'_>, key: &[u8], len: u64) -> CmdResult {
-    let max = ctx.eng.max_item_size();
-    let size = len.saturating_add(key.len() as u64);
-    if size > max {
-        return Err(CmdError::ItemTooLarge { size, max });
-    }
-    Ok(())
-}
 
 /// Stores a rewritten value, keeping (`Expire::Keep`) or dropping (`Expire::Persist`) the TTL.
 fn store(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], value: &[u8], expire: Expire) -> CmdResult {

@@ -8,7 +8,7 @@
 
 use locus_engine::TenantId;
 
-use super::{Args, CmdError, CmdResult, Ctx, lower};
+use super::{Args, CmdResult, Ctx, lower};
 use crate::server::SubKind;
 
 /// Whether `name` runs in RESP2 subscribed mode.
@@ -156,13 +156,7 @@ pub fn publish(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// `PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT | HELP`, for the caller's tenant.
 pub fn pubsub(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
-    let arity = |ok: bool| {
-        if ok {
-            Ok(())
-        } else {
-            Err(CmdError::WrongArity(format!("pubsub|{sub}")))
-        }
-    };
+    let arity = |ok: bool| super::admin::sub_arity(ok, "pubsub", &sub);
     match sub.as_str() {
         "channels" => {
             arity(a.len() <= 3)?;

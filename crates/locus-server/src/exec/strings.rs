@@ -6,13 +6,14 @@ use locus_engine::{Expire, SetCond, SetOptions};
 
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
 
-fn max_len(ctx: &Ctx<'_>) -> u64 {
+/// `proto-max-bulk-len`: the longest string a command may build.
+pub(super) fn max_len(ctx: &Ctx<'_>) -> u64 {
     ctx.shared.config().limits.proto_max_bulk_len.0
 }
 
 /// Refuses a value the engine cannot store before building it (APPEND / SETRANGE would
 /// otherwise allocate up to proto-max-bulk-len only for the engine to refuse it).
-fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult {
+pub(super) fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult {
     let max = ctx.eng.max_item_size();
     let size = value_len.saturating_add(key.len() as u64);
     if size > max {

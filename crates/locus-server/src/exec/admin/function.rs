@@ -11,13 +11,7 @@ use super::{help, unknown_sub};
 /// STATS | LOAD | DUMP | RESTORE | HELP`
 pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
-    let arity = |ok: bool| {
-        if ok {
-            Ok(())
-        } else {
-            Err(CmdError::WrongArity(format!("function|{sub}")))
-        }
-    };
+    let arity = |ok: bool| super::sub_arity(ok, "function", &sub);
     match sub.as_str() {
         "flush" => {
             arity(a.len() <= 3)?;

@@ -31,6 +31,15 @@ pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
     ))
 }
 
+/// Redis's arity error for `cmd|sub` unless `ok`.
+pub(super) fn sub_arity(ok: bool, cmd: &str, sub: &str) -> Result<(), CmdError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(CmdError::WrongArity(format!("{cmd}|{sub}")))
+    }
+}
+
 pub(super) fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
     ctx.w.array(lines.len());
     for l in lines {
