@@ -346,3 +346,15 @@ def test_lcs_is_a_longest_common_subsequence(r):
             for j in range(1, len(b) + 1):
                 n[i][j] = n[i - 1][j - 1] + 1 if a[i - 1] == b[j - 1] else max(n[i - 1][j], n[i][j - 1])
         assert len(got) == n[len(a)][len(b)] == r.execute_command("LCS", "a", "b", "LEN")
+
+
+@pytest.mark.locus_only
+def test_lcs_transient_table_is_bounded(raw):
+    # Two 5 KB strings need a 100 MB table: over Locus's 64 MiB bound (Redis bounds it only by
+    # proto-max-bulk-len), refused before anything is allocated.
+    raw.call("MSET", "big1", "a" * 5000, "big2", "b" * 5000)
+    assert raw.call("LCS", "big1", "big2").startswith(
+        "ERR Insufficient memory, transient memory for LCS exceeds Locus's limit of 64 MiB")
+    raw.call("MSET", "big1", "a" * 3000, "big2", "a" * 3000)
+    assert raw.call("LCS", "big1", "big2", "LEN") == 3000
+    raw.call("DEL", "big1", "big2")

@@ -500,6 +500,15 @@ pub fn lcs(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
         ));
     }
+    // Locus's own bound as well: the table is outside every tenant's budget and is filled under
+    // the engine lock, so one tenant's LCS of two 100 KB strings (40 GB by Redis's bound alone)
+    // must not take the server's memory or stall the other tenants.
+    if cells.saturating_mul(4) > LCS_MAX_TABLE_BYTES {
+        return Err(CmdError::msg(format!(
+            "ERR Insufficient memory, transient memory for LCS exceeds Locus's limit of {} MiB (the strings' lengths multiplied, times 4 bytes)",
+            LCS_MAX_TABLE_BYTES >> 20
+        )));
+    }
     let table = lcs_table(&x, &y);
     let w = y.len() + 1;
     let at = |i: usize, j: usize| table[i * w + j];
@@ -567,6 +576,9 @@ pub fn lcs(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     ctx.w.integer(i64::from(total));
     Ok(())
 }
+
+/// Largest LCS table Locus fills (4 bytes a cell): two 4 KiB strings need 64 MiB.
+const LCS_MAX_TABLE_BYTES: u64 = 64 << 20;
 
 /// `table[i * (y.len() + 1) + j]`: the LCS length of `x[..i]` and `y[..j]`.
 fn lcs_table(x: &[u8], y: &[u8]) -> Vec<u32> {
