@@ -30,6 +30,10 @@ pub enum EngineError {
         /// The name given twice.
         name: String,
     },
+    /// The key holds a value of another type (a string where an object is asked for, or the
+    /// reverse): Redis's WRONGTYPE.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
     /// The key does not exist (RENAME of a missing key).
     #[error("no such key")]
     NoSuchKey,

@@ -13,8 +13,9 @@
 //! * `lru`: Redis's object clock (24-bit seconds, or logical time) or the LFU field
 //!   `minutes << 8 | counter`, depending on the pool's policy.
 //! * `pos`: the item's position in its pool's dense sampling array (O(1) swap-remove).
-//! * `klen`: 30 bits of key length, bit 30 = has a TTL (the expiry lives in a side table),
-//!   bit 31 = live.
+//! * `klen`: 29 bits of key length, bit 29 = the value is an object (a hash, list, set or sorted
+//!   set living outside the pages; the value bytes are its id), bit 30 = has a TTL (the expiry
+//!   lives in a side table), bit 31 = live.
 //!
 //! A handle is `page_id << slot_bits | slot` in a `u32`; items never move while they live.
 
@@ -24,7 +25,10 @@ use crate::evict::NIL;
 pub(crate) const HDR: usize = 16;
 const LIVE: u32 = 1 << 31;
 const TTL: u32 = 1 << 30;
-const KLEN_MASK: u32 = TTL - 1;
+const OBJ: u32 = 1 << 29;
+const KLEN_MASK: u32 = OBJ - 1;
+/// Keys must be shorter than this (the key length shares its word with the flags).
+pub(crate) const MAX_KEY_LEN: usize = OBJ as usize;
 
 /// One page: its buffer (allocated lazily, kept while the page id is reused) and its slab state.
 #[derive(Debug)]
@@ -140,6 +144,21 @@ impl Store {
         let (b, o) = self.loc_mut(h);
         let w = rd(b, o + 8);
         wr(b, o + 8, if on { w | TTL } else { w & !TTL });
+    }
+
+    /// Whether the item's value is an object id (see [`crate::Object`]).
+    #[inline]
+    pub(crate) fn is_obj(&self, h: u32) -> bool {
+        let (b, o) = self.loc(h);
+        rd(b, o + 8) & OBJ != 0
+    }
+
+    /// Marks a freshly written item as an object's (its value is the object's id).
+    #[inline]
+    pub(crate) fn set_obj_flag(&mut self, h: u32) {
+        let (b, o) = self.loc_mut(h);
+        let w = rd(b, o + 8);
+        wr(b, o + 8, w | OBJ);
     }
 
     #[inline]

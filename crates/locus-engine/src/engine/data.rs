@@ -6,42 +6,21 @@ impl Engine {
     // Data path.
 
     /// GET: a hit touches the item (LRU stamp or LFU increment); expired keys are removed lazily
-    /// and count as misses.
+    /// and count as misses. An object (a hash, list, ...) reads as `None`: see
+    /// [`Engine::get_str`] and [`Engine::get_value`].
     pub fn get(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
-        let ti = t.0 as usize;
-        if self.control_due {
-            self.run_controller();
-        }
-        self.logical += 1;
-        let hash = hash_key(key);
-        match self.lookup(ti, key, hash) {
-            Some(h) => {
-                self.touch(ti, h);
-                let c = self.store.pages[self.store.split(h).0].class;
-                let tn = &mut self.tenants[ti];
-                tn.counters.hits += 1;
-                tn.class_counters[c as usize].hits += 1;
-                if self.control.is_some() {
-                    let (klen, vlen) = self.store.lens(h);
-                    let size = (klen + vlen) as u32;
-                    self.observe(ti, AccessKind::GetHit, hash, size, Some(c));
-                }
-                Some(self.store.value(h))
-            }
-            None => {
-                self.tenants[ti].counters.misses += 1;
-                if self.control.is_some() {
-                    self.observe(ti, AccessKind::GetMiss, hash, 0, None);
-                }
-                None
-            }
+        match self.get_value(t, key) {
+            Some(ValueRef::Str(v)) => Some(v),
+            _ => None,
         }
     }
 
-    /// The value without touching or counting (lazy expiry still applies).
+    /// The value without touching or counting (lazy expiry still applies); `None` for an object.
     pub fn peek(&mut self, t: TenantId, key: &[u8]) -> Option<&[u8]> {
-        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
-        Some(self.store.value(h))
+        match self.peek_value(t, key) {
+            Some(ValueRef::Str(v)) => Some(v),
+            _ => None,
+        }
     }
 
     /// Whether the key exists (no touch).
@@ -87,6 +66,12 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         let ti = t.0 as usize;
         let size = (HDR + key.len()) as u64 + value.len() as u64;
+        if key.len() >= crate::store::MAX_KEY_LEN {
+            return Err(EngineError::ItemTooLarge {
+                size,
+                max: self.max_item_size(),
+            });
+        }
         let (c, large) = self.item_class(size)?;
         self.logical += 1;
         let hash = hash_key(key);
@@ -115,7 +100,7 @@ impl Engine {
         // A value rewritten in place keeps its chunk: same class, neither side large.
         let same_class = existing.filter(|&h| {
             let p = &self.store.pages[self.store.split(h).0];
-            !large && !p.large && p.class == c
+            !large && !p.large && p.class == c && !self.store.is_obj(h)
         });
         if let Some(h) = same_class {
             let (_, old_vlen) = self.store.lens(h);
@@ -231,6 +216,7 @@ impl Engine {
     /// FLUSHDB for one tenant: every item and page of its pool is released.
     pub fn flush(&mut self, t: TenantId) {
         let ti = t.0 as usize;
+        self.free_tenant_objects(ti);
         let large: Vec<u32> = self.tenants[ti]
             .all
             .iter()
@@ -376,15 +362,36 @@ impl Engine {
         let exp = self.expiry(ti, h);
         let lru = self.store.lru(h);
         let size = (HDR + to.len() + value.len()) as u64;
-        let nh = self.alloc_item(ti, size)?;
+        let obj = self.store.is_obj(h);
+        if obj {
+            // The object stays while its old item goes (unlinked here, or evicted to make room).
+            self.keep_object = Some(u32::from_le_bytes([value[0], value[1], value[2], value[3]]));
+        }
+        let nh = self.alloc_item(ti, size);
+        let nh = match nh {
+            Ok(nh) => nh,
+            Err(e) => {
+                if let Some(id) = self.keep_object.take()
+                    && self.find(ti, from, fh).is_none()
+                {
+                    // Evicted while room was sought: its object goes too.
+                    self.drop_object(ti, id);
+                }
+                return Err(e);
+            }
+        };
         if let Some(o) = self.find(ti, from, fh) {
             self.unlink_item(ti, o, true);
         }
+        self.keep_object = None;
         if let Some(o) = self.find(ti, to, th) {
             self.unlink_item(ti, o, true);
             self.tenants[ti].counters.deletes += 1;
         }
         self.link_item(ti, nh, th, to, &value, lru, exp);
+        if obj {
+            self.store.set_obj_flag(nh);
+        }
         Ok(true)
     }
 
@@ -411,7 +418,7 @@ impl Engine {
             idle_ms,
             lfu_freq,
             value_len: self.store.lens(h).1,
-            charged_bytes: u64::from(self.store.pages[pi].chunk),
+            charged_bytes: u64::from(self.store.pages[pi].chunk) + self.object_charge(h),
             expire_at_ms: self.expiry(ti, h),
         })
     }

@@ -186,6 +186,9 @@ impl Engine {
         if self.store.has_ttl(h) {
             self.remove_ttl(t, h);
         }
+        if self.store.is_obj(h) {
+            self.free_object(t, h);
+        }
         let tn = &mut self.tenants[t];
         match tn.index.find_entry(hash, |&x| x == h) {
             Ok(e) => {

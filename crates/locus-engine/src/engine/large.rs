@@ -120,13 +120,10 @@ impl Engine {
         (self.pages_used + self.meta_pages) * self.cfg.page_size + self.large_bytes
     }
 
-    /// Makes room for and allocates a large item of `size` bytes (class `c` for the counters):
-    /// within the tenant's cap (evicting its own items) and the budget: releasing empty pages,
-    /// compacting classes, evicting as the policy and the arbiter decide while the items need
-    /// more than the budget, and when the free space is scattered in pages no class can spare,
-    /// emptying the sparsest page a pool may lose.
-    fn alloc_large(&mut self, t: usize, size: u64, c: u16) -> Result<u32, EngineError> {
-        let charge = Self::large_charge(size);
+    /// Makes room for `charge` bytes outside the pages for tenant `t` (a large item, an object's
+    /// growth): within the tenant's cap (evicting its own items) and the budget, as
+    /// [`Engine::alloc_large`] describes.
+    pub(super) fn make_room_outside(&mut self, t: usize, charge: u64) -> Result<(), EngineError> {
         let ps = self.cfg.page_size;
         if self.meta_pages > 0 {
             self.enforce_metadata_budget(t);
@@ -188,6 +185,17 @@ impl Engine {
             }
             return Err(EngineError::OutOfMemory);
         }
+        Ok(())
+    }
+
+    /// Makes room for and allocates a large item of `size` bytes (class `c` for the counters):
+    /// within the tenant's cap (evicting its own items) and the budget: releasing empty pages,
+    /// compacting classes, evicting as the policy and the arbiter decide while the items need
+    /// more than the budget, and when the free space is scattered in pages no class can spare,
+    /// emptying the sparsest page a pool may lose.
+    fn alloc_large(&mut self, t: usize, size: u64, c: u16) -> Result<u32, EngineError> {
+        let charge = Self::large_charge(size);
+        self.make_room_outside(t, charge)?;
         let pg = match self.free_no_buf.pop() {
             Some(pg) => pg,
             None => {

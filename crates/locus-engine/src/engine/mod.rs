@@ -12,6 +12,7 @@ mod data;
 mod index;
 mod large;
 mod maintenance;
+mod object;
 mod page_api;
 mod pages;
 mod recency;
@@ -46,6 +47,8 @@ use crate::stats::{
     ClassCounters, ClassStats, EngineStats, EvictionReason, TenantCounters, TenantStats,
 };
 use crate::store::{HDR, Page, Store};
+
+pub use object::{Object, ValueRef};
 
 /// Pages examined when choosing which page to take back (all of them when the pool has fewer).
 const RECLAIM_SAMPLE: usize = 64;
@@ -304,6 +307,11 @@ pub struct Engine {
     meta_pages: u64,
     /// Bytes charged for large items over all tenants (their own allocations).
     large_bytes: u64,
+    /// Objects (hashes, lists, sets, sorted sets) outside the pages.
+    objects: object::Objects,
+    /// The object RENAME is moving: its item may be unlinked (or evicted) meanwhile, the object
+    /// stays for the new key.
+    keep_object: Option<u32>,
     /// Keys removed by expiry or eviction, kept while [`Engine::record_key_events`] is on (the
     /// server's keyspace notifications).
     key_events: Option<Vec<KeyEvent>>,
@@ -406,6 +414,8 @@ impl Engine {
             pages_total,
             meta_pages: 0,
             large_bytes: 0,
+            objects: object::Objects::default(),
+            keep_object: None,
             allocated_bufs: 0,
             tenants: Vec::new(),
             arbiter,

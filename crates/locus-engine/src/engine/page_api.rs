@@ -112,6 +112,7 @@ impl Engine {
     pub fn check_invariants(&self) {
         assert!(self.pages_used <= self.pages_total, "pages over maxmemory");
         let mut large = 0u64;
+        let mut objects = 0u64;
         assert!(self.allocated_bufs <= self.pages_total.max(self.pages_used));
         let mut used = 0;
         let mut items = 0;
@@ -137,6 +138,8 @@ impl Engine {
                     self.store.pages[pi].owner as usize, ti,
                     "item on a foreign page"
                 );
+                large_t += self.object_charge(h);
+                objects += u64::from(self.store.is_obj(h));
                 let page = &self.store.pages[pi];
                 if page.large {
                     assert_eq!(
@@ -179,7 +182,11 @@ impl Engine {
                 );
             }
             assert_eq!(live + large_n, tn.all.len() as u64);
-            assert_eq!(large_t, tn.large_bytes, "a tenant's large bytes");
+            let reserved = match self.objects_reserved() {
+                Some((rt, r)) if rt == ti => r,
+                _ => 0,
+            };
+            assert_eq!(large_t + reserved, tn.large_bytes, "a tenant's large bytes");
             large += large_t;
             assert_eq!(chunk_bytes, tn.chunk_bytes);
             used += tn.pages.len() as u64;
@@ -189,7 +196,9 @@ impl Engine {
             }
         }
         assert_eq!(used, self.pages_used);
-        assert_eq!(large, self.large_bytes, "large bytes");
+        let reserved = self.objects_reserved().map_or(0, |(_, r)| r);
+        assert_eq!(large + reserved, self.large_bytes, "large bytes");
+        assert_eq!(self.objects_live(), objects, "objects named by items");
         assert_eq!(items, self.total_items);
         if let Some(cap) = self.cfg.max_items {
             assert!(items <= cap, "global item cap exceeded");
