@@ -188,7 +188,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let byte = (off >> 3) as usize;
     let mask = 0x80u8 >> (off & 7);
     // The value to rewrite, or `None` when the bit already holds `on` inside the string.
-    let (old, cur, len) = match ctx.eng.peek(t, key) {
+    let (old, cur, len) = match ctx.eng.peek_str(t, key)? {
         Some(v) => {
             let old = v.get(byte).is_some_and(|b| b & mask != 0);
             let unchanged = byte < v.len() && old == (on == 1);
@@ -227,7 +227,7 @@ pub fn getbit(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let mask = 0x80u8 >> (off & 7);
     let set = ctx
         .eng
-        .get(t, &a[1])
+        .get_str(t, &a[1])?
         .and_then(|v| v.get(byte))
         .is_some_and(|b| b & mask != 0);
     ctx.w.integer(i64::from(set));
@@ -238,7 +238,7 @@ pub fn getbit(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 pub fn bitcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     // As Redis: a missing key answers 0 before the arguments are looked at.
-    let Some(v) = ctx.eng.get(t, &a[1]) else {
+    let Some(v) = ctx.eng.get_str(t, &a[1])? else {
         ctx.w.integer(0);
         return Ok(());
     };
@@ -274,7 +274,7 @@ pub fn bitpos(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     }
     let one = bit == 1;
     // A missing key is zeros without end: no 1, and a 0 at once.
-    let Some(v) = ctx.eng.get(t, &a[1]) else {
+    let Some(v) = ctx.eng.get_str(t, &a[1])? else {
         ctx.w.integer(if one { -1 } else { 0 });
         return Ok(());
     };
@@ -338,7 +338,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     }
     let mut res: Vec<u8> = Vec::new();
     for (i, k) in a[3..].iter().enumerate() {
-        let src = ctx.eng.get(t, k).unwrap_or_default();
+        let src = ctx.eng.get_str(t, k)?.unwrap_or_default();
         if i == 0 {
             res.extend_from_slice(src);
             if op == BitOp::Not {
@@ -627,7 +627,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, read_only: bool) -> CmdR
     let key = &a[1][..];
     let Some(highest) = highest else {
         // Only GETs: a read, which creates nothing.
-        let v = ctx.eng.get(t, key).unwrap_or_default();
+        let v = ctx.eng.get_str(t, key)?.unwrap_or_default();
         ctx.w.array(ops.len());
         for &(_, ty, off, _) in &ops {
             ctx.w.integer(get_field(v, ty, off));
@@ -641,7 +641,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, read_only: bool) -> CmdR
     }
     // As Redis, the string is created or grown to the highest bit written before anything runs,
     // and stays so even if every write then fails on overflow.
-    let cur = ctx.eng.peek(t, key).map(<[u8]>::to_vec);
+    let cur = ctx.eng.peek_str(t, key)?.map(<[u8]>::to_vec);
     let created = cur.is_none();
     let mut v = cur.unwrap_or_default();
     let need = highest / 8 + 1;

@@ -2,7 +2,7 @@
 //! FLUSHDB FLUSHALL. All act on one tenant only (the routed one; COPY ... DB on one the caller
 //! may select).
 
-use locus_engine::{Expire, SetCond, SetOptions};
+use locus_engine::{Expire, SetCond, SetOptions, ValueRef};
 
 use super::notify::{GENERIC, notify};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
@@ -44,11 +44,7 @@ pub fn touch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// TYPE key
 pub fn type_(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let ty = if ctx.eng.exists(t, &a[1]) {
-        "string"
-    } else {
-        "none"
-    };
+    let ty = ctx.eng.key_type(t, &a[1]).unwrap_or("none");
     ctx.w.simple(ty);
     Ok(())
 }
@@ -85,7 +81,7 @@ pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
     let mut pat: Option<&[u8]> = None;
     let mut count = 10usize;
-    let mut type_ok = true;
+    let mut want_type: Option<String> = None;
     let mut i = 2;
     while i < a.len() {
         let Some(v) = a.get(i + 1) else {
@@ -100,7 +96,7 @@ pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             count = usize::try_from(c).unwrap_or(usize::MAX).min(1 << 20);
         } else if is(&a[i], "type") {
-            type_ok = is(v, "string");
+            want_type = Some(String::from_utf8_lossy(v).to_ascii_lowercase());
         } else {
             return Err(CmdError::Syntax);
         }
@@ -113,8 +109,8 @@ pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     {
         keys.retain(|k| glob_match(p, k, false));
     }
-    if !type_ok {
-        keys.clear();
+    if let Some(ty) = want_type {
+        keys.retain(|k| ctx.eng.key_type(t, k) == Some(ty.as_str()));
     }
     ctx.w.array(2);
     let mut b = itoa::Buffer::new();
@@ -201,11 +197,16 @@ pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             "ERR source and destination objects are the same",
         ));
     }
-    let Some(value) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
-        ctx.w.integer(0);
-        return Ok(());
+    let value = match ctx.eng.get_value(t, &a[1]) {
+        None => {
+            ctx.w.integer(0);
+            return Ok(());
+        }
+        Some(ValueRef::Str(v)) => Ok(v.to_vec()),
+        Some(ValueRef::Obj(o)) => Err(o.clone_object()),
     };
-    let expire = match ctx.eng.expire_at(t, &a[1]).flatten() {
+    let at = ctx.eng.expire_at(t, &a[1]).flatten();
+    let expire = match at {
         Some(at) => Expire::AtMs(at),
         None => Expire::Persist,
     };
@@ -214,9 +215,22 @@ pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     } else {
         SetCond::IfAbsent
     };
-    let done = ctx
-        .eng
-        .set(dt, &a[2], &value, SetOptions { expire, cond })?;
+    let done = match value {
+        Ok(value) => ctx
+            .eng
+            .set(dt, &a[2], &value, SetOptions { expire, cond })?,
+        Err(obj) => {
+            if !replace && ctx.eng.exists(dt, &a[2]) {
+                false
+            } else {
+                ctx.eng.obj_store(dt, &a[2], obj, false)?;
+                if let Some(at) = at {
+                    ctx.eng.set_expire(dt, &a[2], Some(at));
+                }
+                true
+            }
+        }
+    };
     if done {
         ctx.shared.touch_watched(dt, &a[2]);
         let db = if dt == t {

@@ -29,6 +29,7 @@ pub mod pubsub;
 pub mod strings;
 pub mod table;
 pub mod transaction;
+pub mod types;
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -86,6 +87,9 @@ pub enum CmdError {
     /// INCR family overflow.
     #[error("ERR increment or decrement would overflow")]
     Overflow,
+    /// The key holds another type.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
     /// RENAME of a missing key.
     #[error("ERR no such key")]
     NoSuchKey,
@@ -130,6 +134,7 @@ impl From<EngineError> for CmdError {
         match e {
             EngineError::OutOfMemory => CmdError::Oom,
             EngineError::NoSuchKey => CmdError::NoSuchKey,
+            EngineError::WrongType => CmdError::WrongType,
             EngineError::ItemTooLarge { size, max } => CmdError::ItemTooLarge { size, max },
             other => CmdError::Msg(format!("ERR {other}")),
         }

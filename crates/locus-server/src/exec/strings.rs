@@ -25,7 +25,7 @@ pub(super) fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult
 /// GET key
 pub fn get(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    match ctx.eng.get(t, &a[1]) {
+    match ctx.eng.get_str(t, &a[1])? {
         Some(v) => ctx.w.bulk(v),
         None => ctx.w.null(),
     }
@@ -115,7 +115,7 @@ pub fn set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         None => Expire::Persist,
     };
     let old = if get {
-        ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec)
+        ctx.eng.peek_str(t, &a[1])?.map(<[u8]>::to_vec)
     } else {
         None
     };
@@ -165,7 +165,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// GETSET key value
 pub fn getset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let old = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    let old = ctx.eng.peek_str(t, &a[1])?.map(<[u8]>::to_vec);
     ctx.eng.set(t, &a[1], &a[2], SetOptions::default())?;
     match old {
         Some(v) => ctx.w.bulk(&v),
@@ -177,7 +177,7 @@ pub fn getset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// GETDEL key
 pub fn getdel(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    match ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) {
+    match ctx.eng.get_str(t, &a[1])?.map(<[u8]>::to_vec) {
         Some(v) => {
             ctx.eng.delete(t, &a[1]);
             ctx.w.bulk(&v);
@@ -220,7 +220,7 @@ pub fn getex(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         i += 1;
     }
     // Like Redis, a missing key answers nil before the expire value is checked.
-    let Some(v) = ctx.eng.get(t, &a[1]).map(<[u8]>::to_vec) else {
+    let Some(v) = ctx.eng.get_str(t, &a[1])?.map(<[u8]>::to_vec) else {
         ctx.w.null();
         return Ok(());
     };
@@ -288,7 +288,7 @@ pub fn msetnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// APPEND key value
 pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let old = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    let old = ctx.eng.peek_str(t, &a[1])?.map(<[u8]>::to_vec);
     let existed = old.is_some();
     let mut v = old.unwrap_or_default();
     if (v.len() + a[2].len()) as u64 > max_len(ctx) {
@@ -307,7 +307,7 @@ pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// STRLEN key
 pub fn strlen(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let n = ctx.eng.get(t, &a[1]).map_or(0, <[u8]>::len);
+    let n = ctx.eng.get_str(t, &a[1])?.map_or(0, <[u8]>::len);
     ctx.w.integer(n as i64);
     Ok(())
 }
@@ -317,7 +317,7 @@ pub fn getrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let mut start = int_arg(&a[2])?;
     let mut end = int_arg(&a[3])?;
-    let Some(v) = ctx.eng.get(t, &a[1]) else {
+    let Some(v) = ctx.eng.get_str(t, &a[1])? else {
         ctx.w.bulk(b"");
         return Ok(());
     };
@@ -353,7 +353,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::msg("ERR offset is out of range"));
     }
     let val = &a[3];
-    let cur = ctx.eng.peek(t, &a[1]).map(<[u8]>::to_vec);
+    let cur = ctx.eng.peek_str(t, &a[1])?.map(<[u8]>::to_vec);
     if val.is_empty() {
         ctx.w.integer(cur.map_or(0, |c| c.len() as i64));
         return Ok(());
@@ -378,7 +378,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
     let t = ctx.t()?;
-    let cur = match ctx.eng.peek(t, key) {
+    let cur = match ctx.eng.peek_str(t, key)? {
         Some(v) => parse_i64(v).ok_or(CmdError::NotInteger)?,
         None => 0,
     };
@@ -433,7 +433,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             _ => Err(CmdError::NotFloat),
         },
     };
-    let cur = match ctx.eng.peek(t, &a[1]) {
+    let cur = match ctx.eng.peek_str(t, &a[1])? {
         Some(v) => parse(v)?,
         None => LongDouble::ZERO,
     };
@@ -483,12 +483,12 @@ pub fn lcs(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let x = ctx
         .eng
-        .get(t, &a[1])
+        .get_str(t, &a[1])?
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
     let y = ctx
         .eng
-        .get(t, &a[2])
+        .get_str(t, &a[2])?
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
     if x.len() as u64 >= u64::from(u32::MAX) - 1 || y.len() as u64 >= u64::from(u32::MAX) - 1 {

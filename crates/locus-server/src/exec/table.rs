@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use super::{
     Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
-    transaction,
+    transaction, types::hash,
 };
 
 /// A command handler.
@@ -97,6 +97,23 @@ macro_rules! cmd {
 /// step, ACL categories, DOCS group, since, summary, routing, handler[, subcommands].
 #[rustfmt::skip]
 pub static COMMANDS: &[CommandSpec] = &[
+    // hashes
+    cmd!("hset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.0.0", "Creates or modifies the value of a field in a hash.", Keys, hash::hset),
+    cmd!("hmset", -4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.0.0", "Sets the values of multiple fields.", Keys, hash::hmset),
+    cmd!("hsetnx", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", Keys, hash::hsetnx),
+    cmd!("hget", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@hash", "@fast"], "hash", "2.0.0", "Returns the value of a field in a hash.", Keys, hash::hget),
+    cmd!("hmget", -3, ["readonly", "fast"], 1, 1, 1, ["@read", "@hash", "@fast"], "hash", "2.0.0", "Returns the values of all fields in a hash.", Keys, hash::hmget),
+    cmd!("hgetall", 2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.0.0", "Returns all fields and values in a hash.", Keys, hash::hgetall),
+    cmd!("hkeys", 2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.0.0", "Returns all fields in a hash.", Keys, hash::hkeys),
+    cmd!("hvals", 2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.0.0", "Returns all values in a hash.", Keys, hash::hvals),
+    cmd!("hlen", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@hash", "@fast"], "hash", "2.0.0", "Returns the number of fields in a hash.", Keys, hash::hlen),
+    cmd!("hexists", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@hash", "@fast"], "hash", "2.0.0", "Determines whether a field exists in a hash.", Keys, hash::hexists),
+    cmd!("hstrlen", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@hash", "@fast"], "hash", "3.2.0", "Returns the length of the value of a field.", Keys, hash::hstrlen),
+    cmd!("hdel", -3, ["write", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", Keys, hash::hdel),
+    cmd!("hincrby", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", Keys, hash::hincrby),
+    cmd!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", Keys, hash::hincrbyfloat),
+    cmd!("hrandfield", -2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "6.2.0", "Returns one or more random fields from a hash.", Keys, hash::hrandfield),
+    cmd!("hscan", -3, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.8.0", "Iterates over fields and values of a hash.", Keys, hash::hscan),
     // strings
     cmd!("get", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@string", "@fast"], "string", "1.0.0", "Returns the string value of a key.", Keys, strings::get),
     cmd!("set", -3, ["write", "denyoom"], 1, 1, 1, ["@write", "@string", "@slow"], "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Keys, strings::set),

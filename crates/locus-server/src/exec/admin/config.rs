@@ -24,7 +24,15 @@ pub(super) fn config_params(
         eng.tenant_config(t).policy.name().to_string()
     });
     let samples = first.map_or(cfg.eviction.samples, |t| eng.tenant_config(t).samples);
-    vec![
+    let mut limits = Vec::new();
+    for l in crate::exec::types::limits::ALL {
+        for (i, n) in l.names.iter().enumerate() {
+            if i == 0 || *n != l.names[0] {
+                limits.push((*n, l.get().to_string()));
+            }
+        }
+    }
+    let mut params = vec![
         ("maxmemory", eng.config().maxmemory.to_string()),
         ("maxmemory-policy", policy),
         ("maxmemory-samples", samples.to_string()),
@@ -66,7 +74,9 @@ pub(super) fn config_params(
             "hll-sparse-max-bytes",
             crate::exec::hll::sparse_max_bytes().to_string(),
         ),
-    ]
+    ];
+    params.extend(limits);
+    params
 }
 
 /// Parses a memory value as Redis does for CONFIG SET (plain bytes or units).
@@ -143,6 +153,10 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "hll-sparse-max-bytes" => {
             hll_sparse_max_bytes(v).map_err(fail)?;
         }
+        _ if crate::exec::types::limits::by_name(name).is_some() => {
+            let l = crate::exec::types::limits::by_name(name).expect("matched");
+            crate::exec::types::limits::parse(l, v).map_err(|e| fail(&e))?;
+        }
         "save"
         | "appendonly"
         | "lfu-log-factor"
@@ -212,6 +226,11 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
     }
     *ctx.shared.config_mut() = cand;
     for kv in pairs.chunks(2) {
+        if let Some(l) = crate::exec::types::limits::by_name(&lower(&kv[0]))
+            && let Ok(n) = crate::exec::types::limits::parse(l, &kv[1])
+        {
+            crate::exec::types::limits::set(l, n);
+        }
         if is(&kv[0], "hll-sparse-max-bytes")
             && let Ok(bytes) = hll_sparse_max_bytes(&kv[1])
         {

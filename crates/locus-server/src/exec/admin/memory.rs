@@ -94,7 +94,13 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     };
     match sub.as_str() {
         "encoding" => {
-            let enc = if let Some(e) = ctx.shared.forced_encoding(t, &a[2]) {
+            let obj_enc = match ctx.eng.peek_value(t, &a[2]) {
+                Some(locus_engine::ValueRef::Obj(o)) => Some(o.encoding()),
+                _ => None,
+            };
+            let enc = if let Some(e) = obj_enc {
+                e
+            } else if let Some(e) = ctx.shared.forced_encoding(t, &a[2]) {
                 e
             } else {
                 let is_int = o.value_len <= 20

@@ -79,7 +79,7 @@ fn unshared(ctx: &Ctx<'_>, t: TenantId, key: &[u8], len: usize) {
 pub fn pfadd(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let key = &a[1][..];
-    let old = ctx.eng.peek(t, key).map(<[u8]>::to_vec);
+    let old = ctx.eng.peek_str(t, key)?.map(<[u8]>::to_vec);
     let (mut v, mut updated) = match &old {
         Some(v) => {
             check(v)?;
@@ -122,7 +122,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() > 2 {
         let mut max = Box::new([0u8; REGISTERS]);
         for key in &a[1..] {
-            let Some(v) = ctx.eng.get(t, key) else {
+            let Some(v) = ctx.eng.get_str(t, key)? else {
                 continue;
             };
             check(v)?;
@@ -133,7 +133,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Ok(());
     }
     let key = &a[1][..];
-    let Some(v) = ctx.eng.get(t, key) else {
+    let Some(v) = ctx.eng.get_str(t, key)? else {
         ctx.w.integer(0);
         return Ok(());
     };
@@ -166,7 +166,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let mut max = Box::new([0u8; REGISTERS]);
     let mut any_dense = false;
     for key in &a[1..] {
-        let Some(v) = ctx.eng.get(t, key) else {
+        let Some(v) = ctx.eng.get_str(t, key)? else {
             continue;
         };
         check(v)?;
@@ -176,7 +176,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let dest = &a[1][..];
     let mut v = Edit::new(
         ctx.eng
-            .peek(t, dest)
+            .peek_str(t, dest)?
             .map_or_else(encoding::new_sparse, <[u8]>::to_vec),
     );
     if any_dense {

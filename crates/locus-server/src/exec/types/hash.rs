@@ -1,0 +1,671 @@
+//! Hashes: HSET HGET HMSET HMGET HGETALL HDEL HEXISTS HINCRBY HINCRBYFLOAT HKEYS HVALS HLEN
+//! HSETNX HSTRLEN HRANDFIELD HSCAN.
+//!
+//! A small hash (at most `hash-max-listpack-entries` fields, none longer than
+//! `hash-max-listpack-value` bytes) is one packed buffer of field, value, field, value (Redis's `listpack`); a larger one
+//! is an insertion-ordered hash table (`hashtable`) keyed with a per-process random hash (a
+//! tenant cannot make another's lookups slow by choosing colliding fields). Conversion is one
+//! way, as in Redis.
+
+use std::collections::hash_map::RandomState;
+
+use indexmap::IndexMap;
+use locus_engine::Object;
+
+use super::super::longdouble::LongDouble;
+use super::super::notify::{GENERIC, HASH, notify};
+use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
+use super::packed::Packed;
+use super::{alloc, read, write};
+use crate::glob::glob_match;
+
+/// `hash-max-listpack-entries`.
+fn max_entries() -> usize {
+    super::limits::HASH_ENTRIES.usize()
+}
+
+/// `hash-max-listpack-value`.
+fn max_value() -> usize {
+    super::limits::HASH_VALUE.usize()
+}
+
+type Table = IndexMap<Box<[u8]>, Box<[u8]>, RandomState>;
+
+/// One table entry as indexmap stores it: the hash, the field, the value.
+type Bucket = (u64, Box<[u8]>, Box<[u8]>);
+
+/// A Redis hash.
+#[derive(Debug, Clone)]
+pub enum Hash {
+    /// Fields and values alternating in one buffer.
+    Packed(Packed),
+    /// A hash table, with the bytes its fields and values hold.
+    Table(Table, u64),
+}
+
+impl Default for Hash {
+    fn default() -> Self {
+        Hash::Packed(Packed::new())
+    }
+}
+
+fn table_charge(cap: usize, elems: u64) -> u64 {
+    alloc::table::<usize>(cap) + alloc::vec::<Bucket>(cap) + elems
+}
+
+fn pair_bytes(f: &[u8], v: &[u8]) -> u64 {
+    alloc::bytes(f.len()) + alloc::bytes(v.len())
+}
+
+impl Hash {
+    /// Fields held.
+    pub fn len(&self) -> usize {
+        match self {
+            Hash::Packed(p) => p.len() / 2,
+            Hash::Table(t, _) => t.len(),
+        }
+    }
+
+    /// Whether it holds no field.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            Hash::Packed(p) => {
+                let mut it = p.iter();
+                while let Some(f) = it.next() {
+                    let v = it.next()?;
+                    if f == field {
+                        return Some(v);
+                    }
+                }
+                None
+            }
+            Hash::Table(t, _) => t.get(field).map(|v| &**v),
+        }
+    }
+
+    /// Every (field, value), in the hash's order.
+    pub fn pairs(&self) -> Vec<(&[u8], &[u8])> {
+        match self {
+            Hash::Packed(p) => {
+                let mut out = Vec::with_capacity(p.len() / 2);
+                let mut it = p.iter();
+                while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                    out.push((f, v));
+                }
+                out
+            }
+            Hash::Table(t, _) => t.iter().map(|(f, v)| (&**f, &**v)).collect(),
+        }
+    }
+
+    /// The pair at position `i` (`i < len`).
+    fn pair_at(&self, i: usize) -> (&[u8], &[u8]) {
+        match self {
+            Hash::Packed(p) => {
+                let mut it = p.iter().skip(2 * i);
+                (it.next().unwrap_or_default(), it.next().unwrap_or_default())
+            }
+            Hash::Table(t, _) => t
+                .get_index(i)
+                .map(|(f, v)| (&**f, &**v))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The most [`Object::charge`] can grow when `pairs` are written.
+    pub fn grow_bound<'a>(&self, pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> u64 {
+        let (mut n, mut raw, mut boxed, mut long) = (0usize, 0usize, 0u64, false);
+        for (f, v) in pairs {
+            n += 1;
+            raw += f.len() + v.len();
+            boxed += pair_bytes(f, v);
+            long |= f.len() > max_value() || v.len() > max_value();
+        }
+        match self {
+            Hash::Packed(p) if !long && self.len() + n <= max_entries() => p.grow_bound(2 * n, raw),
+            Hash::Packed(_) => {
+                // Converts: the whole table, its existing pairs boxed, and the new ones.
+                let existing: u64 = self.pairs().iter().map(|(f, v)| pair_bytes(f, v)).sum();
+                let cap = alloc::buckets(self.len() + n) * 7 / 8 + 8;
+                table_charge(cap, existing + boxed)
+            }
+            Hash::Table(t, _) => {
+                let cap = alloc::grown(t.capacity(), t.len() + n);
+                // Growth reallocates: old and new tables, briefly, are both held.
+                let tables = if cap > t.capacity() {
+                    table_charge(cap, 0)
+                } else {
+                    0
+                };
+                tables + boxed
+            }
+        }
+    }
+
+    fn convert_to_table(&mut self) {
+        if let Hash::Packed(p) = self {
+            let mut t = Table::with_capacity_and_hasher(p.len() / 2 + 1, RandomState::new());
+            let mut elems = 0;
+            let mut it = p.iter();
+            while let (Some(f), Some(v)) = (it.next(), it.next()) {
+                elems += pair_bytes(f, v);
+                t.insert(f.into(), v.into());
+            }
+            *self = Hash::Table(t, elems);
+        }
+    }
+
+    /// Sets `field` to `value`; true when the field is new.
+    pub fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Hash::Packed(p) = self {
+            if field.len() > max_value() || value.len() > max_value() {
+                self.convert_to_table();
+            } else {
+                let mut at = 0;
+                let offs: Vec<usize> = p.iter_offsets().map(|(o, _)| o).collect();
+                while at + 1 < offs.len() {
+                    if p.entry_at(offs[at]).0 == field {
+                        p.replace_at(offs[at + 1], value);
+                        return false;
+                    }
+                    at += 2;
+                }
+                if p.len() / 2 < max_entries() {
+                    p.push(field);
+                    p.push(value);
+                    return true;
+                }
+                self.convert_to_table();
+            }
+        }
+        let Hash::Table(t, elems) = self else {
+            return false;
+        };
+        match t.get_mut(field) {
+            Some(v) => {
+                *elems = *elems - alloc::bytes(v.len()) + alloc::bytes(value.len());
+                *v = value.into();
+                false
+            }
+            None => {
+                *elems += pair_bytes(field, value);
+                t.insert(field.into(), value.into());
+                true
+            }
+        }
+    }
+
+    /// Removes `field`; true when it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Packed(p) => {
+                let offs: Vec<(usize, bool)> = p
+                    .iter_offsets()
+                    .enumerate()
+                    .map(|(i, (o, e))| (o, i % 2 == 0 && e == field))
+                    .collect();
+                match offs.iter().find(|(_, hit)| *hit) {
+                    Some(&(o, _)) => {
+                        p.remove_run(o, 2);
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Hash::Table(t, elems) => match t.shift_remove(field) {
+                Some(v) => {
+                    *elems -= pair_bytes(field, &v);
+                    if t.capacity() > 64 && t.len() < t.capacity() / 4 {
+                        t.shrink_to_fit();
+                    }
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+impl Object for Hash {
+    fn type_name(&self) -> &'static str {
+        "hash"
+    }
+    fn encoding(&self) -> &'static str {
+        match self {
+            Hash::Packed(_) => "listpack",
+            Hash::Table(..) => "hashtable",
+        }
+    }
+    fn charge(&self) -> u64 {
+        match self {
+            Hash::Packed(p) => p.charge(),
+            Hash::Table(t, elems) => table_charge(t.capacity(), *elems),
+        }
+    }
+    fn len(&self) -> usize {
+        Hash::len(self)
+    }
+    fn clone_object(&self) -> Box<dyn Object> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Publishes a hash event, and `del` when the write emptied the key.
+fn events(ctx: &mut Ctx<'_>, key: &[u8], event: &str, deleted: bool) {
+    let t = ctx.tenant.expect("routed");
+    notify(ctx.shared, t, ctx.conn.db, HASH, event, key);
+    if deleted {
+        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+    }
+}
+
+fn set_pairs(ctx: &mut Ctx<'_>, a: Args<'_, '_>, name: &str) -> Result<usize, CmdError> {
+    if !a.len().is_multiple_of(2) {
+        return Err(CmdError::WrongArity(name.to_string()));
+    }
+    let t = ctx.t()?;
+    let pairs = || a[2..].chunks(2).map(|c| (&c[0][..], &c[1][..]));
+    let bound = super::peek::<Hash, u64>(ctx, t, &a[1], |h| h.grow_bound(pairs()))?
+        .unwrap_or_else(|| Hash::default().grow_bound(pairs()));
+    let (added, _) = write::<Hash, usize>(ctx, t, &a[1], bound, true, |h| {
+        pairs().filter(|(f, v)| h.set(f, v)).count()
+    })?
+    .expect("created");
+    events(ctx, &a[1], "hset", false);
+    Ok(added)
+}
+
+/// `HSET key field value [field value ...]`
+pub fn hset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let n = set_pairs(ctx, a, "hset")?;
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `HMSET key field value [field value ...]`
+pub fn hmset(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    set_pairs(ctx, a, "hmset")?;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// `HSETNX key field value`
+pub fn hsetnx(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let (f, v) = (&a[2][..], &a[3][..]);
+    if read::<Hash, bool>(ctx, t, &a[1], |h| h.get(f).is_some())? == Some(true) {
+        ctx.w.integer(0);
+        return Ok(());
+    }
+    let bound = super::peek::<Hash, u64>(ctx, t, &a[1], |h| h.grow_bound([(f, v)].into_iter()))?
+        .unwrap_or_else(|| Hash::default().grow_bound([(f, v)].into_iter()));
+    write::<Hash, bool>(ctx, t, &a[1], bound, true, |h| h.set(f, v))?;
+    events(ctx, &a[1], "hset", false);
+    ctx.w.integer(1);
+    Ok(())
+}
+
+/// `HGET key field`
+pub fn hget(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let ctx2 = &mut *ctx;
+    let v = match ctx2.eng.get_value(t, &a[1]) {
+        None => None,
+        Some(locus_engine::ValueRef::Obj(o)) => match o.as_any().downcast_ref::<Hash>() {
+            Some(h) => h.get(&a[2]),
+            None => return Err(CmdError::WrongType),
+        },
+        Some(_) => return Err(CmdError::WrongType),
+    };
+    match v {
+        Some(v) => ctx2.w.bulk(v),
+        None => ctx2.w.null(),
+    }
+    Ok(())
+}
+
+/// `HMGET key field [field ...]`
+pub fn hmget(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let vals: Vec<Option<Vec<u8>>> = read::<Hash, _>(ctx, t, &a[1], |h| {
+        a[2..]
+            .iter()
+            .map(|f| h.get(f).map(<[u8]>::to_vec))
+            .collect()
+    })?
+    .unwrap_or_else(|| vec![None; a.len() - 2]);
+    ctx.w.array(vals.len());
+    for v in &vals {
+        match v {
+            Some(v) => ctx.w.bulk(v),
+            None => ctx.w.null(),
+        }
+    }
+    Ok(())
+}
+
+/// Writes every pair: as a map in RESP3, a flat array in RESP2.
+fn reply_pairs(ctx: &mut Ctx<'_>, pairs: &[(Vec<u8>, Vec<u8>)]) {
+    ctx.w.map(pairs.len());
+    for (f, v) in pairs {
+        ctx.w.bulk(f);
+        ctx.w.bulk(v);
+    }
+}
+
+fn owned_pairs(h: &Hash) -> Vec<(Vec<u8>, Vec<u8>)> {
+    h.pairs()
+        .into_iter()
+        .map(|(f, v)| (f.to_vec(), v.to_vec()))
+        .collect()
+}
+
+/// `HGETALL key`
+pub fn hgetall(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let pairs = read::<Hash, _>(ctx, t, &a[1], owned_pairs)?.unwrap_or_default();
+    reply_pairs(ctx, &pairs);
+    Ok(())
+}
+
+fn reply_list(ctx: &mut Ctx<'_>, items: &[Vec<u8>]) {
+    ctx.w.array(items.len());
+    for i in items {
+        ctx.w.bulk(i);
+    }
+}
+
+/// `HKEYS key`
+pub fn hkeys(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let ks = read::<Hash, _>(ctx, t, &a[1], |h| {
+        h.pairs()
+            .iter()
+            .map(|(f, _)| f.to_vec())
+            .collect::<Vec<_>>()
+    })?
+    .unwrap_or_default();
+    reply_list(ctx, &ks);
+    Ok(())
+}
+
+/// `HVALS key`
+pub fn hvals(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let vs = read::<Hash, _>(ctx, t, &a[1], |h| {
+        h.pairs()
+            .iter()
+            .map(|(_, v)| v.to_vec())
+            .collect::<Vec<_>>()
+    })?
+    .unwrap_or_default();
+    reply_list(ctx, &vs);
+    Ok(())
+}
+
+/// `HLEN key`
+pub fn hlen(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = read::<Hash, usize>(ctx, t, &a[1], Hash::len)?.unwrap_or(0);
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `HEXISTS key field`
+pub fn hexists(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let e = read::<Hash, bool>(ctx, t, &a[1], |h| h.get(&a[2]).is_some())?.unwrap_or(false);
+    ctx.w.integer(i64::from(e));
+    Ok(())
+}
+
+/// `HSTRLEN key field`
+pub fn hstrlen(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n =
+        read::<Hash, usize>(ctx, t, &a[1], |h| h.get(&a[2]).map_or(0, <[u8]>::len))?.unwrap_or(0);
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `HDEL key field [field ...]`
+pub fn hdel(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let r = write::<Hash, usize>(ctx, t, &a[1], 0, false, |h| {
+        a[2..].iter().filter(|f| h.remove(f)).count()
+    })?;
+    let (n, deleted) = r.map_or((0, false), |(n, w)| (n, w.deleted));
+    if n > 0 {
+        events(ctx, &a[1], "hdel", deleted);
+    }
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `HINCRBY key field increment`
+pub fn hincrby(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let by = int_arg(&a[3])?;
+    let cur =
+        super::peek::<Hash, Option<Vec<u8>>>(ctx, t, &a[1], |h| h.get(&a[2]).map(<[u8]>::to_vec))?
+            .flatten();
+    let cur = match cur {
+        Some(v) => {
+            parse_i64(&v).ok_or_else(|| CmdError::msg("ERR hash value is not an integer"))?
+        }
+        None => 0,
+    };
+    let n = cur.checked_add(by).ok_or(CmdError::Overflow)?;
+    let mut b = itoa::Buffer::new();
+    let s = b.format(n).as_bytes().to_vec();
+    let f = &a[2][..];
+    let bound =
+        super::peek::<Hash, u64>(ctx, t, &a[1], |h| h.grow_bound([(f, &s[..])].into_iter()))?
+            .unwrap_or_else(|| Hash::default().grow_bound([(f, &s[..])].into_iter()));
+    write::<Hash, bool>(ctx, t, &a[1], bound, true, |h| h.set(f, &s))?;
+    events(ctx, &a[1], "hincrby", false);
+    ctx.w.integer(n);
+    Ok(())
+}
+
+/// `HINCRBYFLOAT key field increment`
+pub fn hincrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let nan_inf = || CmdError::msg("ERR increment would produce NaN or Infinity");
+    let by = match LongDouble::parse(&a[3]) {
+        Some(v) => v,
+        None => match parse_f64(&a[3]) {
+            Some(f) if f.is_infinite() => return Err(nan_inf()),
+            _ => return Err(CmdError::NotFloat),
+        },
+    };
+    let cur =
+        super::peek::<Hash, Option<Vec<u8>>>(ctx, t, &a[1], |h| h.get(&a[2]).map(<[u8]>::to_vec))?
+            .flatten();
+    let cur = match cur {
+        Some(v) => {
+            LongDouble::parse(&v).ok_or_else(|| CmdError::msg("ERR hash value is not a float"))?
+        }
+        None => LongDouble::ZERO,
+    };
+    let s = cur.checked_add(by).ok_or_else(nan_inf)?.to_redis_string();
+    let f = &a[2][..];
+    let sb = s.as_bytes();
+    let bound = super::peek::<Hash, u64>(ctx, t, &a[1], |h| h.grow_bound([(f, sb)].into_iter()))?
+        .unwrap_or_else(|| Hash::default().grow_bound([(f, sb)].into_iter()));
+    write::<Hash, bool>(ctx, t, &a[1], bound, true, |h| h.set(f, sb))?;
+    events(ctx, &a[1], "hincrbyfloat", false);
+    ctx.w.bulk(sb);
+    Ok(())
+}
+
+thread_local! {
+    static RNG: std::cell::RefCell<locus_common::Rng> = std::cell::RefCell::new(
+        locus_common::Rng::new(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64),
+        ),
+    );
+}
+
+/// A random number below `n` (`n` > 0).
+pub fn random_below(n: u64) -> u64 {
+    RNG.with(|r| r.borrow_mut().below(n))
+}
+
+/// `HRANDFIELD key [count [WITHVALUES]]`
+pub fn hrandfield(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    if a.len() > 4 || (a.len() == 4 && !is(&a[3], "withvalues")) {
+        return Err(CmdError::Syntax);
+    }
+    let with_values = a.len() == 4;
+    let count = if a.len() >= 3 {
+        Some(int_arg(&a[2])?)
+    } else {
+        None
+    };
+    if let Some(c) = count
+        && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&c)
+    {
+        return Err(CmdError::msg("ERR value is out of range"));
+    }
+    let picked: Option<Vec<(Vec<u8>, Vec<u8>)>> = read::<Hash, _>(ctx, t, &a[1], |h| {
+        let n = h.len();
+        let pair = |i: usize| {
+            let (f, v) = h.pair_at(i);
+            (f.to_vec(), v.to_vec())
+        };
+        match count {
+            None => vec![pair(random_below(n as u64) as usize)],
+            Some(c) if c < 0 => (0..c.unsigned_abs())
+                .map(|_| pair(random_below(n as u64) as usize))
+                .collect(),
+            Some(c) if c as usize >= n => (0..n).map(pair).collect(),
+            Some(c) => {
+                // Distinct positions: a partial Fisher-Yates shuffle.
+                let mut idx: Vec<usize> = (0..n).collect();
+                for i in 0..c as usize {
+                    let j = i + random_below((n - i) as u64) as usize;
+                    idx.swap(i, j);
+                }
+                idx[..c as usize].iter().map(|&i| pair(i)).collect()
+            }
+        }
+    })?;
+    match (count, picked) {
+        (None, None) => ctx.w.null(),
+        (None, Some(p)) => ctx.w.bulk(&p[0].0),
+        (Some(_), None) => ctx.w.array(0),
+        (Some(_), Some(p)) => {
+            if with_values && ctx.w.proto() == locus_protocol::ProtocolVersion::Resp3 {
+                ctx.w.array(p.len());
+                for (f, v) in &p {
+                    ctx.w.array(2);
+                    ctx.w.bulk(f);
+                    ctx.w.bulk(v);
+                }
+            } else {
+                ctx.w.array(if with_values { p.len() * 2 } else { p.len() });
+                for (f, v) in &p {
+                    ctx.w.bulk(f);
+                    if with_values {
+                        ctx.w.bulk(v);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a collection SCAN's `cursor [MATCH pattern] [COUNT count]`: (cursor, pattern).
+///
+/// # Errors
+/// Redis's `invalid cursor` and syntax errors.
+pub fn scan_args<'x>(a: Args<'x, '_>, from: usize) -> Result<(u64, Option<&'x [u8]>), CmdError> {
+    let cursor: u64 = std::str::from_utf8(&a[from])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
+    let mut pat = None;
+    let mut i = from + 1;
+    while i < a.len() {
+        let Some(v) = a.get(i + 1) else {
+            return Err(CmdError::Syntax);
+        };
+        if is(&a[i], "match") {
+            pat = Some(&v[..]);
+        } else if is(&a[i], "count") {
+            if int_arg(v)? < 1 {
+                return Err(CmdError::Syntax);
+            }
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok((cursor, pat))
+}
+
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: the whole hash in one call (cursor 0), as
+/// Redis answers for a listpack; every field present throughout is returned.
+pub fn hscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let (_, pat) = scan_args(a, 2)?;
+    let pairs = read::<Hash, _>(ctx, t, &a[1], owned_pairs)?.unwrap_or_default();
+    let pairs: Vec<_> = pairs
+        .into_iter()
+        .filter(|(f, _)| pat.is_none_or(|p| p == b"*" || glob_match(p, f, false)))
+        .collect();
+    ctx.w.array(2);
+    ctx.w.bulk(b"0");
+    ctx.w.array(pairs.len() * 2);
+    for (f, v) in &pairs {
+        ctx.w.bulk(f);
+        ctx.w.bulk(v);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_converts_past_the_packed_limits_and_keeps_every_field() {
+        let mut h = Hash::default();
+        for i in 0..200 {
+            let f = format!("f{i}");
+            let before = h.charge();
+            let bound = h.grow_bound([(f.as_bytes(), &b"v"[..])].into_iter());
+            assert!(h.set(f.as_bytes(), b"v"));
+            assert!(h.charge() <= before + bound, "field {i}");
+        }
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!(h.len(), 200);
+        assert_eq!(h.get(b"f150"), Some(&b"v"[..]));
+        assert!(!h.set(b"f150", b"w"));
+        assert!(h.remove(b"f150"));
+        assert!(!h.remove(b"f150"));
+        assert_eq!(h.len(), 199);
+        let mut small = Hash::default();
+        small.set(b"a", b"1");
+        assert_eq!(small.encoding(), "listpack");
+        small.set(b"a", &[b'x'; 65]);
+        assert_eq!(small.encoding(), "hashtable");
+        assert_eq!(small.get(b"a").map(<[u8]>::len), Some(65));
+    }
+}
