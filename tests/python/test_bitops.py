@@ -659,14 +659,14 @@ def test_bit_writes_get_oom_on_a_full_noeviction_server(start_server):
 @pytest.mark.locus_only
 def test_bit_write_larger_than_any_item_is_refused(start_server):
     """A SETBIT, BITFIELD or BITOP result larger than maxmemory is refused before it is built, with
-    the error naming the limit; the key keeps its value. (Redis would build it and evict.)"""
+    Redis's OOM error; the key keeps its value. (Redis would build it and evict.)"""
     srv = start_server(maxmemory=4 * 1024 * 1024, policy="allkeys-lru")
     with Raw(srv.port) as c:
         assert c.call("SET", "k", "abc", "EX", 1000) == "OK"
         for cmd in (["SETBIT", "k", 5 * 1024 * 1024 * 8, 1], ["BITFIELD", "k", "SET", "u8", 5 * 1024 * 1024 * 8, 1],
                     ["SETBIT", "new", 5 * 1024 * 1024 * 8, 1]):
             reply = c.call(*cmd)
-            assert isinstance(reply, str) and "larger than the largest item" in reply, reply
+            assert isinstance(reply, str) and reply.startswith("OOM"), reply
         assert c.call("GET", "k") == b"abc"
         assert c.call("TTL", "k") > 0
         assert c.call("EXISTS", "new") == 0

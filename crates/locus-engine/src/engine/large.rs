@@ -51,8 +51,12 @@ impl Engine {
             max: self.max_item_size(),
         };
         if self.is_large(size) {
-            if size > self.max_item_size() {
+            if size > LARGE_MAX {
                 return Err(too_large());
+            }
+            if size > self.cfg.maxmemory {
+                // Larger than the whole budget: Redis's OOM error, and nothing is evicted for it.
+                return Err(EngineError::OutOfMemory);
             }
             // Counted in the class its size falls in (the page-sized class above a page).
             let c = self
@@ -125,6 +129,12 @@ impl Engine {
     /// [`Engine::alloc_large`] describes.
     pub(super) fn make_room_outside(&mut self, t: usize, charge: u64) -> Result<(), EngineError> {
         let ps = self.cfg.page_size;
+        let cap = self.tenants[t].cfg.max_bytes.unwrap_or(u64::MAX);
+        if charge > self.cfg.maxmemory.min(cap) {
+            // More than the budget or the tenant's cap could ever hold: refused before anything
+            // is evicted for it.
+            return Err(EngineError::OutOfMemory);
+        }
         if self.meta_pages > 0 {
             self.enforce_metadata_budget(t);
         }

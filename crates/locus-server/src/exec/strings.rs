@@ -17,6 +17,10 @@ pub(super) fn check_fits(ctx: &Ctx<'_>, key: &[u8], value_len: u64) -> CmdResult
     let max = ctx.eng.max_item_size();
     let size = value_len.saturating_add(key.len() as u64);
     if size > max {
+        // Larger than the whole budget is Redis's OOM; larger than any item (2 GiB), the limit.
+        if max == ctx.eng.config().maxmemory {
+            return Err(CmdError::Oom);
+        }
         return Err(CmdError::ItemTooLarge { size, max });
     }
     Ok(())
