@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Throughput and latency, Locus vs redis-server, side by side in one run (issue #2).
 #
-#   bench/throughput.sh [-n REQUESTS] [-r REPEATS] [-c CLIENTS] [-d BYTES] [-P "1 16"]
+#   bench/throughput.sh [-n REQUESTS] [-r REPEATS] [-c CLIENTS] [-d BYTES] [-P "1 16"] [-t TESTS]
 #                       [--keyspace N] [--servers "locus redis"] [--maxmemory BYTES]
 #                       [--policy allkeys-lru] [--samples 5] [--pin] [--out DIR]
 #
 # For every repeat, each server in turn (A, B, A, B, ...) is started fresh on its own free loopback
-# port with the same maxmemory/policy/samples, then `redis-benchmark -t set,get -n N -c C -d D -P p
-# --csv` runs against it for each pipeline depth, and the server is stopped by PID. The same client
+# port with the same maxmemory/policy/samples, then `redis-benchmark -t TESTS -n N -c C -d D -P p
+# --csv` runs against it for each pipeline depth (TESTS: set,get by default; the collection types:
+# -t hset,lpush,lpop,sadd,spop,zadd,zpopmin,lrange_100), and the server is stopped by PID. The same client
 # binary drives both servers. Prints a markdown table of min/median/max requests/s, p50 and p99
 # (ms) per (server, test, pipeline), and the A/B ratios of the paired runs (same repeat, same test).
 #
@@ -21,7 +22,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 
-n=1000000 repeats=3 clients=50 dsize=100 pipelines="1 16" keyspace="" servers="locus redis"
+n=1000000 repeats=3 clients=50 dsize=100 pipelines="1 16" keyspace="" servers="locus redis" tests=set,get
 maxmem=$((1024 * 1024 * 1024)) policy=allkeys-lru samples=5 out="$here/out"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     -c) clients=$2; shift 2 ;;
     -d) dsize=$2; shift 2 ;;
     -P) pipelines=$2; shift 2 ;;
+    -t) tests=$2; shift 2 ;;
     --keyspace) keyspace=$2; shift 2 ;;
     --servers) servers=$2; shift 2 ;;
     --maxmemory) maxmem=$2; shift 2 ;;
@@ -37,7 +39,7 @@ while [ $# -gt 0 ]; do
     --samples) samples=$2; shift 2 ;;
     --pin) export BENCH_PIN=1; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "throughput.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -76,7 +78,7 @@ for rep in $(seq 1 "$repeats"); do
     for p in $pipelines; do
       # redis-benchmark --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
       #                        "p95_latency_ms","p99_latency_ms","max_latency_ms"
-      "${client_pin[@]}" redis-benchmark -h "$BENCH_HOST" -p "$port" -t set,get -n "$n" -c "$clients" \
+      "${client_pin[@]}" redis-benchmark -h "$BENCH_HOST" -p "$port" -t "$tests" -n "$n" -c "$clients" \
         -d "$dsize" -P "$p" "${extra[@]}" --csv 2>/dev/null |
         tr -d '"' | awk -F, -v s="$label" -v r="$rep" -v p="$p" \
           'NR > 1 && NF >= 8 { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", s, r, p, $1, $2, $3, $5, $7, $8 }' \
