@@ -10,9 +10,15 @@
     written (or --max-seconds pass); sample INFO used_memory and RSS every --sample-every SETs.
     Report max sampled used_memory vs maxmemory, final and peak (VmHWM) RSS vs the issue's bound
     1.15 x maxmemory + 64 MiB.
+(m) mixed types (issue 12): as (b), but each write replaces a key (DEL, then one command) with a
+    hash of 1..1000 fields, a list of 1..1000 elements, a sorted set of 1..1000 members (elements
+    of 5..60 bytes) or a string of 50 B..4 MB (log-uniform), until 10x maxmemory was written.
+(e) per-element memory (issue 12): 10,000 keys each of a 100-field hash, a 100-member sorted set
+    and a 100-element list (elements `element:NNN`, 11 bytes; hash values and scores too), one
+    type per fresh server; (RSS after - RSS before) / elements, and INFO used_memory likewise.
 
 Usage:
-  bench/memory.py [--servers locus,redis] [--repeats 3] [--part a|b|ab] [--keys 1000000]
+  bench/memory.py [--servers locus,redis] [--repeats 3] [--part a|b|ab|m|e|...] [--keys 1000000]
                   [--value-size 100] [--bound-maxmemory 268435456] [--bound-factor 10]
                   [--keyspace 500000] [--seed 1] [--max-seconds 180] [--json FILE]
 
@@ -140,11 +146,125 @@ def part_b(kind, label, maxmemory, factor, keyspace, seed, max_seconds, sample_e
     }
 
 
+def cmd(*args) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def mixed_write(rng, blob, keyspace):
+    """One replacing write of a random type: (commands, bytes of payload)."""
+    kind = rng.choice("hlzs")
+    k = b"%c:%07d" % (ord(kind), rng.randrange(keyspace))
+    if kind == "s":
+        size = int(50 * (4 * MiB / 50) ** rng.random())
+        return [cmd(b"SET", k, blob[:size])], size
+    n = rng.randint(1, 1000)
+    elems = [blob[i * 7 % 4000:i * 7 % 4000 + rng.randint(5, 60)] + b"%d" % i for i in range(n)]
+    size = sum(len(e) for e in elems)
+    if kind == "h":
+        args = [b"HSET", k]
+        for e in elems:
+            args += [e, e[:8]]
+            size += 8
+    elif kind == "l":
+        args = [b"RPUSH", k] + elems
+    else:
+        args = [b"ZADD", k]
+        for i, e in enumerate(elems):
+            args += [b"%d" % i, e]
+    return [cmd(b"DEL", k), cmd(*args)], size
+
+
+def part_m(kind, label, maxmemory, factor, keyspace, seed, max_seconds):
+    rng = random.Random(seed)
+    blob = bytes(rng.getrandbits(8) for _ in range(4 * MiB))
+    target = factor * maxmemory
+    with Server(kind, maxmemory=maxmemory, label=label) as srv:
+        c = srv.conn()
+        written = writes = errors = 0
+        first_error = None
+        samples = []
+        t0 = time.monotonic()
+        timed_out = False
+
+        def sample():
+            info = c.info("memory")
+            samples.append({"writes": writes, "written": written, "used_memory": int(info.get("used_memory", -1)),
+                            "rss": srv.rss_bytes(), "t": time.monotonic() - t0})
+
+        sample()
+        while written < target:
+            if time.monotonic() - t0 > max_seconds:
+                timed_out = True
+                break
+            cmds, n = [], 0
+            batch_bytes = 0
+            while batch_bytes < 8 * MiB and n < 200:
+                cs, size = mixed_write(rng, blob, keyspace)
+                cmds += cs
+                n += len(cs)
+                batch_bytes += size
+                written += size
+                writes += 1
+            for r in c.pipeline(b"".join(cmds), n):
+                if isinstance(r, RespError) or (isinstance(r, bytes) and r.startswith(b"-")):
+                    errors += 1
+                    first_error = first_error or r
+            sample()
+        sample()
+        time.sleep(0.5)
+        final_rss = srv.rss_bytes()
+        hwm = srv.hwm_bytes()
+        info = c.info("memory")
+        dbsize = c.call("DBSIZE")
+        c.close()
+    limit = 1.15 * maxmemory + 64 * MiB
+    return {
+        "server": label, "maxmemory": maxmemory, "sets": writes, "written": written, "timed_out": timed_out,
+        "errors": errors, "first_error": str(first_error) if first_error else None, "dbsize": dbsize,
+        "max_used_memory": max(s["used_memory"] for s in samples), "final_used_memory": int(info.get("used_memory", -1)),
+        "final_rss": final_rss, "peak_rss": hwm, "rss_limit": limit,
+        "rss_ok": final_rss <= limit, "peak_ok": hwm <= limit, "samples": samples, "seconds": samples[-1]["t"],
+    }
+
+
+def part_e(kind, label, keys=10_000, per_key=100):
+    out = {"server": label}
+    for ty in ("hash", "zset", "list"):
+        with Server(kind, maxmemory=1024 * MiB, label=label) as srv:
+            c = srv.conn()
+            c.call("SET", "warm", "x")
+            time.sleep(0.2)
+            rss0, used0 = srv.rss_bytes(), int(c.info("memory")["used_memory"])
+            for base in range(0, keys, 100):
+                cmds = []
+                for k in range(base, min(keys, base + 100)):
+                    key = b"%s:%06d" % (ty.encode(), k)
+                    args = [{"hash": b"HSET", "zset": b"ZADD", "list": b"RPUSH"}[ty], key]
+                    for i in range(per_key):
+                        e = b"element:%03d" % i
+                        args += {"hash": [e, e], "zset": [b"%d" % i, e], "list": [e]}[ty]
+                    cmds.append(cmd(*args))
+                for r in c.pipeline(b"".join(cmds), len(cmds)):
+                    if isinstance(r, RespError):
+                        raise BenchError(f"{label} {ty}: {r}")
+            time.sleep(0.2)
+            n = keys * per_key
+            out[ty] = {"rss_per_elem": (srv.rss_bytes() - rss0) / n,
+                       "used_per_elem": (int(c.info("memory")["used_memory"]) - used0) / n,
+                       "encoding": str(c.call("OBJECT", "ENCODING", f"{ty}:000000"), "utf-8", "replace")}
+            c.close()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--servers", default="locus,redis")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--part", default="ab", choices=["a", "b", "ab"])
+    ap.add_argument("--part", default="ab", help="any of a, b, m, e (e.g. ab, me)")
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--bound-maxmemory", type=int, default=256 * MiB)
@@ -166,7 +286,9 @@ def main():
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     print(f"# memory.py {' '.join(sys.argv[1:])}  ({stamp:%Y-%m-%d %H:%M} UTC, {rev})", flush=True)
-    res_a, res_b = [], []
+    if not a.part or set(a.part) - set("abme"):
+        ap.error("--part takes letters of a, b, m, e")
+    res_a, res_b, res_m, res_e = [], [], [], []
     for rep in range(a.repeats):
         for kind, label in zip(kinds, labels):
             if "a" in a.part:
@@ -183,6 +305,21 @@ def main():
                 print(f"  (b) repeat {rep + 1} {label}: {r['sets']} SETs in {r['seconds']:.1f}s, "
                       f"max used {r['max_used_memory'] / MiB:.1f} MiB, final rss {r['final_rss'] / MiB:.1f} MiB",
                       file=sys.stderr, flush=True)
+            if "m" in a.part:
+                r = part_m(kind, label, a.bound_maxmemory, a.bound_factor, a.keyspace // 10, a.seed + rep,
+                           a.max_seconds)
+                r["repeat"] = rep
+                res_m.append(r)
+                print(f"  (m) repeat {rep + 1} {label}: {r['sets']} writes in {r['seconds']:.1f}s, errors {r['errors']} "
+                      f"({r['first_error']}), max used {r['max_used_memory'] / MiB:.1f} MiB, "
+                      f"final rss {r['final_rss'] / MiB:.1f} MiB", file=sys.stderr, flush=True)
+            if "e" in a.part:
+                r = part_e(kind, label)
+                r["repeat"] = rep
+                res_e.append(r)
+                print(f"  (e) repeat {rep + 1} {label}: " + ", ".join(
+                    f"{ty} {r[ty]['rss_per_elem']:.1f} B/elem ({r[ty]['encoding']})" for ty in ("hash", "zset", "list")),
+                    file=sys.stderr, flush=True)
 
     if res_a:
         print(f"\n(a) {a.keys:,} keys `key:%08d` (12 B) with {a.value_size}-byte values; payload = keys + values "
@@ -218,11 +355,39 @@ def main():
             print(f"| {r['server']} | {r['repeat'] + 1} | {r['sets']:,} | {r['written'] / MiB:,.0f} | {r['seconds']:.1f} | "
                   f"{r['errors']} | {r['max_used_memory'] / mm:.4f} | {r['final_used_memory'] / MiB:.1f} | "
                   f"{r['final_rss'] / MiB:.1f} | {r['peak_rss'] / MiB:.1f} | {flag} | {r['dbsize']:,} |")
+    if res_m:
+        mm = a.bound_maxmemory
+        print(f"\n(m) maxmemory {mm / MiB:.0f} MiB, allkeys-lru, replacing writes of hashes / lists / sorted sets of "
+              f"1..1000 elements and strings of 50 B..4 MB (seed {a.seed}+repeat), until {a.bound_factor}x maxmemory "
+              f"was written; RSS bound = {(1.15 * mm + 64 * MiB) / MiB:.1f} MiB\n")
+        print("| server | repeat | writes | written MiB | s | errors | max used_memory / maxmemory | "
+              "final RSS MiB | peak RSS MiB | final RSS within bound | DBSIZE |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        for r in res_m:
+            flag = "yes" if r["rss_ok"] else "**no**"
+            if r["timed_out"]:
+                flag += " (timed out)"
+            print(f"| {r['server']} | {r['repeat'] + 1} | {r['sets']:,} | {r['written'] / MiB:,.0f} | {r['seconds']:.1f} | "
+                  f"{r['errors']} | {r['max_used_memory'] / mm:.4f} | {r['final_rss'] / MiB:.1f} | "
+                  f"{r['peak_rss'] / MiB:.1f} | {flag} | {r['dbsize']:,} |")
+    if res_e:
+        print("\n(e) bytes per element, 10,000 keys x 100 elements of 11 bytes; RSS growth / elements "
+              "(min / median / max over repeats)\n")
+        print("| server | type | encoding | RSS B/element | used_memory B/element |")
+        print("|---|---|---|---|---|")
+        for ty in ("hash", "zset", "list"):
+            for lab in labels:
+                rs = [r for r in res_e if r["server"] == lab]
+                print(f"| {lab} | {ty} | {rs[0][ty]['encoding']} | {mmm([r[ty]['rss_per_elem'] for r in rs], '{:.1f}')} | "
+                      f"{mmm([r[ty]['used_per_elem'] for r in rs], '{:.1f}')} |")
+            ra = [r[ty]["rss_per_elem"] for r in res_e if r["server"] == labels[0]]
+            rb = [r[ty]["rss_per_elem"] for r in res_e if r["server"] == labels[1]]
+            print(f"| ratio {labels[0]}/{labels[1]} | {ty} | | {mmm([x / y for x, y in zip(ra, rb)], '{:.2f}x')} | |")
     out = a.json or os.path.join(os.path.dirname(os.path.abspath(__file__)), "out",
                                  f"memory-{stamp:%Y%m%dT%H%M%SZ}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"argv": sys.argv, "date": stamp.isoformat(), "rev": rev, "a": res_a, "b": res_b}, f, indent=1)
+        json.dump({"argv": sys.argv, "date": stamp.isoformat(), "rev": rev, "a": res_a, "b": res_b, "m": res_m, "e": res_e}, f, indent=1)
     print(f"\nraw results: {out}")
 
 
