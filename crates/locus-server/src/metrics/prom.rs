@@ -555,11 +555,12 @@ impl Exposition {
                 None,
                 MetricType::Info,
             )?;
-            let (name, interval) = match &self.snap.controller {
-                Some(c) => (c.name.as_str(), c.interval.as_str()),
-                None => (crate::config::NO_CONTROLLER, ""),
-            };
-            m.encode_info(&[("name", name), ("interval", interval)])?;
+            match &self.snap.controller {
+                Some(c) => {
+                    m.encode_info(&[("name", c.name.as_str()), ("interval", c.interval.as_str())])?
+                }
+                None => m.encode_info(&[("name", crate::config::NO_CONTROLLER)])?,
+            }
         }
         let Some(c) = &self.snap.controller else {
             return Ok(());
