@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and benchmarks need, when it is missing: Debian's redis-server,
-# redis-tools and memcached (the peers and their clients), tcl (Redis's test suite), and the Python clients in
-# tests/requirements.txt. Safe to run again.
+# redis-tools and memcached (the peers and their clients), tcl (Redis's test suite), chromium (the
+# live page's browser test), and the Python packages in tests/requirements.txt. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +14,8 @@ command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)  # Redis's own test suite (tests/redis-suite)
+# The live page's browser test (tests/python/test_live_page.py): Debian's headless Chromium.
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing: ${need_apt[*]}"
@@ -28,9 +30,9 @@ pip_install() {
     || python3 -m pip install -q --user -r tests/requirements.txt 2>/dev/null \
     || python3 -m pip install -q --user --break-system-packages -r tests/requirements.txt
 }
-if ! python3 -c 'import redis, pytest' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
+if ! python3 -c 'import redis, pytest, prometheus_client' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
   pip_install
-  python3 -c 'import redis, pytest' || { echo "install-deps: redis-py/pytest still not importable" >&2; exit 1; }
+  python3 -c 'import redis, pytest, prometheus_client' || { echo "install-deps: redis-py/pytest/prometheus_client still not importable" >&2; exit 1; }
 else
   python3 -m pip install -q -r tests/requirements.txt >/dev/null 2>&1 || true
 fi

@@ -20,6 +20,7 @@
 //! * [`server`]: listeners, connections, pipelined execution, the background tick, shutdown.
 //! * [`exec`]: the command table and handlers; typed [`exec::CmdError`] mapped to Redis's wording.
 //! * [`glob`]: Redis's `stringmatch` for KEYS / SCAN MATCH / CONFIG GET.
+//! * [`metrics`]: the operator's HTTP listener (`[metrics]`): Prometheus, the live page, JSON.
 //!
 //! Entry points: [`run`] (blocking, used by `locus serve`), [`Server::bind`] then [`Server::run`]
 //! or [`Server::spawn`] (in-process, used by tests, with an injectable clock).
@@ -27,6 +28,7 @@
 pub mod config;
 pub mod exec;
 pub mod glob;
+pub mod metrics;
 pub mod server;
 pub mod tenancy;
 
@@ -69,6 +71,8 @@ pub enum ServerError {
 pub struct Server {
     shared: Arc<Shared>,
     listeners: Vec<(std::net::TcpListener, Option<TenantId>)>,
+    /// The `[metrics]` HTTP listener, when configured.
+    metrics: Option<std::net::TcpListener>,
     threads: usize,
     handle_signals: bool,
 }
@@ -142,6 +146,22 @@ impl Server {
                 })?;
             listeners.push((l, t));
         }
+        let metrics = match cfg
+            .metrics
+            .addr()
+            .map_err(|p| ConfigError::Invalid { problems: vec![p] })?
+        {
+            None => None,
+            Some(addr) => {
+                let bind_err = |source| ServerError::Bind {
+                    addr: addr.to_string(),
+                    source,
+                };
+                let l = listen(addr, 128).map_err(bind_err)?;
+                l.set_nonblocking(true).map_err(bind_err)?;
+                Some(l)
+            }
+        };
         let threads = cfg.server.threads;
         let notify = cfg.server.notify_keyspace_events.clone();
         let shared = Arc::new(Shared::new(engine, clock, tenancy, cfg, config_file));
@@ -155,6 +175,7 @@ impl Server {
         Ok(Server {
             shared,
             listeners,
+            metrics,
             threads,
             handle_signals: false,
         })
@@ -170,6 +191,11 @@ impl Server {
                 tenant: t.map(|t| self.shared.tenancy().name(t).to_string()),
             })
             .collect()
+    }
+
+    /// The bound address of the `[metrics]` HTTP listener, if configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// Number of tenants.
@@ -206,6 +232,12 @@ impl Server {
                 tasks.push(tokio::spawn(server::accept_loop(shared.clone(), l, t)));
             }
             tasks.push(tokio::spawn(server::tick_loop(shared.clone())));
+            if let Some(l) = self.metrics {
+                let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let l = tokio::net::TcpListener::from_std(l)
+                    .map_err(|source| ServerError::Bind { addr, source })?;
+                tasks.push(tokio::spawn(metrics::run(shared.clone(), l)));
+            }
             if signals {
                 let sh = shared.clone();
                 tokio::spawn(async move {
@@ -236,6 +268,7 @@ impl Server {
     pub fn spawn(self) -> ServerHandle {
         let shared = self.shared.clone();
         let addrs = self.local_addrs();
+        let metrics = self.metrics_addr();
         let thread = std::thread::Builder::new()
             .name("locus-server".into())
             .spawn(move || self.run())
@@ -243,6 +276,7 @@ impl Server {
         ServerHandle {
             shared,
             addrs,
+            metrics,
             thread,
         }
     }
@@ -274,6 +308,7 @@ async fn wait_for_signal() {
 pub struct ServerHandle {
     shared: Arc<Shared>,
     addrs: Vec<ListenerInfo>,
+    metrics: Option<SocketAddr>,
     thread: Option<JoinHandle<Result<(), ServerError>>>,
 }
 
@@ -281,6 +316,11 @@ impl ServerHandle {
     /// The bound addresses.
     pub fn addrs(&self) -> &[ListenerInfo] {
         &self.addrs
+    }
+
+    /// The `[metrics]` HTTP listener's address, if configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics
     }
 
     /// The address serving `tenant` (port mode), or the main listener for `None`.

@@ -23,6 +23,7 @@ impl Engine {
             decisions: 0,
             targets: vec![None; self.tenants.len()],
             records: VecDeque::new(),
+            moves_total: (0, 0),
         }));
         self.control_due = false;
     }
@@ -83,6 +84,23 @@ impl Engine {
             .as_ref()
             .map(|c| c.records.iter().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The last `n` decisions (at most [`CONTROL_RECORD_LOG`]), oldest first, without copying
+    /// them (a metrics scrape reads them under the engine lock).
+    pub fn recent_control_records(&self, n: usize) -> Vec<&IntervalRecord> {
+        self.control.as_ref().map_or_else(Vec::new, |c| {
+            c.records
+                .iter()
+                .skip(c.records.len().saturating_sub(n))
+                .collect()
+        })
+    }
+
+    /// Page moves and releases the controller's decisions carried out, and the items they
+    /// evicted, since the controller was installed.
+    pub fn control_moves(&self) -> (u64, u64) {
+        self.control.as_ref().map_or((0, 0), |c| c.moves_total)
     }
 
     /// The newest decision, without copying the log.
@@ -349,6 +367,8 @@ impl Engine {
             curves: decision.curves,
             notes,
         };
+        cs.moves_total.0 += moves_done;
+        cs.moves_total.1 += evicted;
         if cs.records.len() == CONTROL_RECORD_LOG {
             cs.records.pop_front();
         }

@@ -359,6 +359,9 @@ struct ControlState {
     decisions: u64,
     targets: Vec<Option<u64>>,
     records: VecDeque<IntervalRecord>,
+    /// Page moves and releases carried out, and the items they evicted, over every decision
+    /// (the record log keeps only the last [`CONTROL_RECORD_LOG`]).
+    moves_total: (u64, u64),
 }
 
 impl std::fmt::Debug for Engine {

@@ -17,9 +17,11 @@ use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, Te
 use serde::{Deserialize, Serialize};
 
 mod controller;
+mod metrics;
 mod sections;
 
 pub use controller::*;
+pub use metrics::*;
 pub use sections::*;
 
 /// Default listen address: loopback only.
@@ -65,6 +67,8 @@ pub struct ServerConfig {
     pub controller: ControllerSection,
     /// `[admin]`: the administrator, the one user allowed server-wide commands.
     pub admin: AdminSection,
+    /// `[metrics]`: the operator's HTTP listener (Prometheus, live page); off by default.
+    pub metrics: MetricsSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -267,6 +271,7 @@ impl ServerConfig {
         }
         self.validate_tenants(&mut p);
         self.validate_controller(&mut p);
+        p.extend(self.metrics.problems());
         if p.is_empty() {
             Ok(())
         } else {

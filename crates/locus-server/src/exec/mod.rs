@@ -329,10 +329,11 @@ fn run_counted(
     let reply_start = ctx.w.len();
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
-    let stat = ctx.shared.stats().commands.of(spec);
-    stat.calls.fetch_add(1, Ordering::Relaxed);
-    stat.nanos
-        .fetch_add(began.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    ctx.shared
+        .stats()
+        .commands
+        .of(spec)
+        .record(began.elapsed().as_nanos() as u64);
     if ctx.shared.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {
             notify::new_keys(ctx, spec, args, &existed);

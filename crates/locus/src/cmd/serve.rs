@@ -52,6 +52,10 @@ pub struct Args {
     /// Memory controller, e.g. static, kredis; none = memory.partition alone (controller.name).
     #[arg(long, value_name = "NAME")]
     controller: Option<String>,
+    /// Serve Prometheus /metrics and the live page / on this ip:port, e.g. 127.0.0.1:9121
+    /// (metrics.bind; loopback only unless metrics.allow_remote).
+    #[arg(long, value_name = "ADDR")]
+    metrics_bind: Option<String>,
     /// Print the effective configuration as TOML and exit.
     #[arg(long)]
     print_config: bool,
@@ -99,6 +103,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(v) = args.controller {
         cfg.controller.name = v;
     }
+    if let Some(v) = args.metrics_bind {
+        cfg.metrics.bind = v;
+    }
     cfg.validate()?;
     if args.print_config {
         print!("{}", cfg.to_toml());
@@ -114,6 +121,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             Some(t) => eprintln!("locus: serving on {} (tenant {t})", l.addr),
             None => eprintln!("locus: serving on {} ({n} tenants)", l.addr),
         }
+    }
+    if let Some(a) = server.metrics_addr() {
+        eprintln!(
+            "locus: metrics and live page on http://{a}/ (operators only: every tenant's figures)"
+        );
     }
     server.run()?;
     eprintln!("locus: shut down");
