@@ -556,6 +556,61 @@ mod tests {
         assert!(shared_ms > 80.0, "{shared_ms}");
     }
 
+    /// The worked example's third class gets no page: its writes are taken and dropped at once
+    /// (counted as evictions), never refused with OOM, and the other classes keep their pages.
+    #[test]
+    fn a_class_given_no_page_takes_writes_and_drops_them() {
+        let (mut e, ts, clock) = engine(5, &["c1", "c2", "c3"]);
+        e.set_controller(
+            build_named(
+                "predis",
+                settings(&[
+                    ("rate", "1"),
+                    ("unit", "objects"),
+                    ("step", "1"),
+                    ("min_samples", "50"),
+                ]),
+            )
+            .unwrap(),
+            ControlConfig {
+                interval: Interval::Requests(1000),
+                max_moves: 64,
+                offload: false,
+            },
+        );
+        let pattern = [0usize, 1, 0, 1, 0, 1, 0, 2, 0, 2];
+        let pen = [10_000u64, 200_000, 200_000];
+        let mut next = [0u64; 3];
+        for i in 0..20_000u64 {
+            let c = pattern[(i % 10) as usize];
+            let key = match c {
+                0 => format!("1:{}", next[0] % 2),
+                1 => format!("2:{}", next[1] % 3),
+                _ => format!("3:{}", next[2]),
+            };
+            next[c] += 1;
+            get_or_fill(&mut e, &clock, ts[c], key.as_bytes(), 3900, pen[c]);
+        }
+        assert_eq!(e.targets()[2], Some(0));
+        let before = e.tenant_stats(ts[2]).evictions;
+        for i in 0..10u64 {
+            let k = format!("3:new{i}");
+            assert_eq!(
+                e.set(
+                    ts[2],
+                    k.as_bytes(),
+                    &[7u8; 3900],
+                    locus_engine::SetOptions::default()
+                ),
+                Ok(true),
+                "a write to the class with no page is taken"
+            );
+        }
+        assert!(e.tenant_stats(ts[2]).evictions >= before + 10);
+        assert_eq!(e.tenant_stats(ts[2]).items, 0);
+        assert!(e.tenant_stats(ts[0]).items > 0 && e.tenant_stats(ts[1]).items > 0);
+    }
+
     #[test]
     fn penalty_classes_follow_the_papers_ranges() {
         assert_eq!(penalty_class(0.5), 0);

@@ -82,6 +82,11 @@ impl Policy {
         )
     }
 
+    /// True for the policies that may evict any key (`allkeys-*`).
+    pub fn is_allkeys(self) -> bool {
+        self != Policy::NoEviction && !self.is_volatile()
+    }
+
     /// True for the policies that pick a random key (no eviction pool).
     pub fn is_random(self) -> bool {
         matches!(self, Policy::AllkeysRandom | Policy::VolatileRandom)

@@ -44,7 +44,10 @@ impl Engine {
         if self.control_due {
             self.run_controller();
         }
-        let r = self.set_inner(t, key, value, opts);
+        let mut r = self.set_inner(t, key, value, opts);
+        if r == Err(EngineError::OutOfMemory) && self.drops_instead_of_refusing(t) {
+            r = self.drop_write(t, key, value);
+        }
         // The controller sees every SET request that was attempted, stored or refused for
         // memory: profilers model the request stream, not what this cache happened to keep.
         if self.control.is_some() && matches!(r, Ok(true) | Err(EngineError::OutOfMemory)) {
@@ -55,6 +58,40 @@ impl Engine {
             self.observe(t.0 as usize, AccessKind::Set, hash_key(key), size, c);
         }
         r
+    }
+
+    /// Whether a write refused for memory is taken and dropped instead: the tenant evicts any key
+    /// (`allkeys-*`) but holds none to evict, and no other pool may give it room (a controller's
+    /// target of zero pages, as pRedis gives a class whose keys never repeat). A cache then
+    /// behaves as if it stored the value and evicted it at once, which is what the partition
+    /// means, instead of failing its client's write.
+    fn drops_instead_of_refusing(&self, t: TenantId) -> bool {
+        let tn = &self.tenants[t.0 as usize];
+        tn.cfg.policy.is_allkeys() && tn.all.is_empty()
+    }
+
+    /// Takes a write and evicts it at once (counted as a memory eviction, and recorded for the
+    /// `evicted` keyspace event).
+    fn drop_write(&mut self, t: TenantId, key: &[u8], value: &[u8]) -> Result<bool, EngineError> {
+        let ti = t.0 as usize;
+        let c = self
+            .classes
+            .class_for((HDR + key.len()) as u64 + value.len() as u64)
+            .unwrap_or((self.classes.len() - 1) as u16);
+        let tn = &mut self.tenants[ti];
+        tn.counters.sets += 1;
+        tn.counters.evictions.add(EvictionReason::Memory);
+        tn.class_counters[c as usize]
+            .evictions
+            .add(EvictionReason::Memory);
+        if let Some(ev) = self.key_events.as_mut() {
+            ev.push(KeyEvent {
+                tenant: t,
+                key: key.to_vec(),
+                kind: KeyEventKind::Evicted,
+            });
+        }
+        Ok(true)
     }
 
     pub(super) fn set_inner(
