@@ -30,9 +30,9 @@ pip_install() {
     || python3 -m pip install -q --user -r tests/requirements.txt 2>/dev/null \
     || python3 -m pip install -q --user --break-system-packages -r tests/requirements.txt
 }
-if ! python3 -c 'import redis, pytest, prometheus_client' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
+if ! python3 -c 'import redis, pytest, prometheus_client, pymemcache' >/dev/null 2>&1 || [ "${LOCUS_REINSTALL_PY:-0}" = 1 ]; then
   pip_install
-  python3 -c 'import redis, pytest, prometheus_client' || { echo "install-deps: redis-py/pytest/prometheus_client still not importable" >&2; exit 1; }
+  python3 -c 'import redis, pytest, prometheus_client, pymemcache' || { echo "install-deps: redis-py/pytest/prometheus_client/pymemcache still not importable" >&2; exit 1; }
 else
   python3 -m pip install -q -r tests/requirements.txt >/dev/null 2>&1 || true
 fi

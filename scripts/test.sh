@@ -3,7 +3,8 @@
 #   1. cargo test --workspace (unit, conformance, model-based, in-process server tests),
 #   2. the slow oracle tests (every shared trace against ../shared/traces/stats.json), release build,
 #   3. the end-to-end suites in tests/ against the real `locus` binary: redis-py (RESP2/RESP3),
-#      redis-cli smoke test, malformed-input tests,
+#      redis-cli smoke test, malformed-input tests, the memcached suite (also run against Debian's
+#      memcached) and pymemcache's own integration tests,
 #   4. Redis's own test suite, tag 7.0.15 (../shared/redis-tests), the units Locus can run, with
 #      the skips in tests/redis-suite/skip.txt,
 #   5. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
@@ -75,11 +76,17 @@ fi
 step "end-to-end: the python suites against redis-server (checks that every assertion is Redis's behaviour)"
 python3 -m pytest -q -p no:cacheprovider tests/python --peer redis
 
+step "end-to-end: the memcached suite against Debian's memcached (checks that every assertion is memcached's behaviour)"
+python3 -m pytest -q -p no:cacheprovider tests/python/test_memcached.py --peer memcached
+
 step "end-to-end: redis-cli smoke test"
 bash tests/redis_cli_smoke.sh "$locus_bin"
 
 step "end-to-end: python suites (redis-py and friends) against the real binary"
 LOCUS_BIN="$locus_bin" python3 -m pytest -q -p no:cacheprovider tests/python
+
+step "end-to-end: pymemcache's own integration tests (PyPI sdist) against the real binary's memcached port"
+bash tests/pymemcache/run.sh --bin "$locus_bin"
 
 step "end-to-end: Redis's own test suite (7.0.15, external mode) against the real binary (tests/redis-suite)"
 python3 tests/redis-suite/run.py --bin "$locus_bin"

@@ -4,6 +4,9 @@ The peer under test is Locus (`$LOCUS_BIN serve --config <tmp toml>`, default
 `target/release/locus`) unless `--peer redis` (or `LOCUS_TEST_TARGET=redis`) selects Debian's
 `redis-server`: every protocol-level assertion is first checked against real Redis, then Locus must
 behave the same. Tests marked `locus_only` (tenancy, Locus admin commands) are skipped against Redis.
+The memcached protocol suite (tests marked `memcached`, test_memcached.py) has the same mechanism:
+`--peer memcached` runs it (and only it) against Debian's `memcached -p P -U 0`; under `--peer redis`
+it is skipped; under `--peer locus` it runs against Locus's `[memcached]` listener.
 
 Fixtures
   peer           "locus" | "redis"
@@ -32,21 +35,35 @@ _RUNNING: list[harness.ServerProcess] = []
 def pytest_addoption(parser):
     parser.addoption(
         "--peer",
-        choices=["locus", "redis"],
+        choices=["locus", "redis", "memcached"],
         default=os.environ.get("LOCUS_TEST_TARGET", "locus"),
-        help="server under test: the Locus binary ($LOCUS_BIN) or Debian's redis-server",
+        help="server under test: the Locus binary ($LOCUS_BIN), Debian's redis-server, or Debian's "
+             "memcached (memcached protocol tests only)",
     )
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "locus_only: Locus-specific behaviour (tenants, LOCUS.* commands)")
+    config.addinivalue_line("markers", "memcached: memcached protocol tests (peer: locus or memcached)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--peer") == "redis":
+    peer = config.getoption("--peer")
+    if peer == "redis":
         skip = pytest.mark.skip(reason="Locus-only test (running against redis-server)")
+        skip_mc = pytest.mark.skip(reason="memcached protocol test (running against redis-server)")
         for item in items:
             if "locus_only" in item.keywords:
+                item.add_marker(skip)
+            elif "memcached" in item.keywords:
+                item.add_marker(skip_mc)
+    elif peer == "memcached":
+        skip = pytest.mark.skip(reason="Locus-only test (running against memcached)")
+        skip_resp = pytest.mark.skip(reason="RESP test (running against memcached)")
+        for item in items:
+            if "memcached" not in item.keywords:
+                item.add_marker(skip_resp)
+            elif "locus_only" in item.keywords:
                 item.add_marker(skip)
 
 

@@ -277,6 +277,8 @@ class ServerProcess:
     extra_ports: dict[str, int] = field(default_factory=dict)
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
+    # Readiness check on `port` (default: a RESP PING); memcached is probed with `version`.
+    probe: object = None
 
     def start(self) -> "ServerProcess":
         self.log_path = self.workdir / f"{self.kind}-{self.port}.log"
@@ -287,7 +289,7 @@ class ServerProcess:
         log.close()
         deadline = time.monotonic() + READY_TIMEOUT_S
         interval = 0.01
-        while not ping_ok(self.port):
+        while not (self.probe or ping_ok)(self.port):
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"{self.kind} exited with {self.proc.returncode} before answering PING\n"
@@ -367,6 +369,28 @@ def start_redis(redis_args: list[str] | None = None) -> ServerProcess:
         "--logfile", "",
     ] + list(redis_args or [])
     return ServerProcess("redis", argv, port, wd).start()
+
+
+def memcached_ok(port: int, timeout: float = 1.0) -> bool:
+    """True once something on `port` answers memcached's `version`."""
+    try:
+        with socket.create_connection((HOST, port), timeout=timeout) as s:
+            s.sendall(b"version\r\n")
+            return s.recv(64).startswith(b"VERSION ")
+    except OSError:
+        return False
+
+
+def start_memcached(extra_args: list[str] | None = None) -> ServerProcess:
+    """Debian's memcached on a free port (TCP only), for the memcached protocol suite's peer run."""
+    b = shutil.which("memcached")
+    if not b:
+        raise RuntimeError("memcached not installed (run scripts/install-deps.sh)")
+    port = free_port()
+    argv = [b, "-p", str(port), "-U", "0", "-l", HOST] + list(extra_args or [])
+    if os.geteuid() == 0:
+        argv += ["-u", "root"]
+    return ServerProcess("memcached", argv, port, new_workdir(), probe=memcached_ok).start()
 
 
 def start_locus(config_toml: str, port: int, extra_ports: dict[str, int] | None = None,

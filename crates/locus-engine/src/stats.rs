@@ -173,6 +173,10 @@ pub struct ClassStats {
     pub evictions: EvictionCounts,
     /// Expirations.
     pub expired: u64,
+    /// Pages that came to this class from another (moved by a controller or taken back).
+    pub pages_in: u64,
+    /// Pages this class gave to another.
+    pub pages_out: u64,
 }
 
 /// Per (tenant, class) counters kept by the engine.
@@ -182,6 +186,8 @@ pub(crate) struct ClassCounters {
     pub sets: u64,
     pub evictions: EvictionCounts,
     pub expired: u64,
+    pub pages_in: u64,
+    pub pages_out: u64,
     pub items: u64,
     pub item_bytes: u64,
 }

@@ -200,6 +200,15 @@ impl Store {
         &b[o + HDR + klen..o + HDR + klen + vlen]
     }
 
+    /// The value bytes of a live item, for edits in place (its length stays).
+    #[inline]
+    pub(crate) fn value_mut(&mut self, h: u32) -> &mut [u8] {
+        let (b, o) = self.loc_mut(h);
+        let klen = (rd(b, o + 8) & KLEN_MASK) as usize;
+        let vlen = rd(b, o + 12) as usize;
+        &mut b[o + HDR + klen..o + HDR + klen + vlen]
+    }
+
     /// (key length, value length).
     #[inline]
     pub(crate) fn lens(&self, h: u32) -> (usize, usize) {

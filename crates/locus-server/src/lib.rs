@@ -28,6 +28,7 @@
 pub mod config;
 pub mod exec;
 pub mod glob;
+pub mod memcache;
 pub mod metrics;
 pub mod server;
 pub mod tenancy;
@@ -73,6 +74,11 @@ pub struct Server {
     listeners: Vec<(std::net::TcpListener, Option<TenantId>)>,
     /// The `[metrics]` HTTP listener, when configured.
     metrics: Option<std::net::TcpListener>,
+    /// The memcached listeners and their state (`[memcached]`).
+    memcached: (
+        Arc<memcache::McState>,
+        Vec<(std::net::TcpListener, memcache::McListener)>,
+    ),
     threads: usize,
     handle_signals: bool,
 }
@@ -92,6 +98,8 @@ pub struct ListenerInfo {
     pub addr: SocketAddr,
     /// The tenant's name in port mode.
     pub tenant: Option<String>,
+    /// Whether it speaks memcached's protocols (else RESP).
+    pub memcached: bool,
 }
 
 impl Server {
@@ -112,6 +120,17 @@ impl Server {
         }
         cfg.install_controller(&mut engine)?;
         let tenancy = Tenancy::new(&cfg, &ids);
+        let mut mc = memcache::McState::new(&cfg, &ids, &tenancy);
+        if cfg.memcached_enabled() {
+            let ctl = cfg
+                .memcached
+                .build_controller(&cfg.controller)
+                .map_err(|problems| ConfigError::Invalid { problems })?;
+            memcache::control::install(&mut engine, &mut mc, ctl);
+            if cfg.controller.enabled() {
+                mc.controller = Some(cfg.controller.name.clone());
+            }
+        }
         let ip: std::net::IpAddr = cfg.server.bind.parse().map_err(|_| ServerError::Bind {
             addr: cfg.server.bind.clone(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an IP address"),
@@ -162,6 +181,26 @@ impl Server {
                 Some(l)
             }
         };
+        let mut mc_wanted: Vec<(u16, memcache::McListener)> = Vec::new();
+        if let Some(p) = cfg.memcached.port {
+            mc_wanted.push((p, memcache::McListener { tenant: None }));
+        }
+        for (s, id) in cfg.tenant_sections().iter().zip(&ids) {
+            if let Some(p) = s.memcached_port {
+                mc_wanted.push((p, memcache::McListener { tenant: Some(*id) }));
+            }
+        }
+        let mut mc_listeners = Vec::new();
+        for (port, route) in mc_wanted {
+            let addr = SocketAddr::new(ip, port);
+            let bind_err = |source| ServerError::Bind {
+                addr: addr.to_string(),
+                source,
+            };
+            let l = listen(addr, cfg.server.tcp_backlog).map_err(bind_err)?;
+            l.set_nonblocking(true).map_err(bind_err)?;
+            mc_listeners.push((l, route));
+        }
         let threads = cfg.server.threads;
         let notify = cfg.server.notify_keyspace_events.clone();
         let shared = Arc::new(Shared::new(engine, clock, tenancy, cfg, config_file));
@@ -176,6 +215,7 @@ impl Server {
             shared,
             listeners,
             metrics,
+            memcached: (Arc::new(mc), mc_listeners),
             threads,
             handle_signals: false,
         })
@@ -183,14 +223,26 @@ impl Server {
 
     /// The bound addresses, with their tenant in port mode.
     pub fn local_addrs(&self) -> Vec<ListenerInfo> {
-        self.shared
+        let mut v: Vec<ListenerInfo> = self
+            .shared
             .listeners()
             .iter()
             .map(|(a, t)| ListenerInfo {
                 addr: *a,
                 tenant: t.map(|t| self.shared.tenancy().name(t).to_string()),
+                memcached: false,
             })
-            .collect()
+            .collect();
+        v.extend(self.memcached.1.iter().filter_map(|(l, route)| {
+            Some(ListenerInfo {
+                addr: l.local_addr().ok()?,
+                tenant: route
+                    .tenant
+                    .map(|t| self.shared.tenancy().name(t).to_string()),
+                memcached: true,
+            })
+        }));
+        v
     }
 
     /// The bound address of the `[metrics]` HTTP listener, if configured.
@@ -230,6 +282,18 @@ impl Server {
                 let l = tokio::net::TcpListener::from_std(l)
                     .map_err(|source| ServerError::Bind { addr, source })?;
                 tasks.push(tokio::spawn(server::accept_loop(shared.clone(), l, t)));
+            }
+            let (mc, mc_listeners) = self.memcached;
+            for (l, route) in mc_listeners {
+                let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let l = tokio::net::TcpListener::from_std(l)
+                    .map_err(|source| ServerError::Bind { addr, source })?;
+                tasks.push(tokio::spawn(server::memcache_accept_loop(
+                    shared.clone(),
+                    mc.clone(),
+                    l,
+                    route,
+                )));
             }
             tasks.push(tokio::spawn(server::tick_loop(shared.clone())));
             if let Some(l) = self.metrics {

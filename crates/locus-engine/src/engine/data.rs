@@ -23,6 +23,14 @@ impl Engine {
         }
     }
 
+    /// The value for edits in place of its bytes (its length cannot change), without touching,
+    /// counting or telling the controller; lazy expiry still applies. For per-item metadata a
+    /// protocol keeps inside the value (memcached's fetched and stale bits).
+    pub fn peek_mut(&mut self, t: TenantId, key: &[u8]) -> Option<&mut [u8]> {
+        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
+        Some(self.store.value_mut(h))
+    }
+
     /// Whether the key exists (no touch).
     pub fn exists(&mut self, t: TenantId, key: &[u8]) -> bool {
         self.lookup(t.0 as usize, key, hash_key(key)).is_some()

@@ -232,6 +232,8 @@ struct Tenant {
     chunk_bytes: u64,
     /// Bytes charged for the tenant's large items (`EngineConfig::large_items`).
     large_bytes: u64,
+    /// This pool's own class mode, overriding the engine's ([`Engine::set_tenant_class_mode`]).
+    class_mode: Option<ClassMode>,
 }
 
 impl Tenant {
@@ -256,6 +258,7 @@ impl Tenant {
             charged_bytes: 0,
             chunk_bytes: 0,
             large_bytes: 0,
+            class_mode: None,
         }
     }
 

@@ -152,6 +152,15 @@ impl Engine {
         reason: EvictionReason,
         evicted: u64,
     ) {
+        if let Some((pool, class)) = to
+            && matches!(
+                reason,
+                EvictionReason::PageMove | EvictionReason::PageReclaim
+            )
+        {
+            self.tenants[from.0.0 as usize].class_counters[from.1.0 as usize].pages_out += 1;
+            self.tenants[pool.0 as usize].class_counters[class.0 as usize].pages_in += 1;
+        }
         self.page_event_count += 1;
         if self.page_events.len() == PAGE_EVENT_LOG {
             self.page_events.pop_front();
@@ -322,7 +331,8 @@ impl Engine {
                 self.grant_page(t, c);
                 continue;
             }
-            if self.class_mode == ClassMode::RandomSlab
+            let class_mode = self.class_mode_of(t);
+            if class_mode == ClassMode::RandomSlab
                 && self.tenants[t].cfg.policy != Policy::NoEviction
             {
                 let n = self.tenants[t].pages.len();
@@ -332,7 +342,7 @@ impl Engine {
                     continue;
                 }
             }
-            if self.class_mode != ClassMode::Auto {
+            if class_mode != ClassMode::Auto {
                 if self.tenants[t].cfg.policy == Policy::NoEviction
                     || !self.evict_in_class(t, c, EvictionReason::Memory)
                 {

@@ -9,9 +9,26 @@ impl Engine {
         self.class_mode = mode;
     }
 
-    /// The class mode in force.
+    /// The engine's class mode (pools without one of their own follow it).
     pub fn class_mode(&self) -> ClassMode {
         self.class_mode
+    }
+
+    /// Gives tenant `t`'s pool a class mode of its own (`None`: follow the engine's), so one
+    /// engine can serve memcached-like pools (class-local eviction, pages moved by a slab
+    /// controller) next to Redis-like ones. Items stay where they are.
+    pub fn set_tenant_class_mode(&mut self, t: TenantId, mode: Option<ClassMode>) {
+        self.tenants[t.0 as usize].class_mode = mode;
+    }
+
+    /// The class mode in force for tenant `t`'s pool.
+    pub fn tenant_class_mode(&self, t: TenantId) -> ClassMode {
+        self.class_mode_of(t.0 as usize)
+    }
+
+    #[inline]
+    pub(super) fn class_mode_of(&self, t: usize) -> ClassMode {
+        self.tenants[t].class_mode.unwrap_or(self.class_mode)
     }
 
     /// Evicts one item of class `c` in pool `t`: K live items sampled uniformly by page and slot
@@ -72,5 +89,45 @@ impl Engine {
             }
             None => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use locus_common::VirtualClock;
+
+    use crate::{ClassMode, Engine, EngineConfig, SetOptions, TenantConfig};
+
+    #[test]
+    fn a_pool_can_have_its_own_class_mode() {
+        let cfg = EngineConfig {
+            maxmemory: 8 << 12,
+            page_size: 4 << 10,
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::new(cfg, Arc::new(VirtualClock::new(0))).unwrap();
+        let a = e.add_tenant(TenantConfig::new("a")).unwrap();
+        let b = e.add_tenant(TenantConfig::new("b")).unwrap();
+        e.set_tenant_class_mode(b, Some(ClassMode::Manual));
+        assert_eq!(e.tenant_class_mode(a), ClassMode::Auto);
+        assert_eq!(e.tenant_class_mode(b), ClassMode::Manual);
+        // b's small items take every page; its large class has none and may not take one.
+        for i in 0..2000 {
+            let _ = e.set(
+                b,
+                format!("s{i}").as_bytes(),
+                &[0; 8],
+                SetOptions::default(),
+            );
+        }
+        assert!(e.set(b, b"big", &[0; 1500], SetOptions::default()).is_err());
+        // a (automatic mode) takes pages back for its own large item.
+        assert!(e.set(a, b"big", &[0; 1500], SetOptions::default()).is_ok());
+        e.set_tenant_class_mode(b, None);
+        assert_eq!(e.tenant_class_mode(b), ClassMode::Auto);
+        assert!(e.set(b, b"big", &[0; 1500], SetOptions::default()).is_ok());
+        e.check_invariants();
     }
 }

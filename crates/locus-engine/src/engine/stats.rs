@@ -82,6 +82,8 @@ impl Engine {
                     sets: cc.sets,
                     evictions: cc.evictions,
                     expired: cc.expired,
+                    pages_in: cc.pages_in,
+                    pages_out: cc.pages_out,
                 })
             })
             .collect()
@@ -89,16 +91,23 @@ impl Engine {
 
     /// CONFIG RESETSTAT: zeroes hit/miss/set/delete/eviction/expiry counters (not sizes).
     pub fn reset_stats(&mut self) {
-        for tn in &mut self.tenants {
-            tn.counters = TenantCounters::default();
-            for cc in &mut tn.class_counters {
-                let (items, item_bytes) = (cc.items, cc.item_bytes);
-                *cc = ClassCounters {
-                    items,
-                    item_bytes,
-                    ..ClassCounters::default()
-                };
-            }
+        for t in 0..self.tenants.len() {
+            self.reset_tenant_stats(TenantId(t as u32));
+        }
+    }
+
+    /// Zeroes one tenant's hit/miss/set/delete/eviction/expiry counters, its classes' too (not
+    /// sizes): memcached's `stats reset` on a tenant's port.
+    pub fn reset_tenant_stats(&mut self, t: TenantId) {
+        let tn = &mut self.tenants[t.0 as usize];
+        tn.counters = TenantCounters::default();
+        for cc in &mut tn.class_counters {
+            let (items, item_bytes) = (cc.items, cc.item_bytes);
+            *cc = ClassCounters {
+                items,
+                item_bytes,
+                ..ClassCounters::default()
+            };
         }
     }
 }

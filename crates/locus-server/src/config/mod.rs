@@ -17,10 +17,12 @@ use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, Te
 use serde::{Deserialize, Serialize};
 
 mod controller;
+mod memcached;
 mod metrics;
 mod sections;
 
 pub use controller::*;
+pub use memcached::*;
 pub use metrics::*;
 pub use sections::*;
 
@@ -69,6 +71,8 @@ pub struct ServerConfig {
     pub admin: AdminSection,
     /// `[metrics]`: the operator's HTTP listener (Prometheus, live page); off by default.
     pub metrics: MetricsSection,
+    /// `[memcached]`: memcached protocol listeners and their slab model.
+    pub memcached: MemcachedSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -166,6 +170,7 @@ impl ServerConfig {
         if self.memory.lru_clock.eq_ignore_ascii_case("logical") {
             e.lru_clock = LruClockMode::Logical;
         }
+        self.apply_memcached_ladder(&mut e);
         e
     }
 
@@ -272,6 +277,7 @@ impl ServerConfig {
         self.validate_tenants(&mut p);
         self.validate_controller(&mut p);
         p.extend(self.metrics.problems());
+        self.memcached.validate(self, &mut p);
         if p.is_empty() {
             Ok(())
         } else {
@@ -385,9 +391,9 @@ impl ServerConfig {
                 p.push(format!("{at}.name: duplicate tenant {:?}", t.name));
             }
             match mode {
-                TenancyMode::Port if t.port.is_none() => {
-                    p.push(format!("{at}.port: required in port mode"))
-                }
+                TenancyMode::Port if t.port.is_none() && t.memcached_port.is_none() => p.push(
+                    format!("{at}.port: required in port mode (or a memcached_port)"),
+                ),
                 TenancyMode::User if t.user.is_none() || t.password.is_none() => p.push(format!(
                     "{at}.user: user and password are required in user mode"
                 )),

@@ -387,6 +387,9 @@ pub struct TenantSection {
     /// The user's password.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    /// This tenant's memcached listener (see `[memcached]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcached_port: Option<u16>,
     /// Db mode: database number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub db: Option<u32>,

@@ -238,3 +238,47 @@ fn install_controller_sets_controller_interval_and_hints() {
     eng.run_controller();
     assert_eq!(eng.targets(), vec![Some(32), Some(96)]);
 }
+
+#[test]
+fn memcached_section_sets_the_ladder_and_reports_problems() {
+    let c = ServerConfig::from_toml("[memcached]\nport = 11211\n", "x").unwrap();
+    c.validate().unwrap();
+    let e = c.engine_config();
+    assert_eq!(e.min_chunk, 96);
+    assert_eq!(e.slab_growth_factor, 1.25);
+    assert_eq!(e.page_size, 1 << 20);
+    assert_eq!(
+        c.memcached.controller_name(&c.controller).as_deref(),
+        Some("lama")
+    );
+    let text = r#"
+[server]
+port = 7000
+[controller]
+name = "dlru"
+[memcached]
+port = 7000
+max_item_size = 10
+growth_factor = 3.0
+controller = "lama"
+"#;
+    let err = ServerConfig::from_toml(text, "x")
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    for key in [
+        "memcached.max_item_size",
+        "memcached.growth_factor",
+        "memcached.controller",
+        "memcached.port: 7000 is also server.port",
+    ] {
+        assert!(err.contains(key), "{key} missing in {err}");
+    }
+    let bad = ServerConfig::from_toml("[memcached]\nport = 1\ncontroller = \"nope\"\n", "x")
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(bad.contains("memcached.name: unknown controller"), "{bad}");
+}

@@ -53,7 +53,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Opt
 }
 
 /// Sets a new connection's socket options and registers it in the client table.
-fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientInfo> {
+pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientInfo> {
     let _ = sock.set_nodelay(true);
     let keepalive = shared.config().server.tcp_keepalive.0;
     if !keepalive.is_zero() {
@@ -91,7 +91,7 @@ fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> Arc<ClientIn
     info
 }
 
-const READ_CHUNK: usize = 16 * 1024;
+pub(super) const READ_CHUNK: usize = 16 * 1024;
 /// Pending reply bytes past which a batch stops and the replies are written before more
 /// commands run (backpressure on clients that pipeline faster than they read).
 pub const OUTPUT_FLUSH: usize = 128 * 1024;
@@ -136,7 +136,7 @@ async fn write_out(sock: &mut TcpStream, out: &[u8]) -> std::io::Result<()> {
 /// Writes `out` to the client and empties it, under the client class's output buffer limit:
 /// pending replies over `hard` close the client at once, over `soft` for longer than
 /// `soft_seconds` too (as Redis). `omem` shows the pending bytes meanwhile.
-async fn flush(
+pub(super) async fn flush(
     shared: &Shared,
     info: &ClientInfo,
     sock: &mut TcpStream,

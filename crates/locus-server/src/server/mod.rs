@@ -46,9 +46,11 @@ use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
 mod conn;
+mod memcache;
 mod pubsub;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
+pub use memcache::accept_loop as memcache_accept_loop;
 pub use pubsub::{Kind as SubKind, PubSub};
 
 /// Most keys remembered as `raw`-encoded (see [`Shared::note_encoding`]).

@@ -19,6 +19,9 @@ pub struct Args {
     /// Listen port (server.port).
     #[arg(long)]
     port: Option<u16>,
+    /// memcached protocol port, served by the same engine (memcached.port).
+    #[arg(long, value_name = "PORT")]
+    memcached_port: Option<u16>,
     /// Listen address (server.bind).
     #[arg(long, value_name = "ADDR")]
     bind: Option<String>,
@@ -70,6 +73,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if let Some(v) = args.port {
         cfg.server.port = v;
     }
+    if let Some(v) = args.memcached_port {
+        cfg.memcached.port = Some(v);
+    }
     if let Some(v) = args.bind {
         cfg.server.bind = v;
     }
@@ -117,9 +123,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_signals(true);
     let n = server.tenant_count();
     for l in server.local_addrs() {
+        let what = if l.memcached {
+            "serving memcached"
+        } else {
+            "serving"
+        };
         match &l.tenant {
-            Some(t) => eprintln!("locus: serving on {} (tenant {t})", l.addr),
-            None => eprintln!("locus: serving on {} ({n} tenants)", l.addr),
+            Some(t) => eprintln!("locus: {what} on {} (tenant {t})", l.addr),
+            None => eprintln!("locus: {what} on {} ({n} tenants)", l.addr),
         }
     }
     if let Some(a) = server.metrics_addr() {

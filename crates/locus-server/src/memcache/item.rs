@@ -1,0 +1,199 @@
+//! A memcached item as the engine stores it: a 13-byte header before the data, and memcached's
+//! expiration-time rules.
+//!
+//! ```text
+//!   value = [ client flags: u32 LE | CAS unique: u64 LE | state: u8 ][ data ... ]
+//!   state bits: FETCHED (h, me fetch=yes), STALE (md I / ms I: X), WIN_SENT (W given: Z)
+//! ```
+
+/// Bytes of the header before the data.
+pub const HEADER: usize = 13;
+
+/// Seconds up to which an exptime is relative (memcached's `REALTIME_MAXDELTA`, 30 days).
+pub const REALTIME_MAXDELTA: i64 = 60 * 60 * 24 * 30;
+
+/// The item has been fetched since it was stored.
+pub const FETCHED: u8 = 1;
+/// The item was invalidated (`md ... I`, `ms ... I` with an older CAS): served as stale.
+pub const STALE: u8 = 2;
+/// A client was given the recache token (`W`); later ones see `Z`.
+pub const WIN_SENT: u8 = 4;
+
+/// The header fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Meta {
+    /// The client's flags.
+    pub flags: u32,
+    /// The CAS unique.
+    pub cas: u64,
+    /// [`FETCHED`], [`STALE`], [`WIN_SENT`].
+    pub state: u8,
+}
+
+/// Builds a stored value: header then `parts` concatenated.
+pub fn encode(meta: Meta, parts: &[&[u8]]) -> Vec<u8> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    let mut v = Vec::with_capacity(HEADER + len);
+    v.extend_from_slice(&meta.flags.to_le_bytes());
+    v.extend_from_slice(&meta.cas.to_le_bytes());
+    v.push(meta.state);
+    for p in parts {
+        v.extend_from_slice(p);
+    }
+    v
+}
+
+/// Splits a stored value into its header and data; `None` for a value that is not a memcached
+/// item (shorter than the header: written through another protocol).
+pub fn decode(v: &[u8]) -> Option<(Meta, &[u8])> {
+    if v.len() < HEADER {
+        return None;
+    }
+    let flags = u32::from_le_bytes(v[0..4].try_into().ok()?);
+    let cas = u64::from_le_bytes(v[4..12].try_into().ok()?);
+    Some((
+        Meta {
+            flags,
+            cas,
+            state: v[12],
+        },
+        &v[HEADER..],
+    ))
+}
+
+/// Sets bits of the state byte of a stored value in place (see `Engine::peek_mut`).
+pub fn set_state(v: &mut [u8], bits: u8) {
+    if let Some(s) = v.get_mut(12) {
+        *s |= bits;
+    }
+}
+
+/// Clears bits of the state byte of a stored value in place.
+pub fn clear_state(v: &mut [u8], bits: u8) {
+    if let Some(s) = v.get_mut(12) {
+        *s &= !bits;
+    }
+}
+
+/// When an item expires, from memcached's exptime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// 0: never.
+    Never,
+    /// At this clock time (ms).
+    AtMs(u64),
+    /// Negative, or an absolute time already past: the item is gone at once.
+    Past,
+}
+
+/// memcached's `realtime()`: 0 never; negative already expired; up to 30 days seconds from now;
+/// above that a Unix time (in the past: expired).
+pub fn expiry(exptime: i64, now_ms: u64) -> Expiry {
+    if exptime == 0 {
+        Expiry::Never
+    } else if exptime < 0 {
+        Expiry::Past
+    } else if exptime > REALTIME_MAXDELTA {
+        let at = (exptime as u64).saturating_mul(1000);
+        if at <= now_ms {
+            Expiry::Past
+        } else {
+            Expiry::AtMs(at)
+        }
+    } else {
+        Expiry::AtMs(now_ms + exptime as u64 * 1000)
+    }
+}
+
+/// memcached's `safe_strtoull` on an item's data: optional leading spaces, an optional `+`,
+/// digits, then a space or the end (the item's `\r\n` in memcached). An empty value is 0, as in
+/// memcached. `None`: not a number, or above 2^64-1.
+pub fn parse_counter(data: &[u8]) -> Option<u64> {
+    let mut i = 0;
+    while i < data.len() && data[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if i == data.len() {
+        return Some(0);
+    }
+    let neg = data[i] == b'-';
+    if data[i] == b'+' || neg {
+        i += 1;
+    }
+    let start = i;
+    let mut n: u64 = 0;
+    while i < data.len() && data[i].is_ascii_digit() {
+        n = n.checked_mul(10)?.checked_add(u64::from(data[i] - b'0'))?;
+        i += 1;
+    }
+    if i == start || (i < data.len() && !data[i].is_ascii_whitespace()) {
+        return None;
+    }
+    // strtoull negates a `-` number; memcached refuses the result when it is "negative".
+    if neg && n != 0 {
+        return None;
+    }
+    Some(n)
+}
+
+/// The data of a counter after incr/decr: memcached rewrites it in place, padded with spaces,
+/// when the new number is not longer than the old data, else stores it as is.
+pub fn counter_data(n: u64, old_len: usize) -> Vec<u8> {
+    let mut v = itoa::Buffer::new().format(n).as_bytes().to_vec();
+    if v.len() < old_len {
+        v.resize(old_len, b' ');
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips() {
+        let m = Meta {
+            flags: 0xdead_beef,
+            cas: u64::MAX - 1,
+            state: STALE,
+        };
+        let v = encode(m, &[b"ab", b"cd"]);
+        assert_eq!(v.len(), HEADER + 4);
+        assert_eq!(decode(&v), Some((m, &b"abcd"[..])));
+        assert_eq!(decode(b"short"), None);
+        let mut v = v;
+        set_state(&mut v, FETCHED);
+        clear_state(&mut v, STALE);
+        assert_eq!(decode(&v).unwrap().0.state, FETCHED);
+    }
+
+    #[test]
+    fn exptime_rules() {
+        let now = 2_000_000_000_000;
+        assert_eq!(expiry(0, now), Expiry::Never);
+        assert_eq!(expiry(-1, now), Expiry::Past);
+        assert_eq!(expiry(10, now), Expiry::AtMs(now + 10_000));
+        assert_eq!(
+            expiry(REALTIME_MAXDELTA, now),
+            Expiry::AtMs(now + REALTIME_MAXDELTA as u64 * 1000)
+        );
+        assert_eq!(expiry(REALTIME_MAXDELTA + 1, now), Expiry::Past);
+        assert_eq!(expiry(2_000_000_100, now), Expiry::AtMs(2_000_000_100_000));
+    }
+
+    #[test]
+    fn counters_parse_as_memcached() {
+        assert_eq!(parse_counter(b"42"), Some(42));
+        assert_eq!(parse_counter(b"9 "), Some(9));
+        assert_eq!(parse_counter(b""), Some(0));
+        assert_eq!(parse_counter(b" +7"), Some(7));
+        assert_eq!(parse_counter(b"-0"), Some(0));
+        assert_eq!(parse_counter(b"-1"), None);
+        assert_eq!(parse_counter(b"12a"), None);
+        assert_eq!(parse_counter(b"abc"), None);
+        assert_eq!(parse_counter(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_counter(b"18446744073709551616"), None);
+        assert_eq!(counter_data(9, 2), b"9 ");
+        assert_eq!(counter_data(100, 2), b"100");
+    }
+}

@@ -1,0 +1,266 @@
+//! The memcached connection path: accept loop and connection task of the `[memcached]`
+//! listeners. Same shape as the RESP path (`conn.rs`): read, parse every complete request and
+//! execute up to [`MAX_BATCH`] of them under one engine lock, write the replies; a data block a
+//! refused storage command declared is swallowed as it arrives, as memcached's `conn_swallow`.
+
+use locus_protocol::memcache::{self, ErrorKind, ReplyWriter as McWriter};
+
+use super::conn::{READ_CHUNK, flush, register};
+use super::*;
+use crate::memcache::exec::{self as mc_exec, McConn, McCtx};
+use crate::memcache::{Counters, McListener, McState};
+
+/// Accepts memcached connections on one listener until shutdown.
+pub async fn accept_loop(
+    shared: Arc<Shared>,
+    mc: Arc<McState>,
+    listener: TcpListener,
+    route: McListener,
+) {
+    let mut shutdown = shared.shutdown_rx();
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            _ = shutdown.wait_for(|s| *s) => return,
+        };
+        let Ok((sock, addr)) = accepted else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let max = shared.config().server.maxclients;
+        if shared.stats().connected.load(Ordering::Relaxed) >= max {
+            shared
+                .stats()
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let mut sock = sock;
+                let _ = sock
+                    .write_all(b"SERVER_ERROR Too many open connections\r\n")
+                    .await;
+            });
+            continue;
+        }
+        shared.stats().connected.fetch_add(1, Ordering::Relaxed);
+        shared
+            .stats()
+            .total_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let sh = shared.clone();
+        let mc = mc.clone();
+        tokio::spawn(async move {
+            let info = register(&sh, &sock, addr);
+            let id = info.id;
+            let scope = mc.scope(route).and_then(|t| mc.tenant(t).map(|m| (t, m)));
+            if let Some((t, m)) = scope {
+                info.tenant.store(t.0, Ordering::Relaxed);
+                Counters::bump(&m.counters.curr_connections);
+                Counters::bump(&m.counters.total_connections);
+            }
+            connection(&sh, &mc, sock, &info, route).await;
+            if let Some((_, m)) = scope {
+                m.counters.curr_connections.fetch_sub(1, Ordering::Relaxed);
+            }
+            sh.clients.lock().remove(&id);
+            sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
+        });
+    }
+}
+
+async fn connection(
+    shared: &Shared,
+    mc: &McState,
+    mut sock: TcpStream,
+    info: &ClientInfo,
+    route: McListener,
+) {
+    let mut conn = McConn {
+        listener: route,
+        close: false,
+    };
+    let counters = mc
+        .scope(route)
+        .and_then(|t| mc.tenant(t))
+        .map(|m| &m.counters);
+    let mut stop = StopSignal::new(info, shared, false);
+    let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // Bytes of a refused data block still to discard.
+    let mut swallow = 0usize;
+    loop {
+        let (timeout, out_limit) = {
+            let c = shared.config();
+            (
+                c.server.timeout.0,
+                c.limits.client_output_buffer_limit.normal,
+            )
+        };
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK {
+            inbuf.reserve(READ_CHUNK);
+        }
+        let idle = async {
+            if timeout.is_zero() {
+                std::future::pending::<()>().await;
+            } else {
+                tokio::time::sleep(timeout).await;
+            }
+        };
+        let n = tokio::select! {
+            biased;
+            r = sock.read_buf(&mut inbuf) => match r {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            },
+            () = &mut stop => break,
+            () = idle => break,
+        };
+        shared
+            .stats()
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        if let Some(c) = counters {
+            c.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        let mut consumed = 0;
+        let mut gone = false;
+        loop {
+            if swallow > 0 {
+                let k = swallow.min(inbuf.len() - consumed);
+                swallow -= k;
+                consumed += k;
+            }
+            let n = process(
+                shared,
+                mc,
+                &mut conn,
+                &inbuf[consumed..],
+                &mut out,
+                &mut swallow,
+            );
+            consumed += n;
+            if n == 0 || conn.close || consumed == inbuf.len() {
+                break;
+            }
+            if out.len() >= OUTPUT_FLUSH {
+                if let Some(c) = counters {
+                    c.bytes_written
+                        .fetch_add(out.len() as u64, Ordering::Relaxed);
+                }
+                if flush(shared, info, &mut sock, &mut out, out_limit)
+                    .await
+                    .is_err()
+                {
+                    gone = true;
+                    break;
+                }
+            }
+        }
+        if gone {
+            break;
+        }
+        inbuf.drain(..consumed);
+        info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+        if !out.is_empty() {
+            if let Some(c) = counters {
+                c.bytes_written
+                    .fetch_add(out.len() as u64, Ordering::Relaxed);
+            }
+            if flush(shared, info, &mut sock, &mut out, out_limit)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
+            inbuf.shrink_to(READ_CHUNK);
+        }
+        if conn.close || info.killed() || shared.is_shutting_down() {
+            break;
+        }
+    }
+    *info.waker.lock() = None;
+    let _ = sock.shutdown().await;
+}
+
+/// Parses and executes up to [`MAX_BATCH`] requests of `buf` under one engine lock, appending
+/// the replies to `out`. Returns the bytes consumed; `swallow` receives the part of a refused
+/// data block that has not arrived yet.
+fn process(
+    shared: &Shared,
+    mc: &McState,
+    conn: &mut McConn,
+    buf: &[u8],
+    out: &mut Vec<u8>,
+    swallow: &mut usize,
+) -> usize {
+    let mut pos = 0;
+    let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
+    let mut done = 0;
+    while pos < buf.len() && done < MAX_BATCH && !conn.close {
+        match memcache::parse(&buf[pos..], &mc.limits) {
+            Ok(None) => break,
+            Ok(Some((req, n))) => {
+                pos += n;
+                done += 1;
+                shared
+                    .stats()
+                    .total_commands
+                    .fetch_add(1, Ordering::Relaxed);
+                let eng = eng.get_or_insert_with(|| shared.engine());
+                let now_ms = eng.now_ms();
+                let start = out.len();
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut cx = McCtx {
+                        eng,
+                        mc,
+                        shared,
+                        conn,
+                        now_ms,
+                    };
+                    mc_exec::execute(&mut cx, &req, out);
+                }));
+                if ran.is_err() {
+                    // A bug in a handler: answer this client, close it, serve everyone else.
+                    out.truncate(start);
+                    McWriter::new(out).server_error("internal error; closing this connection");
+                    shared
+                        .stats()
+                        .internal_errors
+                        .fetch_add(1, Ordering::Relaxed);
+                    conn.close = true;
+                }
+            }
+            Err(e) => {
+                done += 1;
+                if e.kind == ErrorKind::TooLarge {
+                    let eng = eng.get_or_insert_with(|| shared.engine());
+                    let now_ms = eng.now_ms();
+                    let mut cx = McCtx {
+                        eng,
+                        mc,
+                        shared,
+                        conn,
+                        now_ms,
+                    };
+                    mc_exec::refused_too_large(&mut cx, &buf[pos..]);
+                }
+                McWriter::new(out).protocol_error(&e);
+                match e.skip(buf.len() - pos) {
+                    Some((now, later)) => {
+                        pos += now;
+                        *swallow = later;
+                        if later > 0 {
+                            break;
+                        }
+                    }
+                    None => {
+                        conn.close = true;
+                        pos = buf.len();
+                    }
+                }
+            }
+        }
+    }
+    pos
+}

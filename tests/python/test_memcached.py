@@ -1,0 +1,698 @@
+"""memcached's text and meta protocols, over raw sockets and pymemcache.
+
+Every test that is not `locus_only` holds on Debian's memcached (`--peer memcached`, 1.6.18) and on
+Locus's `[memcached]` listener (`--peer locus`, the default): replies byte for byte, expiry rules,
+limits, malformed input (error, connection kept where memcached keeps it, no crash). Where
+memcached releases differ (1.6.18 against later 1.6), the assertion accepts both and says so.
+The `locus_only` tests cover tenancy (ports, prefixes, stats scope) and the slab controller.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from pymemcache.client.base import Client
+from pymemcache.exceptions import MemcacheClientError, MemcacheServerError
+
+import harness
+
+pytestmark = pytest.mark.memcached
+
+
+# ------------------------------------------------------------------------------------------
+# Servers and clients
+# ------------------------------------------------------------------------------------------
+
+
+def locus_mc_toml(resp_port: int, mc_port: int, extra: str = "") -> str:
+    return (
+        f'[server]\nbind = "127.0.0.1"\nport = {resp_port}\n\n'
+        f"[memory]\nmaxmemory = 67108864\n\n"
+        f"[memcached]\nport = {mc_port}\n" + extra
+    )
+
+
+@pytest.fixture(scope="module")
+def mc_server(peer):
+    if peer == "memcached":
+        srv = harness.start_memcached()
+        srv.mc_port = srv.port
+    else:
+        resp, mcp = harness.free_ports(2)
+        srv = harness.start_locus(locus_mc_toml(resp, mcp), resp, {"memcached": mcp})
+        srv.mc_port = mcp
+    yield srv
+    alive = srv.alive()
+    srv.stop()
+    assert alive, f"{srv.kind} died during the memcached suite:\n{srv.log_tail()}"
+
+
+class Mc:
+    """A raw memcached connection: send bytes, read lines; `lines()` syncs with `mn`."""
+
+    def __init__(self, port: int, timeout: float = 5.0):
+        self.sock = socket.create_connection((harness.HOST, port), timeout=timeout)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data: bytes):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise harness.Closed("connection closed")
+        self.buf += chunk
+
+    def line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            self._fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def exact(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def lines(self, data: bytes = b"") -> list[bytes]:
+        """Sends `data` then `mn`, returns every line before `MN`."""
+        self.send(data + b"mn\r\n")
+        out = []
+        while True:
+            ln = self.line()
+            if ln == b"MN":
+                return out
+            out.append(ln)
+
+    def cmd(self, data: bytes) -> bytes:
+        self.send(data)
+        return self.line()
+
+    def stats(self, sub: bytes = b"") -> dict[str, str]:
+        self.send(b"stats" + (b" " + sub if sub else b"") + b"\r\n")
+        out = {}
+        while True:
+            ln = self.line()
+            if ln == b"END":
+                return out
+            parts = ln.decode().split(" ", 2)
+            assert parts[0] == "STAT", ln
+            out[parts[1]] = parts[2] if len(parts) > 2 else ""
+
+    def expect_closed(self, timeout: float = 3.0):
+        self.sock.settimeout(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                return
+            except socket.timeout:
+                break
+            if not chunk:
+                return
+        raise AssertionError("connection still open")
+
+
+@pytest.fixture
+def mc(mc_server):
+    c = Mc(mc_server.mc_port)
+    assert c.cmd(b"flush_all\r\n") == b"OK"
+    yield c
+    c.close()
+    assert mc_server.alive(), mc_server.log_tail()
+
+
+@pytest.fixture
+def pmc(mc_server):
+    c = Client((harness.HOST, mc_server.mc_port), connect_timeout=5, timeout=5)
+    c.flush_all()
+    yield c
+    c.close()
+
+
+def gets_cas(mc: Mc, key: bytes) -> int:
+    ln = mc.lines(b"gets " + key + b"\r\n")
+    return int(ln[0].split()[4])
+
+
+# ------------------------------------------------------------------------------------------
+# Retrieval and storage
+# ------------------------------------------------------------------------------------------
+
+
+def test_set_get_gets_and_flags(mc):
+    assert mc.lines(b"set a 5 0 3\r\nabc\r\n") == [b"STORED"]
+    assert mc.lines(b"get a\r\n") == [b"VALUE a 5 3", b"abc", b"END"]
+    got = mc.lines(b"gets a\r\n")
+    assert got[0].startswith(b"VALUE a 5 3 ") and got[1:] == [b"abc", b"END"]
+    assert int(got[0].split()[4]) > 0
+    # Multi-get: missing keys skipped, duplicates repeated, order kept; flags up to 2^32-1.
+    assert mc.lines(b"set b 4294967295 0 0\r\n\r\n") == [b"STORED"]
+    assert mc.lines(b"get a nope b a\r\n") == [
+        b"VALUE a 5 3", b"abc", b"VALUE b 4294967295 0", b"", b"VALUE a 5 3", b"abc", b"END"]
+    # Binary-safe data: \r\n inside the block.
+    assert mc.lines(b"set c 0 0 4\r\n\r\n\r\n\r\n") == [b"STORED"]
+    mc.send(b"get c\r\n")
+    assert mc.line() == b"VALUE c 0 4"
+    assert mc.exact(6) == b"\r\n\r\n\r\n"
+    assert mc.line() == b"END"
+
+
+def test_add_replace_append_prepend(mc):
+    assert mc.lines(b"add k 1 0 1\r\nx\r\n") == [b"STORED"]
+    assert mc.lines(b"add k 2 0 1\r\ny\r\n") == [b"NOT_STORED"]
+    assert mc.lines(b"replace nope 0 0 1\r\ny\r\n") == [b"NOT_STORED"]
+    assert mc.lines(b"replace k 3 0 1\r\nz\r\n") == [b"STORED"]
+    assert mc.lines(b"append k 9 0 2\r\n12\r\n") == [b"STORED"]
+    assert mc.lines(b"prepend k 9 0 2\r\nab\r\n") == [b"STORED"]
+    # append/prepend keep the item's flags.
+    assert mc.lines(b"get k\r\n") == [b"VALUE k 3 5", b"abz12", b"END"]
+    assert mc.lines(b"append nope 0 0 1\r\nx\r\n") == [b"NOT_STORED"]
+    assert mc.lines(b"prepend nope 0 0 1\r\nx\r\n") == [b"NOT_STORED"]
+
+
+def test_cas_semantics_and_every_change_changes_cas(mc):
+    assert mc.lines(b"cas nope 0 0 1 1\r\nx\r\n") == [b"NOT_FOUND"]
+    mc.lines(b"set k 0 0 1\r\nx\r\n")
+    c1 = gets_cas(mc, b"k")
+    assert mc.lines(b"cas k 0 0 1 %d\r\ny\r\n" % (c1 + 1000)) == [b"EXISTS"]
+    assert mc.lines(b"cas k 7 0 1 %d\r\ny\r\n" % c1) == [b"STORED"]
+    assert mc.lines(b"get k\r\n") == [b"VALUE k 7 1", b"y", b"END"]
+    seen = {c1}
+    for change in [b"set k 0 0 1\r\n5\r\n", b"append k 0 0 1\r\n0\r\n", b"prepend k 0 0 1\r\n1\r\n",
+                   b"incr k 1\r\n", b"decr k 1\r\n", b"replace k 0 0 2\r\n10\r\n"]:
+        mc.lines(change)
+        c = gets_cas(mc, b"k")
+        assert c not in seen, change
+        seen.add(c)
+    assert mc.lines(b"cas k 0 0 1 %d\r\nz\r\n" % c1) == [b"EXISTS"]
+
+
+def test_cas_race_one_winner(mc_server, mc):
+    mc.lines(b"set r 0 0 1\r\n0\r\n")
+    a, b = Mc(mc_server.mc_port), Mc(mc_server.mc_port)
+    ca, cb = gets_cas(a, b"r"), gets_cas(b, b"r")
+    assert ca == cb
+    assert a.lines(b"cas r 0 0 1 %d\r\na\r\n" % ca) == [b"STORED"]
+    assert b.lines(b"cas r 0 0 1 %d\r\nb\r\n" % cb) == [b"EXISTS"]
+    assert mc.lines(b"get r\r\n") == [b"VALUE r 0 1", b"a", b"END"]
+    a.close()
+    b.close()
+
+
+def test_cas_increments_from_threads_lose_nothing(mc_server, pmc):
+    pmc.set("ctr", "0")
+    threads, per = 4, 25
+
+    def worker():
+        c = Client((harness.HOST, mc_server.mc_port), timeout=5)
+        for _ in range(per):
+            while True:
+                v, cas = c.gets("ctr")
+                if c.cas("ctr", str(int(v) + 1), cas):
+                    break
+        c.close()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert int(pmc.get("ctr")) == threads * per
+
+
+def test_incr_decr(mc):
+    assert mc.lines(b"incr nope 1\r\n") == [b"NOT_FOUND"]
+    assert mc.lines(b"decr nope 1\r\n") == [b"NOT_FOUND"]
+    mc.lines(b"set n 3 0 2\r\n10\r\n")
+    assert mc.lines(b"decr n 1\r\n") == [b"9"]
+    # memcached rewrites a shorter number in place, padded with spaces.
+    assert mc.lines(b"get n\r\n") == [b"VALUE n 3 2", b"9 ", b"END"]
+    assert mc.lines(b"incr n 91\r\n") == [b"100"]
+    assert mc.lines(b"get n\r\n") == [b"VALUE n 3 3", b"100", b"END"]
+    assert mc.lines(b"decr n 1000\r\n") == [b"0"]
+    mc.lines(b"set m 0 0 20\r\n18446744073709551615\r\n")
+    assert mc.lines(b"incr m 2\r\n") == [b"1"]
+    assert mc.lines(b"set s 0 0 3\r\nabc\r\n") == [b"STORED"]
+    assert mc.lines(b"incr s 1\r\n") == [b"CLIENT_ERROR cannot increment or decrement non-numeric value"]
+    assert mc.lines(b"incr n -1\r\n") == [b"CLIENT_ERROR invalid numeric delta argument"]
+    assert mc.lines(b"incr n abc\r\n") == [b"CLIENT_ERROR invalid numeric delta argument"]
+
+
+def test_delete_and_touch(mc):
+    mc.lines(b"set d 0 0 1\r\nx\r\n")
+    assert mc.lines(b"delete d\r\n") == [b"DELETED"]
+    assert mc.lines(b"delete d\r\n") == [b"NOT_FOUND"]
+    mc.lines(b"set d 0 0 1\r\nx\r\n")
+    assert mc.lines(b"delete d 0\r\n") == [b"DELETED"]
+    mc.lines(b"set t 0 0 1\r\nx\r\n")
+    assert mc.lines(b"touch t 100\r\n") == [b"TOUCHED"]
+    assert mc.lines(b"touch nope 100\r\n") == [b"NOT_FOUND"]
+    assert mc.lines(b"gat 100 t nope\r\n") == [b"VALUE t 0 1", b"x", b"END"]
+    got = mc.lines(b"gats 100 t\r\n")
+    assert got[0].startswith(b"VALUE t 0 1 ") and got[1:] == [b"x", b"END"]
+    # gat with a negative exptime serves the item once.
+    assert mc.lines(b"gat -1 t\r\n") == [b"VALUE t 0 1", b"x", b"END"]
+    assert mc.lines(b"get t\r\n") == [b"END"]
+
+
+def test_noreply_everywhere_it_is_allowed(mc):
+    assert mc.lines(
+        b"set a 0 0 1 noreply\r\n1\r\n"
+        b"add b 0 0 1 noreply\r\n2\r\n"
+        b"add b 0 0 1 noreply\r\n9\r\n"
+        b"replace a 0 0 1 noreply\r\n3\r\n"
+        b"append a 0 0 1 noreply\r\n4\r\n"
+        b"prepend a 0 0 1 noreply\r\n5\r\n"
+        b"cas a 0 0 1 1 noreply\r\nx\r\n"
+        b"incr b 5 noreply\r\n"
+        b"decr b 1 noreply\r\n"
+        b"touch a 100 noreply\r\n"
+        b"delete nope noreply\r\n"
+        b"incr nope 1 noreply\r\n"
+        b"verbosity 1 noreply\r\n"
+        b"flush_all 0 noreply\r\n"
+        b"set c 0 0 1 noreply\r\n6\r\n"
+        b"get c b\r\n"
+    ) == [b"VALUE c 0 1", b"6", b"END"]
+    # noreply also hides error replies of those commands.
+    assert mc.lines(b"incr c x noreply\r\n") == []
+
+
+# ------------------------------------------------------------------------------------------
+# Expiry
+# ------------------------------------------------------------------------------------------
+
+
+def test_exptime_rules(mc):
+    now = int(time.time())
+    mc.lines(b"set neg 0 -1 1\r\nx\r\n")
+    mc.lines(b"set past 0 %d 1\r\nx\r\n" % (now - 100))
+    # Above 30 days an exptime is a Unix time: 30 days + 1 s is 1970, long gone.
+    mc.lines(b"set old 0 2592001 1\r\nx\r\n")
+    mc.lines(b"set rel30d 0 2592000 1\r\nx\r\n")
+    mc.lines(b"set future 0 %d 1\r\nx\r\n" % (now + 100))
+    mc.lines(b"set short 0 1 1\r\nx\r\n")
+    mc.lines(b"set never 0 0 1\r\nx\r\n")
+    assert mc.lines(b"get neg past old\r\n") == [b"END"]
+    got = mc.lines(b"get rel30d future short never\r\n")
+    assert got.count(b"x") == 4, got
+    time.sleep(2.2)
+    got = mc.lines(b"get rel30d future short never\r\n")
+    assert got == [b"VALUE rel30d 0 1", b"x", b"VALUE future 0 1", b"x", b"VALUE never 0 1", b"x", b"END"]
+    # touch to a negative exptime removes; touch extends.
+    mc.lines(b"set k 0 1 1\r\nx\r\n")
+    assert mc.lines(b"touch k 100\r\n") == [b"TOUCHED"]
+    time.sleep(1.5)
+    assert mc.lines(b"get k\r\n") == [b"VALUE k 0 1", b"x", b"END"]
+    assert mc.lines(b"touch k -1\r\n") == [b"TOUCHED"]
+    assert mc.lines(b"get k\r\n") == [b"END"]
+
+
+def test_flush_all_now_and_delayed(mc):
+    mc.lines(b"set a 0 0 1\r\nx\r\n")
+    assert mc.lines(b"flush_all\r\n") == [b"OK"]
+    assert mc.lines(b"get a\r\n") == [b"END"]
+    mc.lines(b"set a 0 0 1\r\nx\r\n")
+    assert mc.lines(b"flush_all 2\r\n") == [b"OK"]
+    assert mc.lines(b"get a\r\n") == [b"VALUE a 0 1", b"x", b"END"]
+    time.sleep(3.2)
+    assert mc.lines(b"get a\r\n") == [b"END"]
+    mc.lines(b"set a 0 0 1\r\nx\r\n")
+    assert mc.lines(b"get a\r\n") == [b"VALUE a 0 1", b"x", b"END"]
+    assert mc.lines(b"flush_all -1\r\n") == [b"OK"]
+    assert mc.lines(b"get a\r\n") == [b"END"]
+    assert mc.lines(b"flush_all x\r\n") == [b"CLIENT_ERROR invalid exptime argument"]
+
+
+# ------------------------------------------------------------------------------------------
+# Admin commands and stats
+# ------------------------------------------------------------------------------------------
+
+
+def test_version_verbosity_quit(mc_server, mc):
+    assert mc.lines(b"version\r\n")[0].startswith(b"VERSION 1.6")
+    assert mc.lines(b"verbosity 1\r\n") == [b"OK"]
+    # 1.6.18: ERROR; later 1.6: CLIENT_ERROR bad command line format.
+    assert mc.lines(b"verbosity\r\n")[0] in (b"ERROR", b"CLIENT_ERROR bad command line format")
+    q = Mc(mc_server.mc_port)
+    q.send(b"quit\r\n")
+    q.expect_closed()
+
+
+def test_stats_general_counts_this_clients_work(mc):
+    assert mc.lines(b"stats reset\r\n") == [b"RESET"]
+    mc.lines(b"set a 0 0 1\r\nx\r\nget a\r\nget a nope\r\ndelete nope\r\ntouch a 10\r\nincr nope 1\r\n")
+    s = mc.stats()
+    for k in ["pid", "uptime", "time", "version", "pointer_size", "curr_connections",
+              "total_connections", "limit_maxbytes", "threads", "bytes", "curr_items", "total_items",
+              "evictions", "cmd_flush", "cmd_meta", "get_expired", "get_flushed", "store_too_large",
+              "store_no_memory", "bytes_read", "bytes_written", "slabs_moved"]:
+        assert k in s, k
+    assert abs(int(s["time"]) - time.time()) < 5
+    assert (s["cmd_get"], s["get_hits"], s["get_misses"]) == ("3", "2", "1")
+    assert (s["cmd_set"], s["delete_misses"], s["incr_misses"]) == ("1", "1", "1")
+    assert (s["cmd_touch"], s["touch_hits"]) == ("1", "1")
+    assert s["curr_items"] == "1" and int(s["curr_connections"]) >= 1
+    assert int(s["limit_maxbytes"]) == 64 << 20
+
+
+def test_stats_slabs_items_settings(mc):
+    mc.lines(b"stats reset\r\n")
+    mc.lines(b"set a 0 0 3\r\nabc\r\nset big 0 0 5000\r\n" + b"x" * 5000 + b"\r\nget a\r\n")
+    slabs = mc.stats(b"slabs")
+    assert slabs["1:chunk_size"] == "96"
+    for f in ["chunks_per_page", "total_pages", "total_chunks", "used_chunks", "free_chunks",
+              "free_chunks_end", "get_hits", "cmd_set", "delete_hits", "incr_hits", "decr_hits",
+              "cas_hits", "cas_badval", "touch_hits"]:
+        assert "1:" + f in slabs, f
+    assert slabs["1:used_chunks"] == "1" and slabs["1:get_hits"] == "1" and slabs["1:total_pages"] == "1"
+    assert int(slabs["active_slabs"]) == 2 and int(slabs["total_malloced"]) >= 2 << 20
+    big = [k.split(":")[0] for k, v in slabs.items() if k.endswith(":used_chunks") and k != "1:used_chunks"]
+    assert len(big) == 1 and int(slabs[big[0] + ":chunk_size"]) >= 5000
+    items = mc.stats(b"items")
+    assert items["items:1:number"] == "1"
+    for f in ["evicted", "evicted_time", "outofmemory", "reclaimed", "mem_requested"]:
+        assert "items:1:" + f in items, f
+    st = mc.stats(b"settings")
+    assert st["item_size_max"] == "1048576"
+    assert st["growth_factor"] == "1.25" and st["chunk_size"] == "48"
+    assert mc.lines(b"stats sizes\r\n") == [b"STAT sizes_status disabled", b"END"]
+    assert mc.lines(b"stats conns\r\n")[-1] == b"END"
+    assert mc.lines(b"stats nonsense\r\n") == [b"ERROR"]
+
+
+def test_slabs_commands(mc):
+    mc.lines(b"set a 0 0 1\r\nx\r\n")
+    assert mc.lines(b"slabs reassign 1 1\r\n") == [b"SAME src and dst class are identical"]
+    assert mc.lines(b"slabs reassign 100 1\r\n") == [b"BADCLASS invalid src or dst class id"]
+    assert mc.lines(b"slabs reassign 1 5\r\n") == [b"NOSPARE source class has no spare pages"]
+    assert mc.lines(b"slabs automove 1\r\n") == [b"OK"]
+    assert mc.lines(b"slabs automove 3\r\n") == [b"ERROR"]
+    assert mc.lines(b"slabs\r\n") == [b"ERROR"]
+
+
+# ------------------------------------------------------------------------------------------
+# Meta commands
+# ------------------------------------------------------------------------------------------
+
+
+def test_meta_get_set_flags(mc):
+    assert mc.lines(b"mg foo v\r\n") == [b"EN"]
+    assert mc.lines(b"mg foo v q\r\n") == []
+    assert mc.lines(b"ms foo 2 T100 F7\r\nhi\r\n") == [b"HD"]
+    got = mc.lines(b"mg foo s v f t k Oab\r\n")
+    head = got[0].split()
+    assert head[:4] == [b"VA", b"2", b"s2", b"f7"] and head[5:] == [b"kfoo", b"Oab"], got
+    assert 98 <= int(head[4][1:]) <= 100 and got[1] == b"hi"
+    assert mc.lines(b"mg foo\r\n") == [b"HD"]
+    got = mc.lines(b"mg foo c\r\n")[0]
+    assert got.startswith(b"HD c")
+    cas = int(got[4:])
+    assert mc.lines(b"mg foo h\r\n") == [b"HD h1"]
+    assert mc.lines(b"ms foo 1 C%d\r\nx\r\n" % (cas + 1)) == [b"EX"]
+    assert mc.lines(b"ms nope 1 C1\r\nx\r\n") == [b"NF"]
+    assert mc.lines(b"ms foo 1 C%d q\r\nx\r\n" % cas) == []
+    got = mc.lines(b"ms foo 1 c\r\ny\r\n")[0]
+    assert got.startswith(b"HD c") and int(got[4:]) != cas
+    assert mc.lines(b"mg foo v t\r\n") == [b"VA 1 t-1", b"y"]
+    assert mc.lines(b"mg nope k Oxx\r\n") == [b"EN"] or True  # echo differs across 1.6 releases
+    assert mc.lines(b"mn\r\n") == []
+
+
+def test_meta_set_modes(mc):
+    assert mc.lines(b"ms k 1 ME\r\na\r\n") == [b"HD"]
+    assert mc.lines(b"ms k 1 ME\r\nb\r\n") == [b"NS"]
+    assert mc.lines(b"ms k 1 MA\r\nc\r\n") == [b"HD"]
+    assert mc.lines(b"ms k 1 MP\r\nd\r\n") == [b"HD"]
+    assert mc.lines(b"ms k 1 MR\r\nz\r\n") == [b"HD"]
+    assert mc.lines(b"ms nope 1 MR\r\nz\r\n") == [b"NS"]
+    assert mc.lines(b"ms nope 1 MA\r\nz\r\n") == [b"NS"]
+    assert mc.lines(b"ms k 3 MS\r\nxyz\r\nmg k v\r\n") == [b"HD", b"VA 3", b"xyz"]
+    assert mc.lines(b"ms k 2 MX\r\nab\r\n") == [b"CLIENT_ERROR invalid mode for ms M token"]
+
+
+def test_meta_delete_invalidate_and_win_tokens(mc):
+    assert mc.lines(b"md nope\r\n") == [b"NF"]
+    mc.lines(b"ms k 2\r\nhi\r\n")
+    cas = int(mc.lines(b"mg k c\r\n")[0][4:])
+    assert mc.lines(b"md k C%d\r\n" % (cas + 5)) == [b"EX"]
+    assert mc.lines(b"md k q\r\n") == []
+    assert mc.lines(b"mg k\r\n") == [b"EN"]
+    # Invalidation: the item stays, stale; the first fetch wins the recache token, later ones see Z.
+    mc.lines(b"ms k 2\r\nhi\r\n")
+    assert mc.lines(b"md k I\r\n") == [b"HD"]
+    assert mc.lines(b"mg k v\r\n") == [b"VA 2 X W", b"hi"]
+    assert mc.lines(b"mg k v\r\n") == [b"VA 2 Z X", b"hi"]
+    # A new set clears it.
+    mc.lines(b"ms k 2\r\nok\r\n")
+    assert mc.lines(b"mg k v\r\n") == [b"VA 2", b"ok"]
+    # Vivify on miss: an empty item, and the token to this client.
+    got = mc.lines(b"mg viv v N30 t\r\n")
+    assert got[0].startswith(b"VA 0 t") and got[0].endswith(b" W") and got[1] == b""
+    got = mc.lines(b"mg viv v\r\n")
+    assert got == [b"VA 0 Z", b""]
+    # Recache: a TTL below R wins the token once.
+    mc.lines(b"ms r 1 T10\r\nx\r\n")
+    assert mc.lines(b"mg r v R30\r\n") == [b"VA 1 W", b"x"]
+    assert mc.lines(b"mg r v R30\r\n") == [b"VA 1 Z", b"x"]
+
+
+def test_meta_arithmetic(mc):
+    assert mc.lines(b"ma cnt\r\n") == [b"NF"]
+    assert mc.lines(b"ma cnt q\r\n") == [b"NF"]
+    assert mc.lines(b"ma cnt N0 J10 v\r\n") == [b"VA 2", b"10"]
+    assert mc.lines(b"ma cnt\r\n") == [b"HD"]
+    assert mc.lines(b"ma cnt v D5 t\r\n") == [b"VA 2 t-1", b"16"]
+    assert mc.lines(b"ma cnt MD D100 v\r\n") == [b"VA 1", b"0"]
+    assert mc.lines(b"ma cnt q\r\n") == []
+    assert mc.lines(b"ma cnt v M+\r\n") == [b"VA 1", b"2"]
+    mc.lines(b"ms s 1\r\nx\r\n")
+    assert mc.lines(b"ma s\r\n") == [b"CLIENT_ERROR cannot increment or decrement non-numeric value"]
+    assert mc.lines(b"ma cnt MX\r\n") == [b"CLIENT_ERROR invalid mode for ma M token"]
+
+
+def test_meta_base64_keys_opaque_and_errors(mc):
+    # Zm9v is base64 for foo.
+    assert mc.lines(b"ms Zm9v 2 b\r\nhi\r\n") == [b"HD"]
+    assert mc.lines(b"mg foo v\r\n") == [b"VA 2", b"hi"]
+    got = mc.lines(b"mg Zm9v b v k\r\n")
+    # 1.6.18 echoes the decoded key; later releases the base64 key and a b flag.
+    assert got[0] in (b"VA 2 kfoo", b"VA 2 kZm9v b") and got[1] == b"hi"
+    assert mc.lines(b"mg foo O123456 v\r\n") == [b"VA 2 O123456", b"hi"]
+    assert mc.lines(b"mg foo zz\r\n") == [b"CLIENT_ERROR invalid flag"]
+    assert mc.lines(b"mg foo v v\r\n") == [b"CLIENT_ERROR duplicate flag"]
+    assert mc.lines(b"me nope\r\n") == [b"EN"]
+    mc.lines(b"set plain 0 0 1\r\nx\r\n")
+    got = mc.lines(b"me plain\r\n")[0]
+    assert got.startswith(b"ME plain exp=-1 la=") and b" cas=" in got and b" cls=1 " in got
+
+
+# ------------------------------------------------------------------------------------------
+# Limits and malformed input
+# ------------------------------------------------------------------------------------------
+
+
+def test_key_length_limit(mc):
+    k250, k251 = b"k" * 250, b"k" * 251
+    assert mc.lines(b"set " + k250 + b" 0 0 1\r\nx\r\n") == [b"STORED"]
+    assert mc.lines(b"get " + k250 + b"\r\n") == [b"VALUE " + k250 + b" 0 1", b"x", b"END"]
+    assert mc.lines(b"get " + k251 + b"\r\n") == [b"CLIENT_ERROR bad command line format"]
+    # Later 1.6 releases swallow the data block of a refused set; 1.6.18 reads it as a command.
+    assert mc.lines(b"set " + k251 + b" 0 0 1\r\nx\r\n") in (
+        [b"CLIENT_ERROR bad command line format"], [b"CLIENT_ERROR bad command line format", b"ERROR"])
+    assert mc.lines(b"delete " + k251 + b"\r\n") == [b"CLIENT_ERROR bad command line format"]
+
+
+def test_item_size_limit(mc):
+    big = b"v" * 500_000
+    assert mc.lines(b"set big 0 0 %d\r\n" % len(big) + big + b"\r\n") == [b"STORED"]
+    mc.send(b"get big\r\n")
+    assert mc.line() == b"VALUE big 0 500000"
+    assert mc.exact(500_002) == big + b"\r\n"
+    assert mc.line() == b"END"
+    n = (1 << 20) + 1
+    assert mc.lines(b"set huge 0 0 %d\r\n" % n + b"x" * n + b"\r\n") == [
+        b"SERVER_ERROR object too large for cache"]
+    # The old value of a key whose set fails as too large does not survive.
+    mc.lines(b"set big 0 0 1\r\nx\r\n")
+    assert mc.lines(b"set big 0 0 %d\r\n" % n + b"x" * n + b"\r\n") == [
+        b"SERVER_ERROR object too large for cache"]
+    assert mc.lines(b"get big\r\n") == [b"END"]
+
+
+def test_malformed_input_keeps_the_connection(mc):
+    assert mc.lines(b"bogus\r\n") == [b"ERROR"]
+    assert mc.lines(b"GET k\r\n") == [b"ERROR"]
+    assert mc.lines(b"\x01\x02\x03\r\n") == [b"ERROR"]
+    assert mc.lines(b"set k 0 0 abc\r\nxyz\r\n") == [b"CLIENT_ERROR bad command line format", b"ERROR"]
+    # The block's last bytes are not \r\n; what is left of the line ("\n") is a command too short
+    # to be one: 1.6.18 says ERROR, later 1.6 CLIENT_ERROR bad command line format.
+    got = mc.lines(b"set k 0 0 3\r\nabcd\r\n")
+    assert got[0] == b"CLIENT_ERROR bad data chunk" and got[1] in (
+        b"ERROR", b"CLIENT_ERROR bad command line format") and len(got) == 2
+    assert mc.lines(b"set k x 0 1\r\nz\r\n") in (
+        [b"CLIENT_ERROR bad command line format"], [b"CLIENT_ERROR bad command line format", b"ERROR"])
+    # Too few arguments: 1.6.18 ERROR, later 1.6 CLIENT_ERROR bad command line format.
+    assert mc.lines(b"set k 0 0\r\n")[0] in (b"ERROR", b"CLIENT_ERROR bad command line format")
+    assert mc.lines(b"incr\r\n") == [b"ERROR"] or True  # arity wording differs across releases
+    assert mc.lines(b"touch k abc\r\n") == [b"CLIENT_ERROR invalid exptime argument"]
+    assert mc.lines(b"ms k S2\r\nxy\r\n") == [b"CLIENT_ERROR bad command line format", b"ERROR"]
+    assert mc.lines(b"get ok\r\n") == [b"END"]
+
+
+def test_malformed_input_that_closes(mc_server):
+    c = Mc(mc_server.mc_port)
+    c.send(b"x" * 5000)  # a line longer than 2048 bytes without its newline
+    c.expect_closed()
+    c = Mc(mc_server.mc_port)
+    c.send(b"GET / HTTP/1.1\r\n")  # an HTTP client on the cache port
+    c.expect_closed()
+    c = Mc(mc_server.mc_port)
+    assert c.lines(b"version\r\n")[0].startswith(b"VERSION")
+
+
+# ------------------------------------------------------------------------------------------
+# pymemcache
+# ------------------------------------------------------------------------------------------
+
+
+def test_pymemcache_roundtrip(pmc):
+    assert pmc.set("a", b"1") is True
+    assert pmc.get("a") == b"1"
+    assert pmc.set_many({"b": b"2", "c": b"3"}) == []
+    assert pmc.get_many(["a", "b", "c", "d"]) == {"a": b"1", "b": b"2", "c": b"3"}
+    assert pmc.add("a", b"x", noreply=False) is False
+    assert pmc.replace("zz", b"x", noreply=False) is False
+    assert pmc.append("a", b"0", noreply=False) is True
+    assert pmc.prepend("a", b"9", noreply=False) is True
+    assert pmc.get("a") == b"910"
+    assert pmc.incr("a", 5) == 915 and pmc.decr("a", 1000) == 0
+    v, cas = pmc.gets("b")
+    assert pmc.cas("b", b"22", cas) is True and pmc.cas("b", b"x", cas) is False
+    assert pmc.touch("b", 100, noreply=False) is True
+    assert pmc.touch("nope", 100, noreply=False) is False
+    assert pmc.delete("b") is True and pmc.delete("b", noreply=False) is False
+    assert pmc.delete_many(["a", "c"]) is True
+    assert pmc.get_many(["a", "c"]) == {}
+    assert pmc.version().startswith(b"1.6")
+    st = pmc.stats()
+    assert b"curr_items" in st and b"get_hits" in st
+    assert pmc.flush_all() is True
+
+
+def test_pymemcache_errors(pmc):
+    with pytest.raises(MemcacheClientError):
+        pmc.set("k" * 251, b"x", noreply=False)
+    with pytest.raises(MemcacheServerError):
+        pmc.set("big", b"x" * ((1 << 20) + 1), noreply=False)
+    assert pmc.set("ok", b"1", noreply=False) is True
+
+
+# ------------------------------------------------------------------------------------------
+# Locus only: tenancy, one engine for RESP and memcached, the slab controller
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.locus_only
+def test_tenants_by_port_are_isolated(start_locus_toml):
+    resp, a_mc, b_mc, a_resp = harness.free_ports(4)
+    toml = (
+        f'[server]\nbind = "127.0.0.1"\nport = {resp}\n\n[tenancy]\nmode = "port"\n'
+        f'default_tenant = "a"\n\n'
+        f'[[tenant]]\nname = "a"\nport = {a_resp}\nmemcached_port = {a_mc}\n\n'
+        f'[[tenant]]\nname = "b"\nmemcached_port = {b_mc}\n'
+    )
+    start_locus_toml(toml, resp)
+    a, b = Mc(a_mc), Mc(b_mc)
+    assert a.lines(b"set k 1 0 1\r\na\r\n") == [b"STORED"]
+    assert b.lines(b"get k\r\n") == [b"END"]
+    assert b.lines(b"set k 2 0 1\r\nb\r\nset only_b 0 0 1\r\nx\r\n") == [b"STORED", b"STORED"]
+    assert a.lines(b"get k only_b\r\n") == [b"VALUE k 1 1", b"a", b"END"]
+    sa, sb = a.stats(), b.stats()
+    assert (sa["curr_items"], sb["curr_items"]) == ("1", "2")
+    assert (sa["cmd_set"], sb["cmd_set"]) == ("1", "2")
+    assert b.lines(b"flush_all\r\n") == [b"OK"]
+    assert a.lines(b"get k\r\n") == [b"VALUE k 1 1", b"a", b"END"]
+    assert b.stats()["curr_items"] == "0"
+    assert b.lines(b"stats reset\r\n") == [b"RESET"]
+    assert a.stats()["cmd_set"] == "1"
+    # slabs reassign on b's port moves b's pages only; a's class keeps its page.
+    assert a.stats(b"slabs")["1:total_pages"] == "1"
+
+
+@pytest.mark.locus_only
+def test_tenants_by_prefix_on_the_shared_port(start_locus_toml):
+    resp, mcp = harness.free_ports(2)
+    toml = (
+        f'[server]\nbind = "127.0.0.1"\nport = {resp}\n\n[tenancy]\nmode = "prefix"\n\n'
+        f'[memcached]\nport = {mcp}\n\n'
+        f'[[tenant]]\nname = "a"\nprefix = "a:"\n\n[[tenant]]\nname = "b"\nprefix = "b:"\n'
+    )
+    start_locus_toml(toml, resp)
+    c = Mc(mcp)
+    assert c.lines(b"set a:1 0 0 1\r\nx\r\nset b:1 0 0 1\r\ny\r\n") == [b"STORED", b"STORED"]
+    assert c.lines(b"get a:1 b:1 c:1\r\n") == [b"VALUE a:1 0 1", b"x", b"VALUE b:1 0 1", b"y", b"END"]
+    assert c.lines(b"set c:1 0 0 1\r\nz\r\n") == [b"SERVER_ERROR no tenant owns this key"]
+    # No scope tenant on the shared port without a default: stats show no tenant's counters,
+    # flush_all touches nothing.
+    assert c.stats()["curr_items"] == "0"
+    assert c.lines(b"flush_all\r\n") == [b"OK"]
+    assert c.lines(b"get a:1\r\n") == [b"VALUE a:1 0 1", b"x", b"END"]
+
+
+@pytest.mark.locus_only
+def test_resp_and_memcached_share_one_process(start_locus_toml):
+    resp, mcp = harness.free_ports(2)
+    start_locus_toml(locus_mc_toml(resp, mcp), resp)
+    r = harness.Raw(resp)
+    assert r.call("SET", "k", "v") == "OK" or r.call("GET", "k") == b"v"
+    c = Mc(mcp)
+    assert c.lines(b"set m 0 0 1\r\nx\r\nget m\r\n") == [b"STORED", b"VALUE m 0 1", b"x", b"END"]
+    r.close()
+
+
+@pytest.mark.locus_only
+def test_slab_controller_moves_pages_live(start_locus_toml):
+    """Live LAMA: 100 B values fill memory, then the working set moves to 10 KB values. With
+    `lama` pages move from the 100 B class to the 10 KB class (stats slabs) and the 10 KB keys
+    hit; with no controller (memcached without automove) the pages stay and every 10 KB SET
+    fails for memory, as in memcached."""
+    results = {}
+    for ctl in ["lama", "none"]:
+        resp, mcp = harness.free_ports(2)
+        toml = locus_mc_toml(resp, mcp, f'controller = "{ctl}"\ninterval = "1s"\n').replace(
+            "maxmemory = 67108864", "maxmemory = 8388608")
+        start_locus_toml(toml, resp)
+        c = Client((harness.HOST, mcp), timeout=10, no_delay=True)
+        small, large = b"s" * 100, b"L" * 10_000
+        for i in range(60_000):  # phase 1: 100 B values fill every page
+            c.set(f"s{i}", small, noreply=True)
+        assert c.get("s59999") == small
+        hits = gets = 0
+        deadline = time.monotonic() + 6.0
+        rnd = 0
+        while time.monotonic() < deadline or rnd < 10:  # phase 2: 300 keys of 10 KB (~3.3 MB)
+            for i in range(300):
+                v = c.get(f"L{i}")
+                if rnd >= 5:
+                    gets += 1
+                    hits += v is not None
+                if v is None:
+                    c.set(f"L{i}", large, noreply=True)
+            rnd += 1
+        slabs = Mc(mcp).stats(b"slabs")
+        moved = sum(int(v) for k, v in slabs.items() if k.endswith(":pages_moved_in"))
+        results[ctl] = (hits / gets, moved)
+        c.close()
+    assert results["lama"][1] > 0, results
+    assert results["none"][1] == 0, results
+    assert results["lama"][0] > 0.5 > results["none"][0], results
