@@ -391,6 +391,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         // bit changed or the string was created or grew, BITOP with an empty result only when it
         // deleted the destination, none of which the reply tells.
         "setbit" | "bitfield" | "bitop" => true,
+        // The list commands report their own (exec/types/list.rs): Redis signals a list only
+        // when it changed.
+        "lpush" | "rpush" | "lpushx" | "rpushx" | "lpop" | "rpop" | "linsert" | "lset" | "lrem"
+        | "ltrim" | "lmove" | "rpoplpush" | "lmpop" => true,
         _ => false,
     }
 }
@@ -456,7 +460,7 @@ fn route(
                 return conn_tenant();
             }
             let mut found: Option<TenantId> = None;
-            for k in key_positions(spec, args.len()) {
+            for k in key_positions(spec, args.len()).chain(counted_keys(spec, args)) {
                 let key = &args[k];
                 let Some(t) = tenancy.for_key(key) else {
                     return Err(CmdError::msg("ERR key matches no tenant prefix"));
@@ -501,6 +505,22 @@ pub fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = us
         first..last + 1
     };
     range.step_by(step)
+}
+
+/// The keys of a command whose keys follow a count (Redis's `movablekeys` commands with a
+/// `keynum` key spec, whose first/last/step triple is 0 0 0): their positions, for routing.
+pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<usize> {
+    let numkeys_at = match spec.name {
+        "lmpop" => 1,
+        _ => return 0..0,
+    };
+    let n = args
+        .get(numkeys_at)
+        .and_then(|n| parse_i64(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    let first = numkeys_at + 1;
+    first..first.saturating_add(n).min(args.len())
 }
 
 fn pattern_arg<'x>(spec: &CommandSpec, args: Args<'x, '_>) -> Option<&'x [u8]> {
