@@ -1,5 +1,5 @@
 //! Lists: LPUSH RPUSH LPUSHX RPUSHX LPOP RPOP LLEN LRANGE LINDEX LSET LINSERT LREM LTRIM LPOS
-//! LMOVE RPOPLPUSH LMPOP.
+//! LMOVE RPOPLPUSH LMPOP, and the blocking BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP.
 //!
 //! The list itself is a [`List`] (a quicklist: nodes of packed entries, see
 //! [`super::quicklist`]); Redis 7.0 reports every list's encoding as `quicklist`, and so does
@@ -7,12 +7,16 @@
 //! and keyspace events are Redis 7.0's. Each handler reports its own WATCH touches (Redis
 //! signals a list only when it changed: not for LPUSHX on a missing key, LINSERT without the
 //! pivot, LREM that removed nothing, LPOP with a count of 0).
+//!
+//! A blocking command that finds every key empty hands the client to [`blocking::block`]; when a
+//! push makes one of its keys a list again, the command runs again on the client's behalf (see
+//! [`crate::exec::blocking`]), and then answers exactly as it would have had the list been there.
 
 use locus_engine::{Object, TenantId, ValueRef};
 use locus_protocol::ReplyWriter;
 
 use super::super::notify::{GENERIC, LIST, notify};
-use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
+use super::super::{Args, CmdError, CmdResult, Ctx, blocking, int_arg, is, parse_i64};
 use super::quicklist::{Elem, List, int_of};
 use super::{check_type, peek, write};
 
@@ -674,6 +678,81 @@ pub fn lmpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         None => ctx.w.null_array(),
     }
     Ok(())
+}
+
+fn bpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>, front: bool) -> CmdResult {
+    let timeout = blocking::parse_timeout(&a[a.len() - 1])?;
+    let t = ctx.t()?;
+    let keys: Vec<&[u8]> = a[1..a.len() - 1].iter().map(|k| &k[..]).collect();
+    for &k in &keys {
+        if !check_type::<List>(ctx, t, k)? {
+            continue;
+        }
+        if let Some(vals) = pop_n(ctx, t, k, front, 1)?
+            && let Some(v) = vals.first()
+        {
+            ctx.w.array(2);
+            ctx.w.bulk(k);
+            ctx.w.bulk(v);
+            return Ok(());
+        }
+    }
+    blocking::block(ctx, a, &keys, KIND, timeout, blocking::Denied::NullArray)
+}
+
+/// `BLPOP key [key ...] timeout`
+pub fn blpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    bpop(ctx, a, true)
+}
+
+/// `BRPOP key [key ...] timeout`
+pub fn brpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    bpop(ctx, a, false)
+}
+
+/// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`
+pub fn blmpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let timeout = blocking::parse_timeout(&a[1])?;
+    let (keys, front, count) = mpop_args(a, 2)?;
+    let t = ctx.t()?;
+    match mpop(ctx, t, &keys, front, count)? {
+        Some((k, vals)) => {
+            reply_key_elems(ctx, &k, &vals);
+            Ok(())
+        }
+        None => blocking::block(ctx, a, &keys, KIND, timeout, blocking::Denied::NullArray),
+    }
+}
+
+fn bmove(
+    ctx: &mut Ctx<'_>,
+    a: Args<'_, '_>,
+    from: bool,
+    to: bool,
+    timeout: blocking::Timeout,
+) -> CmdResult {
+    let t = ctx.t()?;
+    let src = &a[1][..];
+    if check_type::<List>(ctx, t, src)?
+        && let Some(v) = lmove_one(ctx, t, src, &a[2], from, to)?
+    {
+        ctx.w.bulk(&v);
+        return Ok(());
+    }
+    blocking::block(ctx, a, &[src], KIND, timeout, blocking::Denied::Null)
+}
+
+/// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout`
+pub fn blmove(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let (from, to) = (side(&a[3])?, side(&a[4])?);
+    let timeout = blocking::parse_timeout(&a[5])?;
+    bmove(ctx, a, from, to, timeout)
+}
+
+/// `BRPOPLPUSH source destination timeout`
+pub fn brpoplpush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let timeout = blocking::parse_timeout(&a[3])?;
+    bmove(ctx, a, false, true, timeout)
 }
 
 #[cfg(test)]
