@@ -683,6 +683,8 @@ def test_a_tenant_pushing_lists_stays_within_its_maxmemory(start_locus_toml, pol
         else:
             assert ooms == 0
             assert a.call("DBSIZE") > 0
+            stats = a.call("INFO", "stats").decode()
+            assert int(stats.split("evicted_keys:")[1].split("\r\n")[0]) > 0, "the budget was never reached"
 
 
 def test_per_element_memory_of_a_100_element_list(server, client_for):
