@@ -281,7 +281,8 @@ fn sub_arity(sub: &str) -> CmdError {
     CmdError::WrongArity(format!("client|{sub}"))
 }
 
-/// CLIENT ID | SETNAME | GETNAME | LIST | INFO | KILL | SETINFO | NO-EVICT | NO-TOUCH | HELP
+/// CLIENT ID | SETNAME | GETNAME | LIST | INFO | KILL | UNBLOCK | SETINFO | NO-EVICT | NO-TOUCH |
+/// HELP
 pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     match sub.as_str() {
@@ -330,6 +331,30 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             ctx.w.verbatim("txt", text.as_bytes());
         }
         "kill" => client_kill(ctx, a)?,
+        "unblock" => {
+            if !(3..=4).contains(&a.len()) {
+                if a.len() < 3 {
+                    return Err(sub_arity(&sub));
+                }
+                return Err(CmdError::msg(
+                    "ERR unknown subcommand or wrong number of arguments for 'unblock'. Try CLIENT HELP.",
+                ));
+            }
+            let error = match a.get(3) {
+                None => false,
+                Some(r) if is(r, "timeout") => false,
+                Some(r) if is(r, "error") => true,
+                Some(_) => {
+                    return Err(CmdError::msg(
+                        "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+                    ));
+                }
+            };
+            let id = int_arg(&a[2])?;
+            let done = u64::try_from(id)
+                .is_ok_and(|id| super::blocking::unblock(ctx.shared, ctx.conn.scope(), id, error));
+            ctx.w.integer(i64::from(done));
+        }
         "setinfo" => {
             if a.len() != 4 {
                 return Err(sub_arity(&sub));
@@ -395,6 +420,8 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Set client library name or version.",
                 "REPLY (ON|OFF|SKIP)",
                 "    Replies on, off, or off for the next command only.",
+                "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+                "    Unblock the specified blocked client.",
                 "HELP",
                 "    Print this help.",
             ];

@@ -233,6 +233,8 @@ pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     };
     if done {
         ctx.shared.touch_watched(dt, &a[2]);
+        // (A destination in another tenant: the dispatcher signals the source tenant's keys.)
+        ctx.shared.blocking().signal_ready(dt, &a[2]);
         let db = if dt == t {
             ctx.conn.db
         } else {

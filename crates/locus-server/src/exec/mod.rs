@@ -9,7 +9,8 @@
 //! ```
 //!
 //! One file per command family: [`strings`], [`bitops`], [`keyspace`], [`expire`], [`connection`],
-//! [`transaction`] (MULTI/EXEC/WATCH), and under [`admin`] one file per server command (COMMAND,
+//! [`transaction`] (MULTI/EXEC/WATCH), [`types`] (hashes, lists, ...) with [`blocking`] (clients
+//! waiting for a key), and under [`admin`] one file per server command (COMMAND,
 //! CONFIG, INFO, MEMORY/OBJECT, SHUTDOWN, LOCUS.TENANT, LOCUS.CONTROLLER); [`table`] is the
 //! command table, one row per command; [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
 //! engine lock held (one acquisition per batch of up to `server::MAX_BATCH` pipelined commands) and
@@ -18,6 +19,7 @@
 
 pub mod admin;
 pub mod bitops;
+pub mod blocking;
 pub mod connection;
 pub mod expire;
 pub mod hll;
@@ -348,6 +350,15 @@ fn run_counted(
         notify::publish_key_events(ctx.shared, ctx.eng);
     }
     ran?;
+    // Clients blocked on a key this write names are served after the command (exec/blocking).
+    if spec.is_write
+        && let Some(t) = ctx.tenant
+        && ctx.shared.blocking().any_waiting()
+    {
+        for k in key_positions(spec, args.len()) {
+            ctx.shared.blocking().signal_ready(t, &args[k]);
+        }
+    }
     // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
     // forced encoding (both counters only change under the engine lock, which is held here).
     // (COPY marks its destination itself: it may be in another tenant.)
@@ -392,6 +403,11 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         // bit changed or the string was created or grew, BITOP with an empty result only when it
         // deleted the destination, none of which the reply tells.
         "setbit" | "bitfield" | "bitop" => true,
+        // The list commands report their own (exec/types/list.rs): Redis signals a list only
+        // when it changed.
+        "lpush" | "rpush" | "lpushx" | "rpushx" | "lpop" | "rpop" | "linsert" | "lset" | "lrem"
+        | "ltrim" | "lmove" | "rpoplpush" | "lmpop" | "blpop" | "brpop" | "blmove"
+        | "brpoplpush" | "blmpop" => true,
         _ => false,
     }
 }
@@ -457,7 +473,7 @@ fn route(
                 return conn_tenant();
             }
             let mut found: Option<TenantId> = None;
-            for k in key_positions(spec, args.len()) {
+            for k in key_positions(spec, args.len()).chain(counted_keys(spec, args)) {
                 let key = &args[k];
                 let Some(t) = tenancy.for_key(key) else {
                     return Err(CmdError::msg("ERR key matches no tenant prefix"));
@@ -502,6 +518,23 @@ pub fn key_positions(spec: &CommandSpec, argc: usize) -> impl Iterator<Item = us
         first..last + 1
     };
     range.step_by(step)
+}
+
+/// The keys of a command whose keys follow a count (Redis's `movablekeys` commands with a
+/// `keynum` key spec, whose first/last/step triple is 0 0 0): their positions, for routing.
+pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<usize> {
+    let numkeys_at = match spec.name {
+        "lmpop" => 1,
+        "blmpop" => 2,
+        _ => return 0..0,
+    };
+    let n = args
+        .get(numkeys_at)
+        .and_then(|n| parse_i64(n))
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    let first = numkeys_at + 1;
+    first..first.saturating_add(n).min(args.len())
 }
 
 fn pattern_arg<'x>(spec: &CommandSpec, args: Args<'x, '_>) -> Option<&'x [u8]> {

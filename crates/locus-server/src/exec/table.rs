@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use super::{
     Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
-    transaction, types::hash,
+    transaction, types::hash, types::list,
 };
 
 /// A command handler.
@@ -114,6 +114,29 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", Keys, hash::hincrbyfloat),
     cmd!("hrandfield", -2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "6.2.0", "Returns one or more random fields from a hash.", Keys, hash::hrandfield),
     cmd!("hscan", -3, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.8.0", "Iterates over fields and values of a hash.", Keys, hash::hscan),
+    // lists
+    cmd!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", Keys, list::lpush),
+    cmd!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", Keys, list::rpush),
+    cmd!("lpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", Keys, list::lpushx),
+    cmd!("rpushx", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "2.2.0", "Appends an element to a list only when the list exists.", Keys, list::rpushx),
+    cmd!("lpop", -2, ["write", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", Keys, list::lpop),
+    cmd!("rpop", -2, ["write", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", Keys, list::rpop),
+    cmd!("llen", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@list", "@fast"], "list", "1.0.0", "Returns the length of a list.", Keys, list::llen),
+    cmd!("lindex", 3, ["readonly"], 1, 1, 1, ["@read", "@list", "@slow"], "list", "1.0.0", "Returns an element from a list by its index.", Keys, list::lindex),
+    cmd!("lset", 4, ["write", "denyoom"], 1, 1, 1, ["@write", "@list", "@slow"], "list", "1.0.0", "Sets the value of an element in a list by its index.", Keys, list::lset),
+    cmd!("lrange", 4, ["readonly"], 1, 1, 1, ["@read", "@list", "@slow"], "list", "1.0.0", "Returns a range of elements from a list.", Keys, list::lrange),
+    cmd!("ltrim", 4, ["write"], 1, 1, 1, ["@write", "@list", "@slow"], "list", "1.0.0", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", Keys, list::ltrim),
+    cmd!("lrem", 4, ["write"], 1, 1, 1, ["@write", "@list", "@slow"], "list", "1.0.0", "Removes elements from a list. Deletes the list if the last element was removed.", Keys, list::lrem),
+    cmd!("linsert", 5, ["write", "denyoom"], 1, 1, 1, ["@write", "@list", "@slow"], "list", "2.2.0", "Inserts an element before or after another element in a list.", Keys, list::linsert),
+    cmd!("lpos", -3, ["readonly"], 1, 1, 1, ["@read", "@list", "@slow"], "list", "6.0.6", "Returns the index of matching elements in a list.", Keys, list::lpos),
+    cmd!("lmove", 5, ["write", "denyoom"], 1, 2, 1, ["@write", "@list", "@slow"], "list", "6.2.0", "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", Keys, list::lmove),
+    cmd!("rpoplpush", 3, ["write", "denyoom"], 1, 2, 1, ["@write", "@list", "@slow"], "list", "1.2.0", "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", Keys, list::rpoplpush),
+    cmd!("lmpop", -4, ["write", "movablekeys"], 0, 0, 0, ["@write", "@list", "@slow"], "list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", Keys, list::lmpop),
+    cmd!("blpop", -3, ["write", "noscript", "blocking"], 1, -2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::blpop),
+    cmd!("brpop", -3, ["write", "noscript", "blocking"], 1, -2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::brpop),
+    cmd!("blmove", 6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", Keys, list::blmove),
+    cmd!("brpoplpush", 4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::brpoplpush),
+    cmd!("blmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, ["@write", "@list", "@slow", "@blocking"], "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::blmpop),
     // strings
     cmd!("get", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@string", "@fast"], "string", "1.0.0", "Returns the string value of a key.", Keys, strings::get),
     cmd!("set", -3, ["write", "denyoom"], 1, 1, 1, ["@write", "@string", "@slow"], "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Keys, strings::set),
@@ -195,7 +218,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Authenticates the connection.", None, connection::auth),
     cmd!("hello", -1, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.0.0", "Handshakes with the Redis server.", None, connection::hello),
     cmd!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, ["@keyspace", "@fast"], "connection", "1.0.0", "Changes the selected database.", None, connection::select),
-    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|no-evict", "client|no-touch", "client|help" ]),
+    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help" ]),
     cmd!("acl", -2, [], 0, 0, 0, ["@slow"], "server", "6.0.0", "A container for Access List Control commands.", None, connection::acl, ["acl|whoami", "acl|help"]),
     // server / admin
     cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|help" ]),
@@ -216,7 +239,7 @@ pub const MAX_NAME_LEN: usize = 32;
 
 /// Slots of the name index: a power of two, about 4x the number of commands, so that most
 /// lookups probe one slot.
-const INDEX_SLOTS: usize = 256;
+const INDEX_SLOTS: usize = 512;
 
 /// A lowercase command name padded with zeros to [`MAX_NAME_LEN`] bytes, as four words: compared
 /// and hashed without a call to `memcmp` or a general-purpose hasher.

@@ -69,11 +69,14 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
         return Ok(());
     }
     ctx.w.array(queue.len());
+    // Blocking commands answer at once inside a transaction (exec/blocking).
+    ctx.conn.block.deny = true;
     for cmd in &queue {
         let args: Vec<Cow<'_, [u8]>> = cmd.iter().map(|a| Cow::Borrowed(&a[..])).collect();
         ctx.tenant = None;
         dispatch(ctx, &args);
     }
+    ctx.conn.block.deny = false;
     // HELLO inside MULTI changes the protocol for later replies only.
     if ctx.conn.proto != ctx.w.proto() {
         let p: ProtocolVersion = ctx.conn.proto;

@@ -216,6 +216,7 @@ async fn connection(
         skip_next: false,
         subs: Vec::new(),
         psubs: Vec::new(),
+        block: exec::blocking::ConnBlock::default(),
     };
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
@@ -285,6 +286,22 @@ async fn connection(
                 &mut scratch,
             );
             consumed += n;
+            if let Some(waiting) = st.block.waiting.take() {
+                // A blocking command found nothing: the replies so far go out, then the
+                // connection waits for its key (the rest of the input waits too, as in Redis).
+                let limits = (out_limit, qbuf_limit);
+                match wait_blocked(
+                    &shared, &info, &mut sock, &mut inbuf, &mut out, limits, waiting,
+                )
+                .await
+                {
+                    Ok(()) => continue,
+                    Err(()) => {
+                        gone = true;
+                        break;
+                    }
+                }
+            }
             if n == 0 || st.close || consumed == inbuf.len() {
                 break;
             }
@@ -334,6 +351,76 @@ async fn connection(
         st.unsubscribe_all(&mut shared.pubsub());
     }
     let _ = sock.shutdown().await;
+}
+
+/// Waits, with the engine unlocked, until a blocked client is served (its reply is appended to
+/// `out`), times out (the timeout reply), or goes (disconnect, kill, shutdown: `Err`, after it
+/// left the registry). Input that arrives meanwhile is kept for after (up to the query buffer
+/// limit: past it the client is closed, as Redis does); pub/sub messages go out. `limits`: the
+/// output buffer limit and the query buffer limit.
+async fn wait_blocked(
+    shared: &Shared,
+    info: &ClientInfo,
+    sock: &mut TcpStream,
+    inbuf: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+    limits: (crate::config::OutputLimit, u64),
+    waiting: exec::blocking::Waiting,
+) -> Result<(), ()> {
+    let (out_limit, qbuf_limit) = limits;
+    let b = shared.blocking();
+    let slot = &waiting.slot;
+    let mut stop = StopSignal::new(info, shared, true);
+    loop {
+        if !out.is_empty() && flush(shared, info, sock, out, out_limit).await.is_err() {
+            b.cancel(shared, info.id);
+            return Err(());
+        }
+        if inbuf.capacity() - inbuf.len() < READ_CHUNK {
+            inbuf.reserve(READ_CHUNK);
+        }
+        let deadline = async {
+            match waiting.deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            () = slot.notified() => {
+                if let Some(reply) = slot.take() {
+                    out.extend_from_slice(&reply);
+                    return Ok(());
+                }
+            }
+            () = &mut stop => {
+                if stop.stopped() {
+                    b.cancel(shared, info.id);
+                    return Err(());
+                }
+                info.take_inbox(out);
+            }
+            () = deadline => {
+                let reply = b.time_out(shared, info.id).or_else(|| slot.take());
+                out.extend_from_slice(&reply.unwrap_or_default());
+                return Ok(());
+            }
+            r = sock.read_buf(inbuf) => match r {
+                Ok(0) | Err(_) => {
+                    b.cancel(shared, info.id);
+                    return Err(());
+                }
+                Ok(n) => {
+                    shared.stats().net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+                    if inbuf.len() as u64 > qbuf_limit {
+                        b.cancel(shared, info.id);
+                        return Err(());
+                    }
+                }
+            },
+        }
+    }
 }
 
 /// A command that panics, compiled into test builds only (the panic containment test).
@@ -447,6 +534,15 @@ fn process(
                             ctx.w.truncate(start);
                         }
                         ctx.conn.skip_current = std::mem::take(&mut ctx.conn.skip_next);
+                        // Clients blocked on the keys this command wrote are served now.
+                        if ctx.shared.blocking().has_ready() {
+                            exec::blocking::serve(ctx.eng, ctx.shared);
+                        }
+                        if ctx.conn.block.waiting.is_some() {
+                            // This client blocked: nothing more runs until it is served.
+                            pos = ends[i];
+                            break;
+                        }
                     }
                     Err(e) => {
                         ctx.w.error(&e.to_string());

@@ -367,6 +367,8 @@ pub struct ConnState {
     pub multi_error: bool,
     /// WATCHed keys: (tenant, key, existed when watched).
     pub watched: Vec<(TenantId, Vec<u8>, bool)>,
+    /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
+    pub block: exec::blocking::ConnBlock,
 }
 
 impl ConnState {
@@ -446,6 +448,8 @@ pub struct Shared {
     config_file: Option<String>,
     /// Pub/sub subscriptions of every tenant.
     pubsub: Mutex<PubSub>,
+    /// Clients blocked on keys (BLPOP and friends).
+    blocking: exec::blocking::Blocking,
     /// `notify-keyspace-events` as flags (see `exec::notify`), read on every write.
     notify_flags: AtomicU32,
     /// WATCH registry: (tenant, key) -> client ids watching it.
@@ -490,6 +494,11 @@ impl Shared {
     /// The pub/sub registry.
     pub fn pubsub(&self) -> parking_lot::MutexGuard<'_, PubSub> {
         self.pubsub.lock()
+    }
+
+    /// Clients blocked on keys (BLPOP and friends: exec/blocking).
+    pub fn blocking(&self) -> &exec::blocking::Blocking {
+        &self.blocking
     }
 
     /// Locks the engine (handlers get it locked by the dispatcher; this is for the tasks that
@@ -581,6 +590,7 @@ impl Shared {
             listeners: RwLock::new(Vec::new()),
             config_file,
             pubsub: Mutex::new(PubSub::default()),
+            blocking: exec::blocking::Blocking::default(),
             notify_flags: AtomicU32::new(0),
             watches: Mutex::new(std::collections::HashMap::new()),
             watch_count: std::sync::atomic::AtomicUsize::new(0),
@@ -793,13 +803,18 @@ impl Shared {
             self.tenancy.name(TenantId(tenant))
         };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags=N db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
             c.id,
             c.addr,
             c.laddr,
             c.name.lock(),
             now_ms.saturating_sub(c.created_ms) / 1000,
             now_ms.saturating_sub(c.last_active_ms.load(Ordering::Relaxed)) / 1000,
+            if self.blocking.is_blocked(c.id) {
+                "b"
+            } else {
+                "N"
+            },
             c.db.load(Ordering::Relaxed),
             c.qbuf.load(Ordering::Relaxed),
             c.omem.load(Ordering::Relaxed),

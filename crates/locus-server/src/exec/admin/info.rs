@@ -101,12 +101,13 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         sep(&mut out);
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\n",
             match scope {
                 None => sh.stats().connected.load(Ordering::Relaxed),
                 Some(_) => sh.count_visible(scope) as u64,
             },
-            cfg.server.maxclients
+            cfg.server.maxclients,
+            sh.blocking().count_visible(scope),
         );
     }
     if want("memory") {

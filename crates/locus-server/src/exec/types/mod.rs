@@ -10,7 +10,9 @@
 pub mod alloc;
 pub mod hash;
 pub mod limits;
+pub mod list;
 pub mod packed;
+pub mod quicklist;
 
 use locus_engine::{Object, TenantId, ValueRef};
 

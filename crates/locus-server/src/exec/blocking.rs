@@ -1,0 +1,509 @@
+//! Blocking commands (BLPOP BRPOP BLMOVE BRPOPLPUSH BLMPOP; the sorted sets' BZPOPMIN BZPOPMAX
+//! BZMPOP use the same machinery): a client waits for a key without holding the engine lock.
+//!
+//! ```text
+//!  BLPOP k 0 (every key empty) ─► block(): the client joins k's FIFO in the registry, no reply;
+//!                                 its connection stops executing and awaits its slot
+//!  LPUSH k x (any client, any write command naming k) ─► the dispatcher marks k ready
+//!  after that command, still under the engine lock ─► serve(): for each ready key, while it
+//!  holds the type its first waiter wants, run that waiter's command again on its behalf; the
+//!  reply goes to the waiter's slot and wakes its connection (a pop that pushes, BLMOVE, marks
+//!  its destination ready in turn: chains and circles are served in the same pass)
+//!  deadline / CLIENT UNBLOCK / disconnect ─► the client leaves the registry (under the engine
+//!  lock, so it is served or timed out, never both)
+//! ```
+//!
+//! Running the command again (as Redis 7.2 does) means the served reply is exactly the one the
+//! command gives when the key is there: BLMOVE onto a key of another type answers WRONGTYPE and
+//! leaves the element, BLMPOP pops its COUNT, keyspace events and WATCH touches happen as for any
+//! command. Ready keys are served after each top-level command, so the pushes of a MULTI/EXEC
+//! are seen whole (`LPUSH k a` then `DEL k` in one transaction wakes nobody); waiters of a key
+//! are served first come, first served. Inside EXEC a blocking command does not block: it
+//! answers at once as on a timeout (`deny`).
+//!
+//! Tenants: the registry is keyed by (tenant, key), so a push wakes only the waiters of its own
+//! tenant's key; CLIENT UNBLOCK and INFO's `blocked_clients` see only the clients the caller may
+//! see ([`ClientInfo::visible_to`]).
+//!
+//! The API for a blocking command's handler, when it found nothing to pop:
+//! [`parse_timeout`] (Redis's seconds, fractional, errors and rounding) and
+//! [`block`]`(ctx, args, keys, kind, timeout, denied)`: `kind` is the type name that wakes it
+//! (`"list"`, `"zset"`), `denied` the reply inside MULTI. The handler must be written so that
+//! running it again when a key is ready either serves the client (writes its reply) or calls
+//! [`block`] again, which then keeps the client waiting in its place. Writers need nothing: every
+//! write command marks its keys ready ([`Blocking::signal_ready`], called by the dispatcher).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use locus_engine::{Engine, TenantId};
+use locus_protocol::{ProtocolVersion, ReplyWriter};
+use parking_lot::Mutex;
+
+use super::{Args, CmdError, CmdResult, Ctx, parse_f64};
+use crate::server::{ClientInfo, ConnState, Shared};
+
+/// A blocking command's timeout: milliseconds, 0 = forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeout(pub u64);
+
+/// Parses a timeout in seconds as Redis 7.0 does: a float, times 1000 rounded up to whole
+/// milliseconds (0.0001 waits 1 ms; -0.0001 rounds to 0, forever), `timeout is negative` below
+/// zero (and for values a C cast makes negative: infinities, 1e30).
+///
+/// # Errors
+/// `timeout is not a float or out of range`, `timeout is negative`.
+pub fn parse_timeout(a: &[u8]) -> Result<Timeout, CmdError> {
+    let secs =
+        parse_f64(a).ok_or_else(|| CmdError::msg("ERR timeout is not a float or out of range"))?;
+    let ms = (secs * 1000.0).ceil();
+    // The x86 conversion of an out-of-range double to a long long gives i64::MIN.
+    let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
+        ms as i64
+    } else {
+        i64::MIN
+    };
+    if ms < 0 {
+        return Err(CmdError::msg("ERR timeout is negative"));
+    }
+    Ok(Timeout(ms as u64))
+}
+
+/// What a blocking command answers inside MULTI (where it may not block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denied {
+    /// The null array (BLPOP, BRPOP, BLMPOP, BZPOPMIN, ...).
+    NullArray,
+    /// The null bulk string (BLMOVE, BRPOPLPUSH).
+    Null,
+}
+
+/// Where a blocked client's reply is delivered.
+#[derive(Debug, Default)]
+pub struct Slot {
+    reply: Mutex<Option<Vec<u8>>>,
+    notify: tokio::sync::Notify,
+}
+
+impl Slot {
+    fn deliver(&self, reply: Vec<u8>) {
+        *self.reply.lock() = Some(reply);
+        self.notify.notify_one();
+    }
+
+    /// The reply, once delivered.
+    pub fn take(&self) -> Option<Vec<u8>> {
+        self.reply.lock().take()
+    }
+
+    /// Resolves when a reply may have been delivered.
+    pub async fn notified(&self) {
+        self.notify.notified().await;
+    }
+}
+
+/// A connection waiting for a key: its slot and deadline.
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// Where the reply arrives.
+    pub slot: Arc<Slot>,
+    /// When it times out (`None`: never).
+    pub deadline: Option<std::time::Instant>,
+}
+
+/// A connection's blocking state ([`ConnState::block`]).
+#[derive(Debug, Default)]
+pub struct ConnBlock {
+    /// Set by [`block`]: the connection stops executing and waits (taken by the connection).
+    pub waiting: Option<Waiting>,
+    /// Inside EXEC: blocking commands answer at once.
+    pub deny: bool,
+    /// The command runs again for a waiting client (see [`serve`]).
+    rerun: bool,
+    /// ... and found nothing again: the client keeps waiting.
+    stay: bool,
+}
+
+/// The connection a waiting client's command runs in again.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    proto: ProtocolVersion,
+    db: u32,
+    user: String,
+    admin: bool,
+    owner: Option<TenantId>,
+    listener_tenant: Option<TenantId>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    info: Arc<ClientInfo>,
+    slot: Arc<Slot>,
+    tenant: TenantId,
+    keys: Vec<Vec<u8>>,
+    kind: &'static str,
+    args: Vec<Vec<u8>>,
+    conn: Snapshot,
+    /// CLIENT REPLY OFF / SKIP was in force: the reply is dropped.
+    quiet: bool,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    clients: HashMap<u64, Entry>,
+    /// (tenant, key) -> waiting client ids, first come first.
+    keys: HashMap<(u32, Vec<u8>), VecDeque<u64>>,
+    /// Keys written since the last [`serve`] that clients wait for, in order.
+    ready: Vec<(u32, Vec<u8>)>,
+}
+
+impl Registry {
+    /// Forgets client `id` in the FIFO of every key it waits for.
+    fn unlink(&mut self, id: u64, t: TenantId, keys: &[Vec<u8>]) {
+        for k in keys {
+            let slot = (t.0, k.clone());
+            if let Some(q) = self.keys.get_mut(&slot) {
+                q.retain(|c| *c != id);
+                if q.is_empty() {
+                    self.keys.remove(&slot);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Entry> {
+        let e = self.clients.remove(&id)?;
+        self.unlink(id, e.tenant, &e.keys);
+        Some(e)
+    }
+}
+
+/// The server's blocked clients (in [`Shared`]).
+#[derive(Debug, Default)]
+pub struct Blocking {
+    reg: Mutex<Registry>,
+    /// Clients waiting (read without the lock on every write).
+    waiting: AtomicUsize,
+    /// Ready keys wait to be served.
+    ready: AtomicBool,
+}
+
+impl Blocking {
+    /// Whether any client waits (cheap: one atomic load).
+    #[inline]
+    pub fn any_waiting(&self) -> bool {
+        self.waiting.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether keys wait to be served (cheap).
+    #[inline]
+    pub fn has_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed)
+    }
+
+    /// A write changed `key` of tenant `t`: clients waiting for it are served after the
+    /// current command (if it then holds the type they want).
+    pub fn signal_ready(&self, t: TenantId, key: &[u8]) {
+        if !self.any_waiting() {
+            return;
+        }
+        let mut r = self.reg.lock();
+        let slot = (t.0, key.to_vec());
+        if r.keys.contains_key(&slot) && !r.ready.contains(&slot) {
+            r.ready.push(slot);
+            self.ready.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether client `id` is blocked (CLIENT LIST's `b` flag).
+    pub fn is_blocked(&self, id: u64) -> bool {
+        self.any_waiting() && self.reg.lock().clients.contains_key(&id)
+    }
+
+    /// Blocked clients that `scope` may see (INFO's `blocked_clients`).
+    pub fn count_visible(&self, scope: Option<Option<TenantId>>) -> usize {
+        if !self.any_waiting() {
+            return 0;
+        }
+        self.reg
+            .lock()
+            .clients
+            .values()
+            .filter(|e| e.info.visible_to(scope))
+            .count()
+    }
+
+    fn take(&self, id: u64) -> Option<Entry> {
+        let mut r = self.reg.lock();
+        let e = r.remove(id)?;
+        self.waiting.store(r.clients.len(), Ordering::Relaxed);
+        Some(e)
+    }
+
+    /// Client `id`'s deadline passed: it leaves the registry and gets the timeout reply (a
+    /// null array). `None` when it was served meanwhile: its reply is in its slot.
+    pub fn time_out(&self, shared: &Shared, id: u64) -> Option<Vec<u8>> {
+        // Under the engine lock: never while [`serve`] runs its command.
+        let _eng = shared.engine();
+        let e = self.take(id)?;
+        Some(timeout_reply(&e))
+    }
+
+    /// Client `id` disconnected (or was killed) while waiting.
+    pub fn cancel(&self, shared: &Shared, id: u64) {
+        let _eng = shared.engine();
+        self.take(id);
+    }
+}
+
+fn timeout_reply(e: &Entry) -> Vec<u8> {
+    let mut out = Vec::new();
+    if !e.quiet {
+        ReplyWriter::new(&mut out, e.conn.proto).null_array();
+    }
+    out
+}
+
+/// Nothing to pop: blocks the client on `keys` (of the routed tenant) until one holds a `kind`
+/// value or `timeout` passes; inside EXEC answers `denied` at once; when the command runs again
+/// for a waiting client, keeps it waiting. Writes no reply otherwise.
+///
+/// # Errors
+/// [`CmdError::NoTenant`] (routing invariant).
+pub fn block(
+    ctx: &mut Ctx<'_>,
+    a: Args<'_, '_>,
+    keys: &[&[u8]],
+    kind: &'static str,
+    timeout: Timeout,
+    denied: Denied,
+) -> CmdResult {
+    if ctx.conn.block.rerun {
+        ctx.conn.block.stay = true;
+        return Ok(());
+    }
+    if ctx.conn.block.deny {
+        match denied {
+            Denied::NullArray => ctx.w.null_array(),
+            Denied::Null => ctx.w.null(),
+        }
+        return Ok(());
+    }
+    let t = ctx.t()?;
+    let slot = Arc::new(Slot::default());
+    // A timeout of more than ten years is forever (and past what the timer can express).
+    let deadline = (timeout.0 > 0 && timeout.0 <= 10 * 365 * 86_400_000)
+        .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout.0));
+    let id = ctx.conn.info.id;
+    let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
+    for k in keys {
+        if !uniq.iter().any(|u| u[..] == k[..]) {
+            uniq.push(k.to_vec());
+        }
+    }
+    let entry = Entry {
+        info: ctx.conn.info.clone(),
+        slot: slot.clone(),
+        tenant: t,
+        keys: uniq,
+        kind,
+        args: a.iter().map(|x| x.to_vec()).collect(),
+        conn: Snapshot {
+            proto: ctx.conn.proto,
+            db: ctx.conn.db,
+            user: ctx.conn.user.clone(),
+            admin: ctx.conn.admin,
+            owner: ctx.conn.owner,
+            listener_tenant: ctx.conn.listener_tenant,
+        },
+        quiet: ctx.conn.reply_off || ctx.conn.skip_current,
+    };
+    let b = ctx.shared.blocking();
+    let mut r = b.reg.lock();
+    for k in &entry.keys {
+        r.keys.entry((t.0, k.clone())).or_default().push_back(id);
+    }
+    r.clients.insert(id, entry);
+    b.waiting.store(r.clients.len(), Ordering::Relaxed);
+    drop(r);
+    ctx.conn.block.waiting = Some(Waiting { slot, deadline });
+    Ok(())
+}
+
+/// CLIENT UNBLOCK: unblocks client `id` if it waits and `scope` may see it, with the timeout
+/// reply or (`error`) Redis's UNBLOCKED error. True when it did.
+pub fn unblock(shared: &Shared, scope: Option<Option<TenantId>>, id: u64, error: bool) -> bool {
+    let b = shared.blocking();
+    let visible = b
+        .reg
+        .lock()
+        .clients
+        .get(&id)
+        .is_some_and(|e| e.info.visible_to(scope));
+    if !visible {
+        return false;
+    }
+    let Some(e) = b.take(id) else {
+        return false;
+    };
+    let reply = if error {
+        let mut out = Vec::new();
+        if !e.quiet {
+            ReplyWriter::new(&mut out, e.conn.proto)
+                .error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+        }
+        out
+    } else {
+        timeout_reply(&e)
+    };
+    e.slot.deliver(reply);
+    true
+}
+
+/// Serves the clients waiting for the keys written since the last call (the dispatcher calls
+/// it after each command, under the engine lock).
+pub fn serve(eng: &mut Engine, shared: &Shared) {
+    let b = shared.blocking();
+    if !b.has_ready() {
+        return;
+    }
+    loop {
+        let ready = {
+            let mut r = b.reg.lock();
+            b.ready.store(false, Ordering::Relaxed);
+            std::mem::take(&mut r.ready)
+        };
+        if ready.is_empty() {
+            break;
+        }
+        for (t, key) in ready {
+            serve_key(eng, shared, TenantId(t), &key);
+        }
+    }
+}
+
+/// Serves the waiters of one key, first come first, while it holds the type they want.
+fn serve_key(eng: &mut Engine, shared: &Shared, t: TenantId, key: &[u8]) {
+    let b = shared.blocking();
+    let ids: Vec<u64> = b
+        .reg
+        .lock()
+        .keys
+        .get(&(t.0, key.to_vec()))
+        .map(|q| q.iter().copied().collect())
+        .unwrap_or_default();
+    for id in ids {
+        let Some(kind) = eng.key_type(t, key) else {
+            return;
+        };
+        // The waiter leaves the client table while its command runs (its place in the key
+        // FIFOs stays): nothing else can reach it, the engine lock is held.
+        let Some(entry) = b.reg.lock().clients.remove(&id) else {
+            continue;
+        };
+        if kind != entry.kind {
+            b.reg.lock().clients.insert(id, entry);
+            continue;
+        }
+        let (out, stay) = rerun(eng, shared, &entry);
+        let mut r = b.reg.lock();
+        if stay {
+            r.clients.insert(id, entry);
+            continue;
+        }
+        r.unlink(id, entry.tenant, &entry.keys);
+        b.waiting.store(r.clients.len(), Ordering::Relaxed);
+        drop(r);
+        entry
+            .slot
+            .deliver(if entry.quiet { Vec::new() } else { out });
+    }
+}
+
+/// Runs a waiting client's command again in a connection like its own: (reply, still waiting).
+fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
+    let mut conn = ConnState {
+        info: e.info.clone(),
+        proto: e.conn.proto,
+        tenant: Some(e.tenant),
+        listener_tenant: e.conn.listener_tenant,
+        db: e.conn.db,
+        user: e.conn.user.clone(),
+        authenticated: true,
+        admin: e.conn.admin,
+        owner: e.conn.owner,
+        close: false,
+        reply_off: false,
+        skip_current: false,
+        skip_next: false,
+        subs: Vec::new(),
+        psubs: Vec::new(),
+        multi: None,
+        multi_error: false,
+        watched: Vec::new(),
+        block: ConnBlock {
+            rerun: true,
+            ..ConnBlock::default()
+        },
+    };
+    let mut out = Vec::new();
+    let args: Vec<Cow<'_, [u8]>> = e.args.iter().map(|a| Cow::Borrowed(&a[..])).collect();
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut ctx = Ctx {
+            eng,
+            shared,
+            conn: &mut conn,
+            w: ReplyWriter::new(&mut out, e.conn.proto),
+            tenant: None,
+        };
+        super::dispatch(&mut ctx, &args);
+    }));
+    if ran.is_err() {
+        shared
+            .stats()
+            .internal_errors
+            .fetch_add(1, Ordering::Relaxed);
+        out.clear();
+        ReplyWriter::new(&mut out, e.conn.proto).error(&format!(
+            "ERR internal error while executing '{}'",
+            String::from_utf8_lossy(&e.args[0]).to_ascii_lowercase()
+        ));
+        return (out, false);
+    }
+    let stay = conn.block.stay;
+    if stay {
+        out.clear();
+    }
+    (out, stay)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_round_as_redis_does() {
+        assert_eq!(parse_timeout(b"0"), Ok(Timeout(0)));
+        assert_eq!(parse_timeout(b"1"), Ok(Timeout(1000)));
+        assert_eq!(parse_timeout(b"0.001"), Ok(Timeout(1)));
+        assert_eq!(parse_timeout(b"0.0001"), Ok(Timeout(1)));
+        assert_eq!(parse_timeout(b"-0.0001"), Ok(Timeout(0)));
+        assert_eq!(parse_timeout(b"1.5"), Ok(Timeout(1500)));
+        for neg in [&b"-1"[..], b"inf", b"-inf", b"1e30"] {
+            assert_eq!(
+                parse_timeout(neg),
+                Err(CmdError::msg("ERR timeout is negative")),
+                "{}",
+                String::from_utf8_lossy(neg)
+            );
+        }
+        for bad in [&b"abc"[..], b"", b" 1", b"nan", b"0x10x"] {
+            assert_eq!(
+                parse_timeout(bad),
+                Err(CmdError::msg("ERR timeout is not a float or out of range"))
+            );
+        }
+    }
+}
