@@ -485,8 +485,11 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let nan_inf = || CmdError::msg("ERR increment would produce NaN or Infinity");
     let by = match LongDouble::parse(&a[3]) {
         Some(v) => v,
+        // An infinite increment is refused before the field is read (Redis 7).
         None => match parse_f64(&a[3]) {
-            Some(f) if f.is_infinite() => return Err(nan_inf()),
+            Some(f) if f.is_infinite() => {
+                return Err(CmdError::msg("ERR value is NaN or Infinity"));
+            }
             _ => return Err(CmdError::NotFloat),
         },
     };
