@@ -468,7 +468,7 @@ pub enum Kind {
 }
 
 /// Types Locus implements (and the model checks).
-pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash];
+pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List];
 
 fn value(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(prop::sample::select(b"abcxyz019".to_vec()), 0..max)
