@@ -20,7 +20,7 @@ pub use controller::controller;
 pub use function::function;
 pub use info::{info, info_text};
 pub use memory::{memory, object};
-pub use shutdown::{save, shutdown};
+pub use shutdown::{bgsave, lastsave, save, shutdown};
 pub use tenant::tenant;
 
 pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
