@@ -868,7 +868,7 @@ impl Shared {
 
 /// Saves before a clean stop: always when `force` (SHUTDOWN SAVE), else when snapshots are on
 /// and `[snapshot] on_shutdown` says so. A running BGSAVE child is killed first (its files
-/// removed), as Redis does. The caller holds the engine lock.
+/// removed), as Redis does, whether or not this saves. The caller holds the engine lock.
 ///
 /// # Errors
 /// Why the save failed, or that snapshots are off when `force`.
@@ -880,10 +880,10 @@ pub fn save_before_shutdown(shared: &Shared, eng: &Engine, force: bool) -> Resul
             Ok(())
         };
     };
+    shared.snapshots().kill_child(&dir);
     if !force && !shared.config().snapshot.on_shutdown {
         return Ok(());
     }
-    shared.snapshots().kill_child(&dir);
     shared.snapshots().save(eng, &tenants, &dir)
 }
 

@@ -56,7 +56,9 @@
 //! reports failure through a pipe, never through locks another thread may have held at the fork
 //! (no stdout/stderr, no logging). It closes every inherited descriptor first (a restart can
 //! rebind the ports while a child still runs) and asks to be killed when its parent dies
-//! (`PR_SET_PDEATHSIG`), so `kill -9` of the server stops the save; the previous files stay.
+//! (`PR_SET_PDEATHSIG`, which fires when the forking thread ends: a runtime worker, which lives
+//! as long as the server), so `kill -9` of the server stops the save; the previous files stay.
+//! SHUTDOWN kills a running child, as Redis does.
 //!
 //! Tenants are a security boundary: SAVE, BGSAVE and SHUTDOWN are the admin's only
 //! (`exec/privilege.rs`); a tenant's INFO shows whether a save runs and when the last one ended,
@@ -195,12 +197,24 @@ pub struct LoadReport {
     pub expired: u64,
     /// Files that failed their checks (set aside).
     pub corrupt: u64,
+    /// Items the budget refused (a smaller memory than when saved, `noeviction`).
+    pub dropped: u64,
     /// One line per file loaded, set aside or removed.
     pub lines: Vec<String>,
 }
 
-/// Loads tenant `t`'s file into the engine: `Ok((items, expired))`, `Ok` with zeros when there
-/// is no file.
+/// What loading one file did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Items stored.
+    pub items: u64,
+    /// Items dropped because their TTL passed while the server was down.
+    pub expired: u64,
+    /// Items the budget refused (a smaller memory than when saved, `noeviction`).
+    pub dropped: u64,
+}
+
+/// Loads tenant `t`'s file (at `path`, which must exist) into the engine.
 ///
 /// # Errors
 /// A [`format::FormatError`] (offset and what) for a file failing a check; the tenant is
@@ -210,7 +224,7 @@ pub fn load_tenant(
     t: TenantId,
     name: &str,
     path: &Path,
-) -> Result<(u64, u64), format::FormatError> {
+) -> Result<Loaded, format::FormatError> {
     let ferr = |what: String| format::FormatError { offset: 0, what };
     let file = File::open(path).map_err(|e| ferr(format!("cannot open: {e}")))?;
     let size = file
@@ -230,7 +244,7 @@ pub fn load_from(
     name: &str,
     r: impl Read,
     size: u64,
-) -> Result<(u64, u64), format::FormatError> {
+) -> Result<Loaded, format::FormatError> {
     let (header, mut reader) = Reader::open(r, size)?;
     if header.tenant != name {
         return Err(format::FormatError {
@@ -251,9 +265,9 @@ fn load_records(
     t: TenantId,
     reader: &mut Reader<impl Read>,
     kind: RecencyKind,
-) -> Result<(u64, u64), format::FormatError> {
+) -> Result<Loaded, format::FormatError> {
     let mut buf = Vec::new();
-    let (mut loaded, mut expired) = (0, 0);
+    let mut done = Loaded::default();
     while let Some((tag, at)) = reader.next(&mut buf)? {
         let bad = |what: String| format::FormatError { offset: at, what };
         let mut body = Body::new(&buf);
@@ -272,15 +286,15 @@ fn load_records(
             eng.restore(t, key, RestoreValue::Obj(obj), meta, kind)
         };
         match stored {
-            Ok(true) => loaded += 1,
-            Ok(false) => expired += 1,
-            // Refused for memory (a smaller budget than when saved): the item is dropped, as
-            // an eviction would have dropped it.
-            Err(locus_engine::EngineError::OutOfMemory) => {}
+            Ok(true) => done.items += 1,
+            Ok(false) => done.expired += 1,
+            // Refused for memory (a smaller budget than when saved, `noeviction`): the item is
+            // dropped, as an eviction would have dropped it, and counted.
+            Err(locus_engine::EngineError::OutOfMemory) => done.dropped += 1,
             Err(e) => return Err(bad(format!("item refused: {e}"))),
         }
     }
-    Ok((loaded, expired))
+    Ok(done)
 }
 
 /// Loads every tenant's snapshot from `dir` (start-up): removes temporary files a crash left,
@@ -305,12 +319,17 @@ pub fn load_all(eng: &mut Engine, tenants: &[(TenantId, String)], dir: &Path) ->
             continue;
         }
         match load_tenant(eng, *t, name, &path) {
-            Ok((n, x)) => {
-                rep.items += n;
-                rep.expired += x;
+            Ok(l) => {
+                rep.items += l.items;
+                rep.expired += l.expired;
+                rep.dropped += l.dropped;
                 rep.lines.push(format!(
-                    "tenant {name}: loaded {n} keys from {} ({x} expired while down)",
-                    path.display()
+                    "tenant {name}: loaded {} keys from {} ({} expired while down, {} refused \
+                     for memory)",
+                    l.items,
+                    path.display(),
+                    l.expired,
+                    l.dropped
                 ));
             }
             Err(e) => {
@@ -739,9 +758,8 @@ mod tests {
         let n = write_tenant(&a, t, "default", &d).unwrap();
         assert_eq!(n, 24);
         let (mut b, tb) = engine();
-        let (loaded, expired) =
-            load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
-        assert_eq!((loaded, expired), (24, 0));
+        let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        assert_eq!((l.items, l.expired, l.dropped), (24, 0, 0));
         assert_eq!(contents(&a, t), contents(&b, tb));
         let stamps = |e: &Engine, t| {
             let mut v = Vec::new();
@@ -772,7 +790,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(250));
         let (mut b, tb) = engine();
         let r = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
-        assert_eq!(r, (0, 1));
+        assert_eq!((r.items, r.expired), (0, 1));
         assert_eq!(b.len(tb), 0);
         let _ = fs::remove_dir_all(&d);
     }
@@ -789,7 +807,7 @@ mod tests {
         // failed load leaves its tenant empty.
         let load = |b: &mut Engine, tb, f: &[u8]| load_from(b, tb, "default", f, f.len() as u64);
         let (mut b, tb) = engine();
-        assert_eq!(load(&mut b, tb, &good), Ok((24, 0)));
+        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(24));
         b.flush(tb);
         for i in 0..good.len() {
             for mask in [0x01u8, 0x80, 0xFF] {
@@ -838,6 +856,35 @@ mod tests {
         assert_eq!(aside.len(), 1);
         assert_eq!(fs::read(aside[0].path()).unwrap(), f);
         assert_eq!(b.len(tb), 0);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn items_a_smaller_noeviction_budget_refuses_are_counted() {
+        let d = dir("dropped");
+        let (mut a, t) = engine();
+        for i in 0..5000u32 {
+            a.set(
+                t,
+                format!("k{i}").as_bytes(),
+                &[7u8; 1000],
+                SetOptions::default(),
+            )
+            .unwrap();
+        }
+        write_tenant(&a, t, "default", &d).unwrap();
+        let mut cfg = ServerConfig::default();
+        cfg.memory.maxmemory = locus_common::ByteSize(2 << 20);
+        cfg.memory.page_size = Some(locus_common::ByteSize(64 << 10));
+        cfg.eviction.policy = "noeviction".to_string();
+        let mut b = Engine::new(cfg.engine_config(), Arc::new(SystemClock)).unwrap();
+        let tb = b
+            .add_tenant(cfg.tenant_config(&cfg.tenant_sections()[0]))
+            .unwrap();
+        let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        assert!(l.dropped > 0 && l.items > 0, "{l:?}");
+        assert_eq!(l.items + l.dropped, 5000);
+        assert_eq!(b.len(tb), l.items);
         let _ = fs::remove_dir_all(&d);
     }
 

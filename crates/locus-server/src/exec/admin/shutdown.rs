@@ -34,7 +34,11 @@ pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if abort {
         return Err(CmdError::msg("ERR No shutdown in progress."));
     }
-    if !nosave && save_before_shutdown(ctx.shared, ctx.eng, save).is_err() && !force {
+    if nosave {
+        if let Some((_, dir)) = ctx.shared.snapshot_targets() {
+            ctx.shared.snapshots().kill_child(&dir);
+        }
+    } else if save_before_shutdown(ctx.shared, ctx.eng, save).is_err() && !force {
         return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
     }
     ctx.shared.request_shutdown();
