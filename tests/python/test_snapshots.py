@@ -420,3 +420,35 @@ def test_shutdown_kills_a_running_bgsave_and_leaves_no_temporary_file(snap_dir):
             assert c.call("DBSIZE") == 300_001
     finally:
         srv.stop()
+
+
+@pytest.mark.locus_only
+def test_save_points_and_bgsave_schedule(snap_dir):
+    port = harness.free_port()
+    cfg = locus_cfg(port, None) + f'[snapshot]\ndir = "{snap_dir}"\nsave = ["1 2"]\n'
+    srv = harness.start_locus(cfg, port)
+    try:
+        with Raw(port, timeout=60) as c:
+            c.call("SET", "a", "1")
+            time.sleep(1.5)
+            assert info(c)["rdb_saves"] == "0", "one change is below the save point"
+            c.call("SET", "b", "2")
+            harness.wait_until(lambda: info(c)["rdb_saves"] == "1", timeout=5, what="a save point's BGSAVE")
+            wait_bgsave_done(c)
+            assert info(c)["rdb_changes_since_last_save"] == "0"
+    finally:
+        srv.stop()
+    # BGSAVE SCHEDULE while a save runs (no save points here: nothing else starts one).
+    srv = start(snap_dir)
+    try:
+        with Raw(srv.port, timeout=60) as c:
+            pipeline(c, [encode("SET", b"bulk:%d" % i, b"b" * 64) for i in range(300_000)])
+            c.send(encode("BGSAVE") + encode("BGSAVE", "SCHEDULE"))
+            assert c.read() == "Background saving started"
+            assert c.read() == "Background saving scheduled"
+            harness.wait_until(lambda: info(c)["rdb_saves"] == "2", timeout=20,
+                               what="the scheduled BGSAVE")
+            wait_bgsave_done(c)
+            assert info(c)["rdb_last_bgsave_status"] == "ok"
+    finally:
+        srv.stop()
