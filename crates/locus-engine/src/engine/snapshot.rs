@@ -147,3 +147,86 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use locus_common::VirtualClock;
+
+    use super::*;
+
+    fn engine(policy: Policy) -> (Engine, TenantId) {
+        let clock = Arc::new(VirtualClock::new(1_000_000));
+        let mut e = Engine::new(EngineConfig::default(), clock).unwrap();
+        let t = e
+            .add_tenant(TenantConfig {
+                policy,
+                ..TenantConfig::new("t")
+            })
+            .unwrap();
+        (e, t)
+    }
+
+    fn keys(e: &Engine, t: TenantId) -> Vec<Vec<u8>> {
+        let mut v = Vec::new();
+        e.for_each_item(t, |k, _, _| v.push(k.to_vec()));
+        v
+    }
+
+    #[test]
+    fn an_exact_lru_tenant_is_walked_least_recent_first_and_restored_in_that_order() {
+        let (mut a, t) = engine(Policy::AllkeysExactLru);
+        for k in [b"a", b"b", b"c", b"d"] {
+            a.set(t, k, b"v", SetOptions::default()).unwrap();
+        }
+        a.get(t, b"b");
+        a.get(t, b"a");
+        let order = keys(&a, t);
+        assert_eq!(order, [&b"c"[..], b"d", b"b", b"a"]);
+        let (mut b, tb) = engine(Policy::AllkeysExactLru);
+        let kind = a.recency_kind(t);
+        a.for_each_item(t, |k, v, m| {
+            let ValueRef::Str(v) = v else { unreachable!() };
+            assert!(b.restore(tb, k, RestoreValue::Str(v), m, kind).unwrap());
+        });
+        assert_eq!(keys(&b, tb), order);
+    }
+
+    #[test]
+    fn stamps_and_ttls_come_back_and_passed_ttls_are_dropped() {
+        let (mut a, t) = engine(Policy::AllkeysLfu);
+        a.set(t, b"k", b"v", SetOptions::default()).unwrap();
+        for _ in 0..50 {
+            a.get(t, b"k");
+        }
+        let mut meta = None;
+        a.for_each_item(t, |_, _, m| meta = Some(m));
+        let mut meta = meta.unwrap();
+        meta.expire_at_ms = Some(a.now_ms() + 5000);
+        let (mut b, tb) = engine(Policy::AllkeysLfu);
+        let kind = RecencyKind::Lfu;
+        assert!(
+            b.restore(tb, b"k", RestoreValue::Str(b"v"), meta, kind)
+                .unwrap()
+        );
+        let mut got = None;
+        b.for_each_item(tb, |_, _, m| got = Some(m));
+        assert_eq!(got, Some(meta));
+        // A stamp of another kind is not restored; a passed TTL is not stored.
+        let (mut c, tc) = engine(Policy::AllkeysLru);
+        assert!(
+            c.restore(tc, b"k", RestoreValue::Str(b"v"), meta, kind)
+                .unwrap()
+        );
+        let mut other = None;
+        c.for_each_item(tc, |_, _, m| other = Some(m));
+        assert_ne!(other.unwrap().stamp, meta.stamp);
+        meta.expire_at_ms = Some(c.now_ms());
+        assert!(
+            !c.restore(tc, b"x", RestoreValue::Str(b"v"), meta, kind)
+                .unwrap()
+        );
+        assert!(!c.exists(tc, b"x"));
+    }
+}
