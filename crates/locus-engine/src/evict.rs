@@ -249,6 +249,13 @@ impl LruList {
         }
     }
 
+    /// The next more recently used position after `pos` (towards the head), for walking the
+    /// list from [`LruList::tail`] to the most recent item.
+    pub(crate) fn more_recent(&self, pos: u32) -> Option<u32> {
+        let p = self.prev[pos as usize];
+        (p != NIL).then_some(p)
+    }
+
     /// A new item at position `pos` (== current length), most recent.
     pub(crate) fn push(&mut self, pos: u32) {
         debug_assert_eq!(pos as usize, self.prev.len());

@@ -95,8 +95,9 @@ mod store;
 
 pub use config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
 pub use engine::{
-    CONTROL_RECORD_LOG, ClassMode, Engine, Expire, KeyEvent, KeyEventKind, Object, ObjectInfo,
-    PAGE_EVENT_LOG, PageEvent, SetCond, SetOptions, ValueRef,
+    CONTROL_RECORD_LOG, ClassMode, Engine, Expire, ItemMeta, KeyEvent, KeyEventKind, Object,
+    ObjectInfo, PAGE_EVENT_LOG, PageEvent, RecencyKind, RestoreValue, SetCond, SetOptions,
+    ValueRef,
 };
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;

@@ -21,6 +21,7 @@
 //! * [`exec`]: the command table and handlers; typed [`exec::CmdError`] mapped to Redis's wording.
 //! * [`glob`]: Redis's `stringmatch` for KEYS / SCAN MATCH / CONFIG GET.
 //! * [`metrics`]: the operator's HTTP listener (`[metrics]`): Prometheus, the live page, JSON.
+//! * [`snapshot`]: SAVE/BGSAVE, the snapshot file format, loading at start-up (`[snapshot]`).
 //!
 //! Entry points: [`run`] (blocking, used by `locus serve`), [`Server::bind`] then [`Server::run`]
 //! or [`Server::spawn`] (in-process, used by tests, with an injectable clock).
@@ -31,6 +32,7 @@ pub mod glob;
 pub mod memcache;
 pub mod metrics;
 pub mod server;
+pub mod snapshot;
 pub mod tenancy;
 
 use std::net::SocketAddr;
@@ -81,6 +83,8 @@ pub struct Server {
     ),
     threads: usize,
     handle_signals: bool,
+    /// What loading the snapshots at start-up did (`None`: snapshots off or not loaded).
+    load_report: Option<snapshot::LoadReport>,
 }
 
 impl std::fmt::Debug for Server {
@@ -120,6 +124,15 @@ impl Server {
         }
         cfg.install_controller(&mut engine)?;
         let tenancy = Tenancy::new(&cfg, &ids);
+        let load_report = (cfg.snapshot.enabled() && cfg.snapshot.load).then(|| {
+            let named: Vec<(TenantId, String)> =
+                tenancy.names.iter().map(|(n, t)| (*t, n.clone())).collect();
+            snapshot::load_all(
+                &mut engine,
+                &named,
+                std::path::Path::new(cfg.snapshot.dir.trim()),
+            )
+        });
         let mut mc = memcache::McState::new(&cfg, &ids, &tenancy);
         if cfg.memcached_enabled() {
             let ctl = cfg
@@ -218,6 +231,7 @@ impl Server {
             memcached: (Arc::new(mc), mc_listeners),
             threads,
             handle_signals: false,
+            load_report,
         })
     }
 
@@ -248,6 +262,11 @@ impl Server {
     /// The bound address of the `[metrics]` HTTP listener, if configured.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// What loading the snapshots at start-up did (`None`: snapshots off or loading off).
+    pub fn load_report(&self) -> Option<&snapshot::LoadReport> {
+        self.load_report.as_ref()
     }
 
     /// Number of tenants.
@@ -306,6 +325,9 @@ impl Server {
                 let sh = shared.clone();
                 tokio::spawn(async move {
                     wait_for_signal().await;
+                    // A clean stop saves first when `[snapshot] on_shutdown` says so; a failed
+                    // save still stops (the operator asked for the process to end).
+                    let _ = server::save_before_shutdown(&sh, &sh.engine(), false);
                     sh.request_shutdown();
                 });
             }

@@ -4,7 +4,8 @@
 //! TTLs), `pages` (page allocation, reclaim, moves), `victim` (each policy's victim choice),
 //! `data` (GET/SET/DEL and allocation), `maintenance` (active expiry, tick), `settings` (runtime
 //! changes), `stats` (counters, introspection), `page_api` (what controllers and tests drive),
-//! `control` (the controller runtime) and `slab` (class-local eviction). This file holds the
+//! `control` (the controller runtime), `slab` (class-local eviction) and `snapshot` (walking and
+//! restoring items with their metadata). This file holds the
 //! types, the [`Engine`] struct and its constructor.
 
 mod control;
@@ -18,6 +19,7 @@ mod pages;
 mod recency;
 mod settings;
 mod slab;
+mod snapshot;
 mod stats;
 mod victim;
 
@@ -49,6 +51,7 @@ use crate::stats::{
 use crate::store::{HDR, Page, Store};
 
 pub use object::{Object, ValueRef};
+pub use snapshot::{ItemMeta, RecencyKind, RestoreValue};
 
 /// Pages examined when choosing which page to take back (all of them when the pool has fewer).
 const RECLAIM_SAMPLE: usize = 64;

@@ -20,11 +20,13 @@ mod controller;
 mod memcached;
 mod metrics;
 mod sections;
+mod snapshot;
 
 pub use controller::*;
 pub use memcached::*;
 pub use metrics::*;
 pub use sections::*;
+pub use snapshot::*;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1";
@@ -73,6 +75,8 @@ pub struct ServerConfig {
     pub metrics: MetricsSection,
     /// `[memcached]`: memcached protocol listeners and their slab model.
     pub memcached: MemcachedSection,
+    /// `[snapshot]`: snapshot files, save points, saving at shutdown and loading at start.
+    pub snapshot: SnapshotSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -277,6 +281,7 @@ impl ServerConfig {
         self.validate_tenants(&mut p);
         self.validate_controller(&mut p);
         p.extend(self.metrics.problems());
+        p.extend(self.snapshot.problems());
         self.memcached.validate(self, &mut p);
         if p.is_empty() {
             Ok(())

@@ -350,6 +350,10 @@ fn run_counted(
         notify::publish_key_events(ctx.shared, ctx.eng);
     }
     ran?;
+    if spec.is_write {
+        // Redis's `dirty` (rdb_changes_since_last_save, save points), one per write command.
+        ctx.shared.snapshots().note_write();
+    }
     // Clients blocked on a key this write names are served after the command (exec/blocking).
     if spec.is_write
         && let Some(t) = ctx.tenant

@@ -3,7 +3,8 @@
 //!
 //! | command                                   | a tenant's connection                      |
 //! |-------------------------------------------|--------------------------------------------|
-//! | SHUTDOWN, LOCUS.CONTROLLER, CONFIG RESETSTAT | refused (`NOPERM`)                      |
+//! | SHUTDOWN, SAVE, BGSAVE, LOCUS.CONTROLLER, CONFIG RESETSTAT | refused (`NOPERM`)         |
+//! | LOCUS.MRC own / other                     | its own curve / refused (`NOPERM`)         |
 //! | CONFIG SET maxmemory-policy / -samples    | applies to its own tenant                  |
 //! | CONFIG SET anything else                  | refused                                    |
 //! | CONFIG GET                                | its tenant's memory settings, no secrets   |

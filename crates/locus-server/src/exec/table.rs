@@ -228,9 +228,11 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("memory", -2, [], 2, 2, 1, ["@slow"], "server", "4.0.0", "A container for memory diagnostics commands.", Keys, admin::memory, ["memory|usage", "memory|help"]),
     cmd!("object", -2, [], 2, 2, 1, ["@slow"], "generic", "2.2.3", "A container for object introspection commands.", Keys, admin::object, [ "object|encoding", "object|idletime", "object|freq", "object|refcount", "object|help" ]),
     cmd!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", None, admin::save),
-    cmd!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", None, admin::save),
+    cmd!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", None, admin::bgsave),
+    cmd!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["@admin", "@fast", "@dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", None, admin::lastsave),
     cmd!("shutdown", -1, [ "admin", "noscript", "loading", "stale", "no_multi", "allow_busy" ], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", None, admin::shutdown),
     cmd!("locus.tenant", -2, ["admin"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Lists tenants and reads or changes a tenant's memory settings (Locus).", None, admin::tenant),
+    cmd!("locus.mrc", -2, ["readonly"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Returns a tenant's miss ratio curve as its controller's profiler built it, or the memory that curve says the tenant needs for a hit ratio (Locus).", None, admin::mrc),
     cmd!("locus.controller", -2, ["admin"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Shows the memory controller's state, targets and decisions, or makes it decide now, or replaces it (Locus).", None, admin::controller, [ "locus.controller|info", "locus.controller|targets", "locus.controller|records", "locus.controller|run", "locus.controller|set", "locus.controller|help" ]),
 ];
 

@@ -4,7 +4,8 @@
 //!   series (columns: `t_ms`, `pages`, `target`, `hit_ratio`, `penalty_us`, ...), and the
 //!   controller's last decisions.
 //! * `/api/curves[?tenant=NAME]`: each tenant's newest miss ratio curves, the decision and model
-//!   that built them, and where its pages and target sit on them.
+//!   that built them, where its pages and target sit on them, and the memory the model says it
+//!   needs for a few hit ratios (`memory_for`, as `LOCUS.MRC <tenant> MEMORY-FOR <h>`).
 //!
 //! Numbers that are not finite are written as `null` (JSON has no NaN).
 
@@ -189,6 +190,9 @@ fn percent_decode(s: &str) -> Result<String, String> {
     String::from_utf8(out).map_err(|_| format!("{s:?} is not UTF-8"))
 }
 
+/// The hit ratios `/api/curves` gives the memory for (`memory_for`).
+pub const MEMORY_FOR_SHOWN: [f64; 5] = [0.5, 0.8, 0.9, 0.95, 0.99];
+
 /// `/api/curves`.
 pub fn curves(shared: &Shared, only: Option<&str>) -> Value {
     let snap = Snapshot::take(shared);
@@ -235,6 +239,18 @@ pub fn curves(shared: &Shared, only: Option<&str>) -> Value {
                 "units_per_page": upp,
                 "model": main,
                 "modelled_miss_ratio": t.modelled_miss_ratio().map_or(Value::Null, num),
+                // LOCUS.MRC <tenant> MEMORY-FOR <h> at a few hit ratios (bytes; null: the
+                // curve does not reach it).
+                "memory_for": t.curves.as_ref().map_or(Value::Null, |c| {
+                    MEMORY_FOR_SHOWN
+                        .iter()
+                        .map(|&h| {
+                            let v = c.memory_for(h, snap.engine.page_size);
+                            (h.to_string(), v.map_or(Value::Null, |b| json!(b)))
+                        })
+                        .collect::<Map<_, _>>()
+                        .into()
+                }),
                 "curves": list,
             })
         })

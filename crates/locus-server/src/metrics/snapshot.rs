@@ -29,6 +29,35 @@ pub struct TenantCurves {
     pub main: usize,
 }
 
+impl TenantCurves {
+    /// The curve the model figures are read from.
+    pub fn main_curve(&self) -> Option<&CurveRecord> {
+        self.curves.get(self.main)
+    }
+
+    /// Bytes of memory (pages of `page_size`) that `units` of curve capacity take; `None`
+    /// while the units per page are unknown (a tenant without items, curve in objects).
+    pub fn bytes_for_units(&self, units: f64, page_size: u64) -> Option<f64> {
+        Some(units / self.units_per_page? * page_size as f64)
+    }
+
+    /// The memory the main curve says the tenant needs for `hit_ratio` (in `[0, 1]`): `None`
+    /// when the curve does not reach it within the capacities it models, or cannot be placed
+    /// in bytes.
+    pub fn memory_for(&self, hit_ratio: f64, page_size: u64) -> Option<u64> {
+        let units = self.main_curve()?.mrc.capacity_for(1.0 - hit_ratio)?;
+        self.bytes_for_units(units, page_size)
+            .map(|b| b.ceil() as u64)
+    }
+}
+
+/// Tenant `t`'s newest curves (the newest decision that recorded one), if its controller
+/// recorded any.
+pub fn tenant_curves(eng: &Engine, t: TenantId) -> Option<TenantCurves> {
+    let records = eng.recent_control_records(locus_engine::CONTROL_RECORD_LOG);
+    newest_curves(&records, t, &eng.tenant_stats(t), eng.config().page_size)
+}
+
 /// One tenant.
 #[derive(Debug, Clone)]
 pub struct TenantSnap {

@@ -468,6 +468,8 @@ pub struct Shared {
     stopping: AtomicBool,
     /// The clock as of the latest tick (see [`Shared::coarse_now_ms`]).
     coarse_ms: AtomicU64,
+    /// SAVE / BGSAVE state, the change count, the running child.
+    snapshots: crate::snapshot::Snapshots,
 }
 
 impl std::fmt::Debug for Shared {
@@ -600,7 +602,28 @@ impl Shared {
             shutdown: watch::channel(false).0,
             stopping: AtomicBool::new(false),
             coarse_ms: AtomicU64::new(start_ms),
+            snapshots: crate::snapshot::Snapshots::new(start_ms),
         }
+    }
+
+    /// Snapshot state (SAVE, BGSAVE, LASTSAVE, INFO persistence).
+    pub fn snapshots(&self) -> &crate::snapshot::Snapshots {
+        &self.snapshots
+    }
+
+    /// Every tenant with its name, and the snapshot directory when snapshots are on.
+    pub fn snapshot_targets(&self) -> Option<(Vec<(TenantId, String)>, std::path::PathBuf)> {
+        let cfg = self.config();
+        if !cfg.snapshot.enabled() {
+            return None;
+        }
+        let tenants = self
+            .tenancy
+            .names
+            .iter()
+            .map(|(n, t)| (*t, n.clone()))
+            .collect();
+        Some((tenants, std::path::PathBuf::from(cfg.snapshot.dir.trim())))
     }
 
     /// Whether new connections must AUTH before running commands.
@@ -843,6 +866,27 @@ impl Shared {
     }
 }
 
+/// Saves before a clean stop: always when `force` (SHUTDOWN SAVE), else when snapshots are on
+/// and `[snapshot] on_shutdown` says so. A running BGSAVE child is killed first (its files
+/// removed), as Redis does, whether or not this saves. The caller holds the engine lock.
+///
+/// # Errors
+/// Why the save failed, or that snapshots are off when `force`.
+pub fn save_before_shutdown(shared: &Shared, eng: &Engine, force: bool) -> Result<(), String> {
+    let Some((tenants, dir)) = shared.snapshot_targets() else {
+        return if force {
+            Err("snapshots are off ([snapshot] dir is empty)".to_string())
+        } else {
+            Ok(())
+        };
+    };
+    shared.snapshots().kill_child(&dir);
+    if !force && !shared.config().snapshot.on_shutdown {
+        return Ok(());
+    }
+    shared.snapshots().save(eng, &tenants, &dir)
+}
+
 /// The background task: `hz` times a second, tick the engine and sweep expired keys.
 pub async fn tick_loop(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown_rx();
@@ -859,6 +903,14 @@ pub async fn tick_loop(shared: Arc<Shared>) {
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         if shared.notify_flags() != 0 {
             crate::exec::notify::publish_key_events(&shared, &mut eng);
+        }
+        // Reap a finished BGSAVE child; start one a save point (or BGSAVE SCHEDULE) asks for.
+        if let Some((tenants, dir)) = shared.snapshot_targets() {
+            let points = shared.config().snapshot.save_points().unwrap_or_default();
+            let now = shared.clock().now_ms();
+            if shared.snapshots().poll(now, &points) {
+                let _ = shared.snapshots().bgsave(&eng, &tenants, &dir);
+            }
         }
     }
 }

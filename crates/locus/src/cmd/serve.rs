@@ -121,6 +121,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let server = Server::bind(cfg, Arc::new(SystemClock), file)
         .context("cannot start the server")?
         .with_signals(true);
+    if let Some(rep) = server.load_report() {
+        for line in &rep.lines {
+            eprintln!("locus: snapshot: {line}");
+        }
+    }
     let n = server.tenant_count();
     for l in server.local_addrs() {
         let what = if l.memcached {

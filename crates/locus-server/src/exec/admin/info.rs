@@ -159,8 +159,28 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     }
     if want("persistence") {
         sep(&mut out);
-        // Locus has no persistence; these are the fields clients poll before using a server.
-        out.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n");
+        // Snapshots (SAVE/BGSAVE); no AOF. The count of changes is server-wide traffic: the
+        // admin's only.
+        let st = sh.snapshots().status(sh.clock().now_ms());
+        let _ = write!(
+            out,
+            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nlatest_fork_usec:{}\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\n",
+            if scope.is_none() { st.changes } else { 0 },
+            u8::from(st.in_progress),
+            st.lastsave,
+            if st.last_ok { "ok" } else { "err" },
+            st.last_bgsave_secs,
+            st.current_secs,
+            st.saves,
+            st.fork_usec,
+        );
+        if scope.is_none() && !st.last_error.is_empty() {
+            let _ = write!(
+                out,
+                "locus_snapshot_last_error:{}\r\n",
+                st.last_error.replace(['\r', '\n'], " ")
+            );
+        }
     }
     if want("stats") {
         sep(&mut out);

@@ -1,5 +1,5 @@
 //! Server commands, one file each: [`command`] (COMMAND), [`config`] (CONFIG), [`info`] (INFO),
-//! [`memory`] (MEMORY, OBJECT), [`function`] (FUNCTION: no libraries, ever), [`shutdown`] (SHUTDOWN), [`tenant`] (`LOCUS.TENANT`) and
+//! [`memory`] (MEMORY, OBJECT), [`function`] (FUNCTION: no libraries, ever), [`shutdown`] (SHUTDOWN, SAVE, BGSAVE, LASTSAVE), [`tenant`] (`LOCUS.TENANT`), [`mrc`] (`LOCUS.MRC`) and
 //! [`controller`] (`LOCUS.CONTROLLER`: the memory controller's state, targets, decision log,
 //! decide now, replace it).
 
@@ -9,6 +9,7 @@ pub mod controller;
 pub mod function;
 pub mod info;
 pub mod memory;
+pub mod mrc;
 pub mod shutdown;
 pub mod tenant;
 
@@ -20,7 +21,8 @@ pub use controller::controller;
 pub use function::function;
 pub use info::{info, info_text};
 pub use memory::{memory, object};
-pub use shutdown::{save, shutdown};
+pub use mrc::mrc;
+pub use shutdown::{bgsave, lastsave, save, shutdown};
 pub use tenant::tenant;
 
 pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {

@@ -1,28 +1,95 @@
-//! `SHUTDOWN`, and `SAVE` / `BGSAVE`, refused: Locus keeps nothing on disk yet.
+//! `SHUTDOWN`, `SAVE`, `BGSAVE` and `LASTSAVE` (snapshots: [`crate::snapshot`]).
 
 use crate::exec::{Args, CmdError, CmdResult, Ctx, is};
+use crate::server::save_before_shutdown;
 
-/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: stops the server (no reply, like Redis).
+/// The reply when `[snapshot] dir` is empty.
+fn snapshots_off(cmd: &str) -> CmdError {
+    CmdError::msg(format!(
+        "ERR {cmd}: snapshots are off (set [snapshot] dir in the configuration to save)"
+    ))
+}
+
+/// `SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]`: saves when asked (`SAVE`) or when
+/// `[snapshot] on_shutdown` is on (unless `NOSAVE`), then stops (no reply, like Redis). A save
+/// that fails keeps the server running unless `FORCE`, with Redis's error.
 pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let (mut save, mut nosave, mut force, mut abort) = (false, false, false, false);
     for o in &a[1..] {
-        if is(o, "abort") {
-            return Err(CmdError::msg("ERR No shutdown in progress."));
-        }
-        if !(is(o, "nosave") || is(o, "save") || is(o, "now") || is(o, "force")) {
+        if is(o, "nosave") {
+            nosave = true;
+        } else if is(o, "save") {
+            save = true;
+        } else if is(o, "force") {
+            force = true;
+        } else if is(o, "abort") {
+            abort = true;
+        } else if !is(o, "now") {
             return Err(CmdError::Syntax);
         }
     }
-    // Locus has no persistence: SAVE and NOSAVE both just stop.
+    if (save && nosave) || (abort && a.len() > 2) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        return Err(CmdError::msg("ERR No shutdown in progress."));
+    }
+    if nosave {
+        if let Some((_, dir)) = ctx.shared.snapshot_targets() {
+            ctx.shared.snapshots().kill_child(&dir);
+        }
+    } else if save_before_shutdown(ctx.shared, ctx.eng, save).is_err() && !force {
+        return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
+    }
     ctx.shared.request_shutdown();
     ctx.conn.close = true;
     Ok(())
 }
 
-/// `SAVE` / `BGSAVE [SCHEDULE]`: Locus has no snapshots yet; a clear error, not an unknown
-/// command (SAVE is also refused inside MULTI, as Redis flags it `no_multi`).
-pub fn save(_ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    Err(CmdError::msg(format!(
-        "ERR {}: Locus keeps no snapshot on disk (a cache's data is rebuilt from its backend)",
-        String::from_utf8_lossy(&a[0]).to_ascii_uppercase()
-    )))
+/// `SAVE`: writes every tenant's snapshot in the foreground (every client waits, as in Redis;
+/// BGSAVE does not stop service).
+pub fn save(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    let (tenants, dir) = ctx.shared.snapshot_targets().ok_or(snapshots_off("SAVE"))?;
+    let snaps = ctx.shared.snapshots();
+    if snaps.in_progress() {
+        return Err(CmdError::msg("ERR Background save already in progress"));
+    }
+    snaps
+        .save(ctx.eng, &tenants, &dir)
+        .map_err(|e| CmdError::msg(format!("ERR snapshot failed: {e}")))?;
+    ctx.w.simple("OK");
+    Ok(())
+}
+
+/// `BGSAVE [SCHEDULE]`: forks a child that writes every tenant's snapshot.
+pub fn bgsave(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let schedule = match a.len() {
+        1 => false,
+        2 if is(&a[1], "schedule") => true,
+        _ => return Err(CmdError::Syntax),
+    };
+    let (tenants, dir) = ctx
+        .shared
+        .snapshot_targets()
+        .ok_or(snapshots_off("BGSAVE"))?;
+    let snaps = ctx.shared.snapshots();
+    if snaps.in_progress() {
+        if schedule {
+            snaps.schedule();
+            ctx.w.simple("Background saving scheduled");
+            return Ok(());
+        }
+        return Err(CmdError::msg("ERR Background save already in progress"));
+    }
+    snaps
+        .bgsave(ctx.eng, &tenants, &dir)
+        .map_err(|e| CmdError::msg(format!("ERR {e}")))?;
+    ctx.w.simple("Background saving started");
+    Ok(())
+}
+
+/// `LASTSAVE`: Unix time of the last successful save (the start time before any).
+pub fn lastsave(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    ctx.w.integer(ctx.shared.snapshots().lastsave_secs() as i64);
+    Ok(())
 }

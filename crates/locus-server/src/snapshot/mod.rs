@@ -1,0 +1,898 @@
+//! Snapshots and warm restart: `SAVE`, `BGSAVE`, `LASTSAVE`, save points, saving at shutdown
+//! and loading at start-up (`[snapshot]`, see [`crate::config::SnapshotSection`]).
+//!
+//! # Files
+//!
+//! One file per tenant, `<dir>/<tenant>.locus` (bytes of the name outside `[A-Za-z0-9._-]`
+//! written as `%XX`). A save writes `<tenant>.locus.tmp.<pid>`, fsyncs it, renames it over the
+//! old file and fsyncs the directory, so the name always holds a complete snapshot: a crash or
+//! `kill -9` at any point leaves the previous one in place (and at worst a temporary file, which
+//! the next start removes).
+//!
+//! # Format (version 1, all integers little-endian)
+//!
+//! ```text
+//! header  "LOCUSNAP" | version u16 | recency kind u8 | 0 u8 | created_ms u64
+//!         | name_len u16 | tenant name | crc32c(every header byte before it) u32
+//! record  tag u8 | body_len u32 | body | crc32c(tag, body_len, body) u32
+//! item    body = key_len u32 | key | expire_at_ms u64 (u64::MAX: no TTL) | stamp u32 | value
+//!           tag 1 string: value = the rest of the body
+//!           tag 2 hash:   value = n u32 | n x (field_len u32 | field | value_len u32 | value)
+//!           tag 3 list:   value = n u32 | n x (len u32 | element), head first
+//!           (tags 4 set and 5 sorted set: not yet, see `types.rs`)
+//! end     tag 0xFF, body = number of item records u64; nothing may follow it
+//! ```
+//!
+//! TTLs are absolute times of the server clock (Unix ms), so time that passed while the server
+//! was down counts, and an item that expired meanwhile is dropped at load. The stamp is the
+//! policy's 24-bit recency field (Redis's `lru`: LRU clock seconds, or LFU `minutes << 8 |
+//! counter`); the header's recency kind says which, and stamps are restored only into a tenant
+//! whose policy reads them the same way (and never under the logical LRU clock, which restarts
+//! at zero). An `allkeys-exact-lru` tenant is written least recently used first, so loading in
+//! file order rebuilds its list. The engine keeps no per-key penalty class (penalties are per
+//! tenant), so there is none to save. Not saved: hyperbolic caching's per-item counts (items
+//! restart as new), profilers' state (the controller's curves rebuild from traffic).
+//!
+//! # Checks at load
+//!
+//! Every record is framed and checksummed (CRC-32C catches any error within 32 consecutive
+//! bits, so any one damaged byte); a record's length is checked against the file's size before
+//! anything is allocated; the end record must count the records and close the file. A file
+//! failing any check is reported with its name and the byte offset of the bad record, renamed to
+//! `<tenant>.locus.corrupt-<unix ms>` (set aside, never deleted), and its tenant starts empty
+//! (nothing half-loaded); the server starts either way.
+//!
+//! # BGSAVE: a forked child
+//!
+//! BGSAVE forks while holding the engine lock, as Redis does, and the child writes every
+//! tenant's file from its copy-on-write image of the engine, then `_exit`s; the parent releases
+//! the lock as soon as `fork` returns, so the stall is the page-table copy (measured, INFO
+//! `latest_fork_usec`), whatever the data size. An incremental walk under the lock in slices
+//! was the other option; it needs a consistent cut (copy-on-write per item or a change log)
+//! woven into every write path of the engine, and each slice still stalls every tenant, while
+//! the fork gives an exact point-in-time image for free. The cost is memory: pages written
+//! during the save are copied (at most doubling). The child is safe because it only reads the
+//! engine it already holds, allocates through glibc's malloc (fork-safe), writes files, and
+//! reports failure through a pipe, never through locks another thread may have held at the fork
+//! (no stdout/stderr, no logging). It closes every inherited descriptor first (a restart can
+//! rebind the ports while a child still runs) and asks to be killed when its parent dies
+//! (`PR_SET_PDEATHSIG`, which fires when the forking thread ends: a runtime worker, which lives
+//! as long as the server), so `kill -9` of the server stops the save; the previous files stay.
+//! SHUTDOWN kills a running child, as Redis does.
+//!
+//! Tenants are a security boundary: SAVE, BGSAVE and SHUTDOWN are the admin's only
+//! (`exec/privilege.rs`); a tenant's INFO shows whether a save runs and when the last one ended,
+//! not the server-wide count of changes (that would show other tenants' traffic).
+
+pub mod format;
+pub mod types;
+
+use std::fs::{self, File};
+use std::io::{BufReader, BufWriter, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use locus_engine::{Engine, ItemMeta, RecencyKind, RestoreValue, TenantId, ValueRef};
+use parking_lot::Mutex;
+
+use format::{Body, Header, Reader, TAG_END, TAG_STRING};
+
+/// A failed BGSAVE is retried by a save point only after this long (Redis's
+/// `CONFIG_BGSAVE_RETRY_DELAY`).
+const RETRY_DELAY_MS: u64 = 5000;
+/// Bytes of a child's error message the parent reads from the pipe.
+const CHILD_MSG_MAX: usize = 1024;
+
+/// The file of `tenant` in `dir`.
+pub fn file_path(dir: &Path, tenant: &str) -> PathBuf {
+    let mut name = String::with_capacity(tenant.len() + 6);
+    for &b in tenant.as_bytes() {
+        // A leading dot is escaped too: no name can be hidden, `.` or `..`.
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && !name.is_empty()) {
+            name.push(b as char);
+        } else {
+            name.push_str(&format!("%{b:02X}"));
+        }
+    }
+    dir.join(format!("{name}.locus"))
+}
+
+/// Writes tenant `t`'s snapshot (see the module doc); returns the items written.
+///
+/// # Errors
+/// The first I/O error or an object without a codec, as a message with the file name; the
+/// previous file is untouched then.
+pub fn write_tenant(eng: &Engine, t: TenantId, name: &str, dir: &Path) -> Result<u64, String> {
+    let path = file_path(dir, name);
+    let tmp = PathBuf::from(format!("{}.tmp.{}", path.display(), std::process::id()));
+    let r = write_file(eng, t, name, &tmp);
+    let r = r.and_then(|n| {
+        fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}"))?;
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| format!("fsync of the directory: {e}"))?;
+        Ok(n)
+    });
+    if r.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    r.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn write_file(eng: &Engine, t: TenantId, name: &str, tmp: &Path) -> Result<u64, String> {
+    let now = eng.now_ms();
+    let file = File::create(tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let io = |e: std::io::Error| format!("write: {e}");
+    format::write_header(
+        &mut w,
+        &Header {
+            tenant: name.to_string(),
+            recency: eng.recency_kind(t).code(),
+            created_ms: now,
+        },
+    )
+    .map_err(io)?;
+    let mut body = Vec::new();
+    let mut items = 0u64;
+    let mut failed: Option<String> = None;
+    eng.for_each_item(t, |key, value, meta| {
+        if failed.is_some() || meta.expire_at_ms.is_some_and(|at| at <= now) {
+            return;
+        }
+        format::item_head(&mut body, key, meta.expire_at_ms, meta.stamp);
+        let tag = match value {
+            ValueRef::Str(v) => {
+                body.extend_from_slice(v);
+                TAG_STRING
+            }
+            ValueRef::Obj(o) => {
+                let codec = types::codec_for(o.type_name());
+                match codec.and_then(|c| (c.encode)(o, &mut body).map(|()| c.tag)) {
+                    Some(tag) => tag,
+                    None => {
+                        failed = Some(format!(
+                            "no snapshot codec for type '{}' (key of {} bytes)",
+                            o.type_name(),
+                            key.len()
+                        ));
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = format::write_record(&mut w, tag, &body) {
+            failed = Some(io(e));
+        }
+        items += 1;
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    format::write_record(&mut w, TAG_END, &items.to_le_bytes()).map_err(io)?;
+    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
+    file.sync_all().map_err(|e| format!("fsync: {e}"))?;
+    Ok(items)
+}
+
+/// Writes every tenant's snapshot; returns the items written.
+///
+/// # Errors
+/// The first tenant that failed (tenants written before it keep their new files).
+pub fn save_all(eng: &Engine, tenants: &[(TenantId, String)], dir: &Path) -> Result<u64, String> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut n = 0;
+    for (t, name) in tenants {
+        n += write_tenant(eng, *t, name, dir)?;
+    }
+    Ok(n)
+}
+
+/// What a start-up load did: one line per file, for the operator.
+#[derive(Debug, Default, Clone)]
+pub struct LoadReport {
+    /// Items loaded over all tenants.
+    pub items: u64,
+    /// Items dropped because their TTL passed while the server was down.
+    pub expired: u64,
+    /// Files that failed their checks (set aside).
+    pub corrupt: u64,
+    /// Items the budget refused (a smaller memory than when saved, `noeviction`).
+    pub dropped: u64,
+    /// One line per file loaded, set aside or removed.
+    pub lines: Vec<String>,
+}
+
+/// What loading one file did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loaded {
+    /// Items stored.
+    pub items: u64,
+    /// Items dropped because their TTL passed while the server was down.
+    pub expired: u64,
+    /// Items the budget refused (a smaller memory than when saved, `noeviction`).
+    pub dropped: u64,
+}
+
+/// Loads tenant `t`'s file (at `path`, which must exist) into the engine.
+///
+/// # Errors
+/// A [`format::FormatError`] (offset and what) for a file failing a check; the tenant is
+/// emptied again then.
+pub fn load_tenant(
+    eng: &mut Engine,
+    t: TenantId,
+    name: &str,
+    path: &Path,
+) -> Result<Loaded, format::FormatError> {
+    let ferr = |what: String| format::FormatError { offset: 0, what };
+    let file = File::open(path).map_err(|e| ferr(format!("cannot open: {e}")))?;
+    let size = file
+        .metadata()
+        .map_err(|e| ferr(format!("cannot stat: {e}")))?
+        .len();
+    load_from(eng, t, name, BufReader::with_capacity(1 << 20, file), size)
+}
+
+/// [`load_tenant`] from any reader of `size` bytes.
+///
+/// # Errors
+/// As [`load_tenant`].
+pub fn load_from(
+    eng: &mut Engine,
+    t: TenantId,
+    name: &str,
+    r: impl Read,
+    size: u64,
+) -> Result<Loaded, format::FormatError> {
+    let (header, mut reader) = Reader::open(r, size)?;
+    if header.tenant != name {
+        return Err(format::FormatError {
+            offset: 0,
+            what: format!("holds tenant {:?}, not {name:?}", header.tenant),
+        });
+    }
+    let kind = RecencyKind::from_code(header.recency).unwrap_or(RecencyKind::Logical);
+    let r = load_records(eng, t, &mut reader, kind);
+    if r.is_err() {
+        eng.flush(t);
+    }
+    r
+}
+
+fn load_records(
+    eng: &mut Engine,
+    t: TenantId,
+    reader: &mut Reader<impl Read>,
+    kind: RecencyKind,
+) -> Result<Loaded, format::FormatError> {
+    let mut buf = Vec::new();
+    let mut done = Loaded::default();
+    while let Some((tag, at)) = reader.next(&mut buf)? {
+        let bad = |what: String| format::FormatError { offset: at, what };
+        let mut body = Body::new(&buf);
+        let (key, expire_at_ms, stamp) = format::read_item_head(&mut body).map_err(bad)?;
+        let meta = ItemMeta {
+            expire_at_ms,
+            stamp,
+        };
+        let stored = if tag == TAG_STRING {
+            eng.restore(t, key, RestoreValue::Str(body.remaining()), meta, kind)
+        } else {
+            let codec =
+                types::codec_of_tag(tag).ok_or_else(|| bad(format!("unknown record tag {tag}")))?;
+            let obj = (codec.decode)(&mut body).map_err(bad)?;
+            body.finish().map_err(bad)?;
+            eng.restore(t, key, RestoreValue::Obj(obj), meta, kind)
+        };
+        match stored {
+            Ok(true) => done.items += 1,
+            Ok(false) => done.expired += 1,
+            // Refused for memory (a smaller budget than when saved, `noeviction`): the item is
+            // dropped, as an eviction would have dropped it, and counted.
+            Err(locus_engine::EngineError::OutOfMemory) => done.dropped += 1,
+            Err(e) => return Err(bad(format!("item refused: {e}"))),
+        }
+    }
+    Ok(done)
+}
+
+/// Loads every tenant's snapshot from `dir` (start-up): removes temporary files a crash left,
+/// sets aside files failing a check (renamed `.corrupt-<unix ms>`), and zeroes the statistics
+/// afterwards (a loaded item is not a SET a client made).
+pub fn load_all(eng: &mut Engine, tenants: &[(TenantId, String)], dir: &Path) -> LoadReport {
+    let mut rep = LoadReport::default();
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.contains(".locus.tmp.") && fs::remove_file(e.path()).is_ok() {
+                rep.lines.push(format!(
+                    "removed {} (an unfinished save)",
+                    e.path().display()
+                ));
+            }
+        }
+    }
+    for (t, name) in tenants {
+        let path = file_path(dir, name);
+        if !path.exists() {
+            continue;
+        }
+        match load_tenant(eng, *t, name, &path) {
+            Ok(l) => {
+                rep.items += l.items;
+                rep.expired += l.expired;
+                rep.dropped += l.dropped;
+                rep.lines.push(format!(
+                    "tenant {name}: loaded {} keys from {} ({} expired while down, {} refused \
+                     for memory)",
+                    l.items,
+                    path.display(),
+                    l.expired,
+                    l.dropped
+                ));
+            }
+            Err(e) => {
+                rep.corrupt += 1;
+                let aside = PathBuf::from(format!("{}.corrupt-{}", path.display(), eng.now_ms()));
+                let moved = match fs::rename(&path, &aside) {
+                    Ok(()) => format!("set aside as {}", aside.display()),
+                    Err(re) => format!("could not be set aside: {re}"),
+                };
+                rep.lines.push(format!(
+                    "tenant {name}: {} is corrupt {e}; {moved}; the tenant starts empty",
+                    path.display()
+                ));
+            }
+        }
+    }
+    eng.reset_stats();
+    rep
+}
+
+/// A BGSAVE child.
+#[derive(Debug)]
+struct Child {
+    pid: libc::pid_t,
+    started_ms: u64,
+    /// Read end of the pipe the child writes its error to.
+    pipe: libc::c_int,
+}
+
+/// Snapshot state shared by the connections and the tick task.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    /// Successful write commands since the start (Redis's `dirty`, counted per command).
+    dirty: AtomicU64,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Unix ms of the last successful save (the start time until one happens, as Redis).
+    lastsave_ms: u64,
+    /// `dirty` at the last successful save (or at the start of the running one).
+    dirty_at_save: u64,
+    dirty_at_child: u64,
+    last_ok: bool,
+    last_error: String,
+    last_try_ms: u64,
+    last_bgsave_secs: Option<u64>,
+    fork_usec: u64,
+    child: Option<Child>,
+    scheduled: bool,
+    saves: u64,
+}
+
+/// What INFO persistence shows.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// Writes since the last save.
+    pub changes: u64,
+    /// Whether a BGSAVE runs.
+    pub in_progress: bool,
+    /// Unix seconds of the last successful save.
+    pub lastsave: u64,
+    /// Whether the last save succeeded.
+    pub last_ok: bool,
+    /// The last failure's message ("" after a success).
+    pub last_error: String,
+    /// Duration of the last BGSAVE in seconds (-1: none yet).
+    pub last_bgsave_secs: i64,
+    /// Seconds the running BGSAVE has taken (-1: none running).
+    pub current_secs: i64,
+    /// Microseconds the last fork held the engine lock.
+    pub fork_usec: u64,
+    /// Successful saves since the start.
+    pub saves: u64,
+}
+
+impl Snapshots {
+    /// State for a server started at `now_ms` (Unix ms).
+    pub fn new(now_ms: u64) -> Self {
+        Snapshots {
+            dirty: AtomicU64::new(0),
+            state: Mutex::new(State {
+                lastsave_ms: now_ms,
+                last_ok: true,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// Counts one successful write command.
+    pub fn note_write(&self) {
+        self.dirty.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Unix seconds of the last successful save (`LASTSAVE`).
+    pub fn lastsave_secs(&self) -> u64 {
+        self.state.lock().lastsave_ms / 1000
+    }
+
+    /// Whether a BGSAVE child runs.
+    pub fn in_progress(&self) -> bool {
+        self.state.lock().child.is_some()
+    }
+
+    /// INFO persistence's figures at `now_ms`.
+    pub fn status(&self, now_ms: u64) -> Status {
+        let s = self.state.lock();
+        Status {
+            changes: self
+                .dirty
+                .load(Ordering::Relaxed)
+                .saturating_sub(s.dirty_at_save),
+            in_progress: s.child.is_some(),
+            lastsave: s.lastsave_ms / 1000,
+            last_ok: s.last_ok,
+            last_error: s.last_error.clone(),
+            last_bgsave_secs: s.last_bgsave_secs.map_or(-1, |v| v as i64),
+            current_secs: s
+                .child
+                .as_ref()
+                .map_or(-1, |c| (now_ms.saturating_sub(c.started_ms) / 1000) as i64),
+            fork_usec: s.fork_usec,
+            saves: s.saves,
+        }
+    }
+
+    /// Saves in the foreground (SAVE, SHUTDOWN): the caller holds the engine lock.
+    ///
+    /// # Errors
+    /// The save's failure; also recorded for INFO.
+    pub fn save(
+        &self,
+        eng: &Engine,
+        tenants: &[(TenantId, String)],
+        dir: &Path,
+    ) -> Result<(), String> {
+        let dirty = self.dirty.load(Ordering::Relaxed);
+        let r = save_all(eng, tenants, dir).map(|_| ());
+        let mut s = self.state.lock();
+        s.last_try_ms = eng.now_ms();
+        match &r {
+            Ok(()) => {
+                s.lastsave_ms = eng.now_ms();
+                s.dirty_at_save = dirty;
+                s.last_ok = true;
+                s.last_error.clear();
+                s.saves += 1;
+            }
+            Err(e) => {
+                s.last_ok = false;
+                s.last_error = e.clone();
+            }
+        }
+        r
+    }
+
+    /// Starts a BGSAVE (the caller holds the engine lock, so the child's image is one instant).
+    ///
+    /// # Errors
+    /// "already in progress", or why `fork` or `pipe` failed.
+    pub fn bgsave(
+        &self,
+        eng: &Engine,
+        tenants: &[(TenantId, String)],
+        dir: &Path,
+    ) -> Result<(), String> {
+        let mut s = self.state.lock();
+        if s.child.is_some() {
+            return Err("Background save already in progress".to_string());
+        }
+        s.scheduled = false;
+        s.last_try_ms = eng.now_ms();
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: `fds` is a valid array of two descriptors for pipe2 to fill.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(format!("pipe: {}", std::io::Error::last_os_error()));
+        }
+        let parent = std::process::id() as libc::pid_t;
+        let began = std::time::Instant::now();
+        // SAFETY: the child only runs `child_main`, which reads the engine this thread holds
+        // locked, allocates with glibc's fork-safe malloc, does file I/O, and `_exit`s; it
+        // takes no lock another thread might have held at the fork.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            child_main(eng, tenants, dir, parent, fds[1]);
+        }
+        let fork_usec = began.elapsed().as_micros() as u64;
+        // SAFETY: closing the write end we own; the child has its own copy.
+        unsafe { libc::close(fds[1]) };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: closing the read end we own.
+            unsafe { libc::close(fds[0]) };
+            s.last_ok = false;
+            s.last_error = format!("fork: {e}");
+            return Err(format!("fork: {e}"));
+        }
+        s.fork_usec = fork_usec;
+        s.dirty_at_child = self.dirty.load(Ordering::Relaxed);
+        s.child = Some(Child {
+            pid,
+            started_ms: eng.now_ms(),
+            pipe: fds[0],
+        });
+        Ok(())
+    }
+
+    /// `BGSAVE SCHEDULE` while a save runs: start one when it ends.
+    pub fn schedule(&self) {
+        self.state.lock().scheduled = true;
+    }
+
+    /// Reaps a finished child (tick task, `hz` times a second); returns true when a BGSAVE is
+    /// due (scheduled, or a save point reached at `now_ms`).
+    pub fn poll(&self, now_ms: u64, points: &[(u64, u64)]) -> bool {
+        let mut s = self.state.lock();
+        if let Some((pid, pipe, started)) = s.child.as_ref().map(|c| (c.pid, c.pipe, c.started_ms))
+        {
+            let mut status = 0;
+            // SAFETY: waiting for our own child without blocking.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == 0 {
+                return false;
+            }
+            let msg = read_pipe(pipe);
+            s.child = None;
+            let ok = r == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+            s.last_bgsave_secs = Some(now_ms.saturating_sub(started) / 1000);
+            if ok {
+                s.lastsave_ms = now_ms;
+                s.dirty_at_save = s.dirty_at_child;
+                s.last_ok = true;
+                s.last_error.clear();
+                s.saves += 1;
+            } else {
+                s.last_ok = false;
+                s.last_error = if msg.is_empty() {
+                    format!("the BGSAVE child ended with status {status}")
+                } else {
+                    msg
+                };
+            }
+        }
+        if s.scheduled {
+            return true;
+        }
+        let changes = self
+            .dirty
+            .load(Ordering::Relaxed)
+            .saturating_sub(s.dirty_at_save);
+        let since = now_ms.saturating_sub(s.lastsave_ms) / 1000;
+        let may_retry = s.last_ok || now_ms.saturating_sub(s.last_try_ms) > RETRY_DELAY_MS;
+        may_retry
+            && points
+                .iter()
+                .any(|&(secs, ch)| changes >= ch && changes > 0 && since >= secs)
+    }
+
+    /// Kills a running BGSAVE child and removes its temporary files (SHUTDOWN, as Redis).
+    pub fn kill_child(&self, dir: &Path) {
+        let mut s = self.state.lock();
+        if let Some(c) = s.child.take() {
+            // SAFETY: signalling and reaping our own child.
+            unsafe {
+                libc::kill(c.pid, libc::SIGKILL);
+                libc::waitpid(c.pid, std::ptr::null_mut(), 0);
+                libc::close(c.pipe);
+            }
+            let tail = format!(".locus.tmp.{}", c.pid);
+            if let Ok(entries) = fs::read_dir(dir) {
+                for e in entries.flatten() {
+                    if e.file_name().to_string_lossy().ends_with(&tail) {
+                        let _ = fs::remove_file(e.path());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads what a finished child wrote to its pipe, and closes it.
+fn read_pipe(fd: libc::c_int) -> String {
+    let mut buf = vec![0u8; CHILD_MSG_MAX];
+    // SAFETY: reading into a buffer of the given length from our own descriptor; the child has
+    // exited, so the read does not block.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    // SAFETY: closing our own descriptor.
+    unsafe { libc::close(fd) };
+    buf.truncate(usize::try_from(n).unwrap_or(0));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The BGSAVE child: write every file, report, `_exit`. Never returns.
+fn child_main(
+    eng: &Engine,
+    tenants: &[(TenantId, String)],
+    dir: &Path,
+    parent: libc::pid_t,
+    pipe: libc::c_int,
+) -> ! {
+    // SAFETY: prctl/getppid/close_range/write/_exit are async-signal-safe system calls on
+    // arguments we own.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(2);
+        }
+        // Every inherited descriptor but the pipe: listeners (a restarted server must be able
+        // to bind), client sockets, the runtime's.
+        close_from(3, pipe);
+    }
+    let code = match save_all(eng, tenants, dir) {
+        Ok(_) => 0,
+        Err(e) => {
+            let b = e.as_bytes();
+            // SAFETY: writing our own buffer to our own descriptor.
+            unsafe { libc::write(pipe, b.as_ptr().cast(), b.len().min(CHILD_MSG_MAX)) };
+            1
+        }
+    };
+    // SAFETY: ends the child without running the parent's destructors or atexit handlers.
+    unsafe { libc::_exit(code) }
+}
+
+/// Closes every descriptor from `from` up except `keep`.
+///
+/// # Safety
+/// Only in a freshly forked child that uses none of the descriptors closed.
+unsafe fn close_from(from: libc::c_uint, keep: libc::c_int) {
+    let keep = keep as libc::c_uint;
+    // SAFETY: close_range on ranges of descriptors this process owns; the caller guarantees
+    // none of them is used afterwards.
+    unsafe {
+        if keep > from {
+            libc::syscall(libc::SYS_close_range, from, keep - 1, 0);
+        }
+        libc::syscall(libc::SYS_close_range, keep + 1, libc::c_uint::MAX, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use locus_common::SystemClock;
+    use locus_engine::{Expire, SetOptions};
+
+    use super::*;
+    use crate::ServerConfig;
+    use crate::exec::types::hash::Hash;
+    use crate::exec::types::quicklist::List;
+
+    fn engine() -> (Engine, TenantId) {
+        let cfg = ServerConfig::default();
+        let mut eng = Engine::new(cfg.engine_config(), Arc::new(SystemClock)).unwrap();
+        let t = eng
+            .add_tenant(cfg.tenant_config(&cfg.tenant_sections()[0]))
+            .unwrap();
+        (eng, t)
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("locus-snap-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// Every key of a tenant as (key, type, value as text, expiry).
+    fn contents(eng: &Engine, t: TenantId) -> Vec<(Vec<u8>, String, Option<u64>)> {
+        let mut v = Vec::new();
+        eng.for_each_item(t, |k, val, meta| {
+            let text = match val {
+                ValueRef::Str(s) => format!("string:{s:?}"),
+                ValueRef::Obj(o) => {
+                    let mut b = Vec::new();
+                    (types::codec_for(o.type_name()).unwrap().encode)(o, &mut b).unwrap();
+                    format!("{}:{b:?}", o.type_name())
+                }
+            };
+            v.push((k.to_vec(), text, meta.expire_at_ms));
+        });
+        v.sort();
+        v
+    }
+
+    fn fill(eng: &mut Engine, t: TenantId) {
+        let later = eng.now_ms() + 3_600_000;
+        for i in 0..20u32 {
+            let expire = if i % 3 == 0 {
+                Expire::AtMs(later + u64::from(i))
+            } else {
+                Expire::Persist
+            };
+            let opts = SetOptions {
+                expire,
+                ..SetOptions::default()
+            };
+            eng.set(t, format!("s{i}").as_bytes(), &i.to_le_bytes(), opts)
+                .unwrap();
+        }
+        eng.set(t, b"empty", b"", SetOptions::default()).unwrap();
+        let mut h = Hash::default();
+        h.set(b"f1", b"v1");
+        h.set(b"f2", &[0u8, 255, 10]);
+        eng.obj_store(t, b"h", Box::new(h), false).unwrap();
+        let mut big = Hash::default();
+        for i in 0..300u32 {
+            big.set(format!("field{i}").as_bytes(), &i.to_be_bytes());
+        }
+        eng.obj_store(t, b"bighash", Box::new(big), false).unwrap();
+        let mut l = List::new();
+        for e in ["a", "12345", "-7", "x"] {
+            l.push_back(e.as_bytes());
+        }
+        eng.obj_store(t, b"l", Box::new(l), false).unwrap();
+        eng.set_expire(t, b"l", Some(later));
+    }
+
+    #[test]
+    fn round_trip_keeps_keys_values_types_ttls_and_stamps() {
+        let d = dir("roundtrip");
+        let (mut a, t) = engine();
+        fill(&mut a, t);
+        let n = write_tenant(&a, t, "default", &d).unwrap();
+        assert_eq!(n, 24);
+        let (mut b, tb) = engine();
+        let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        assert_eq!((l.items, l.expired, l.dropped), (24, 0, 0));
+        assert_eq!(contents(&a, t), contents(&b, tb));
+        let stamps = |e: &Engine, t| {
+            let mut v = Vec::new();
+            e.for_each_item(t, |k, _, m| v.push((k.to_vec(), m.stamp)));
+            v.sort();
+            v
+        };
+        assert_eq!(stamps(&a, t), stamps(&b, tb));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn expired_items_are_not_written_and_dropped_at_load() {
+        let d = dir("expired");
+        let (mut a, t) = engine();
+        let soon = a.now_ms() + 200;
+        a.set(
+            t,
+            b"k",
+            b"v",
+            SetOptions {
+                expire: Expire::AtMs(soon),
+                ..SetOptions::default()
+            },
+        )
+        .unwrap();
+        write_tenant(&a, t, "default", &d).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let (mut b, tb) = engine();
+        let r = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        assert_eq!((r.items, r.expired), (0, 1));
+        assert_eq!(b.len(tb), 0);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn every_flipped_byte_and_every_truncation_is_detected() {
+        let d = dir("flips");
+        let (mut a, t) = engine();
+        fill(&mut a, t);
+        write_tenant(&a, t, "default", &d).unwrap();
+        let path = file_path(&d, "default");
+        let good = fs::read(&path).unwrap();
+        // In memory (rewriting a file 10 000 times is slow), one engine for every attempt: a
+        // failed load leaves its tenant empty.
+        let load = |b: &mut Engine, tb, f: &[u8]| load_from(b, tb, "default", f, f.len() as u64);
+        let (mut b, tb) = engine();
+        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(24));
+        b.flush(tb);
+        for i in 0..good.len() {
+            for mask in [0x01u8, 0x80, 0xFF] {
+                let mut f = good.clone();
+                f[i] ^= mask;
+                let r = load(&mut b, tb, &f);
+                assert!(r.is_err(), "byte {i} ^ {mask:#x} went unnoticed");
+                assert_eq!(b.len(tb), 0, "a corrupt file loads nothing");
+            }
+        }
+        for len in 0..good.len() {
+            let e = load(&mut b, tb, &good[..len]).unwrap_err();
+            assert!(e.offset <= len as u64, "{e} for a file of {len} bytes");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        let e = load(&mut b, tb, &longer).unwrap_err();
+        assert_eq!(e.offset, good.len() as u64);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn load_all_sets_a_corrupt_file_aside_with_its_offset() {
+        let d = dir("aside");
+        let (mut a, t) = engine();
+        fill(&mut a, t);
+        write_tenant(&a, t, "default", &d).unwrap();
+        let path = file_path(&d, "default");
+        let mut f = fs::read(&path).unwrap();
+        let at = f.len() - 30;
+        f[at] ^= 0x10;
+        fs::write(&path, &f).unwrap();
+        fs::write(d.join("default.locus.tmp.12345"), b"partial").unwrap();
+        let (mut b, tb) = engine();
+        let rep = load_all(&mut b, &[(tb, "default".to_string())], &d);
+        assert_eq!(rep.corrupt, 1);
+        let text = rep.lines.join("\n");
+        assert!(text.contains("default.locus is corrupt at byte"), "{text}");
+        assert!(text.contains("removed"), "{text}");
+        assert!(!path.exists());
+        let aside: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+            .collect();
+        assert_eq!(aside.len(), 1);
+        assert_eq!(fs::read(aside[0].path()).unwrap(), f);
+        assert_eq!(b.len(tb), 0);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn items_a_smaller_noeviction_budget_refuses_are_counted() {
+        let d = dir("dropped");
+        let (mut a, t) = engine();
+        for i in 0..5000u32 {
+            a.set(
+                t,
+                format!("k{i}").as_bytes(),
+                &[7u8; 1000],
+                SetOptions::default(),
+            )
+            .unwrap();
+        }
+        write_tenant(&a, t, "default", &d).unwrap();
+        let mut cfg = ServerConfig::default();
+        cfg.memory.maxmemory = locus_common::ByteSize(2 << 20);
+        cfg.memory.page_size = Some(locus_common::ByteSize(64 << 10));
+        cfg.eviction.policy = "noeviction".to_string();
+        let mut b = Engine::new(cfg.engine_config(), Arc::new(SystemClock)).unwrap();
+        let tb = b
+            .add_tenant(cfg.tenant_config(&cfg.tenant_sections()[0]))
+            .unwrap();
+        let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        assert!(l.dropped > 0 && l.items > 0, "{l:?}");
+        assert_eq!(l.items + l.dropped, 5000);
+        assert_eq!(b.len(tb), l.items);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn file_names_escape_what_a_path_must_not_hold() {
+        let d = Path::new("/x");
+        assert_eq!(file_path(d, "a-b_c.d"), Path::new("/x/a-b_c.d.locus"));
+        assert_eq!(file_path(d, "../e"), Path::new("/x/%2E.%2Fe.locus"));
+        assert_eq!(file_path(d, "a/b c"), Path::new("/x/a%2Fb%20c.locus"));
+    }
+}
