@@ -475,11 +475,11 @@ pub fn spop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let key = &a[1][..];
     let count = match a.get(2) {
+        // (Redis words a count that is not an integer like a negative one.)
         Some(c) => Some(
             parse_i64(c)
-                .ok_or(CmdError::NotInteger)?
-                .try_into()
-                .map_err(|_| CmdError::msg("ERR value is out of range, must be positive"))?,
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| CmdError::msg("ERR value is out of range, must be positive"))?,
         ),
         None => None,
     };
