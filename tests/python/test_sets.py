@@ -13,6 +13,7 @@ import redis
 from redis.exceptions import WatchError
 
 from harness import Raw, RespError, encode, free_ports, wait_until
+from test_lists import TENANTS  # a 2 MiB tenant beside another
 
 NOT_INT = "value is not an integer or out of range"
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
@@ -424,29 +425,6 @@ def test_smove_watch_sees_the_destination_only_when_it_gained(server, client_for
 
 # Tenants and memory (Locus only)
 
-TENANTS = """
-[server]
-bind = "127.0.0.1"
-port = {main}
-
-[memory]
-maxmemory = "64MiB"
-
-[tenancy]
-mode = "port"
-
-[[tenant]]
-name = "a"
-port = {pa}
-max = "2MiB"
-policy = "{apolicy}"
-
-[[tenant]]
-name = "b"
-port = {pb}
-"""
-
-
 def info_field(c: Raw, section: str, name: str) -> int:
     text = c.call("INFO", section).decode()
     return int(text.split(f"\r\n{name}:")[1].split("\r\n")[0])
@@ -456,7 +434,7 @@ def info_field(c: Raw, section: str, name: str) -> int:
 @pytest.mark.parametrize("policy", ["allkeys-lru", "noeviction"])
 def test_a_tenant_writing_sets_stays_within_its_maxmemory(start_locus_toml, policy):
     main, pa, pb = free_ports(3)
-    start_locus_toml(TENANTS.format(main=main, pa=pa, pb=pb, apolicy=policy), pa)
+    start_locus_toml(TENANTS.format(main=main, pa=pa, pb=pb, amax="2MiB", apolicy=policy), pa)
     ooms = 0
     with Raw(pa) as a, Raw(pb) as b:
         b.call("SADD", "theirs", "kept")
