@@ -59,18 +59,169 @@ impl Member<'_> {
     }
 }
 
+/// Integers in ascending order, each stored in the narrowest of 2, 4 or 8 little-endian bytes
+/// that holds them all (Redis's `intset`: 100 small integers take 200 bytes, not 800). The
+/// buffer grows by an eighth (an insertion moves the tail anyway), so its charge stays close to
+/// what it holds.
+#[derive(Debug, Clone, Default)]
+pub struct IntSet {
+    /// Bytes per integer (2, 4 or 8; 0 while nothing was stored).
+    width: u8,
+    data: Vec<u8>,
+}
+
+fn width_of(v: i64) -> u8 {
+    if i16::try_from(v).is_ok() {
+        2
+    } else if i32::try_from(v).is_ok() {
+        4
+    } else {
+        8
+    }
+}
+
+impl IntSet {
+    fn w(&self) -> usize {
+        usize::from(self.width.max(2))
+    }
+
+    /// Integers held.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.w()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The integer at position `i` (`i < len`).
+    pub fn get(&self, i: usize) -> i64 {
+        let w = self.w();
+        let b = &self.data[i * w..(i + 1) * w];
+        match w {
+            2 => i64::from(i16::from_le_bytes([b[0], b[1]])),
+            4 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            _ => i64::from_le_bytes(b.try_into().unwrap_or_default()),
+        }
+    }
+
+    /// Where `v` is (`Ok`) or would go (`Err`).
+    pub fn search(&self, v: i64) -> Result<usize, usize> {
+        if width_of(v) > self.width.max(2) {
+            // Wider than every member: below or above them all.
+            return Err(if v < 0 { 0 } else { self.len() });
+        }
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.get(mid).cmp(&v) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Every integer, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    fn encode(v: i64, w: usize) -> ([u8; 8], usize) {
+        let mut b = [0u8; 8];
+        match w {
+            2 => b[..2].copy_from_slice(&(v as i16).to_le_bytes()),
+            4 => b[..4].copy_from_slice(&(v as i32).to_le_bytes()),
+            _ => b = v.to_le_bytes(),
+        }
+        (b, w)
+    }
+
+    /// Room for `extra` more bytes, with an eighth of slack.
+    fn reserve(&mut self, extra: usize) {
+        let need = self.data.len() + extra;
+        if need > self.data.capacity() {
+            self.data.reserve_exact(need + need / 8 - self.data.len());
+        }
+    }
+
+    /// Inserts `v`; true when it is new.
+    pub fn insert(&mut self, v: i64) -> bool {
+        let need = width_of(v);
+        if need > self.width {
+            let vals: Vec<i64> = self.iter().collect();
+            let mut data = Vec::with_capacity((vals.len() + 1) * usize::from(need));
+            for x in vals {
+                let (b, n) = Self::encode(x, usize::from(need));
+                data.extend_from_slice(&b[..n]);
+            }
+            self.width = need;
+            self.data = data;
+        }
+        let Err(at) = self.search(v) else {
+            return false;
+        };
+        let w = self.w();
+        self.reserve(w);
+        let (b, n) = Self::encode(v, w);
+        self.data.splice(at * w..at * w, b[..n].iter().copied());
+        true
+    }
+
+    /// Removes the integer at position `i`.
+    pub fn remove_at(&mut self, i: usize) {
+        let w = self.w();
+        self.data.drain(i * w..(i + 1) * w);
+        self.shrink();
+    }
+
+    /// Keeps the integers whose position is not marked in `drop`.
+    fn retain_unmarked(&mut self, drop: &[bool]) {
+        let w = self.w();
+        let mut out = 0;
+        for (i, &d) in drop.iter().enumerate() {
+            if !d {
+                self.data.copy_within(i * w..(i + 1) * w, out * w);
+                out += 1;
+            }
+        }
+        self.data.truncate(out * w);
+        self.shrink();
+    }
+
+    fn shrink(&mut self) {
+        if self.data.capacity() > 64 && self.data.len() < self.data.capacity() / 2 {
+            self.data.shrink_to(self.data.len() + self.data.len() / 8);
+        }
+    }
+
+    /// Bytes its buffer takes.
+    pub fn charge(&self) -> u64 {
+        alloc::heap(self.data.capacity())
+    }
+
+    /// The most its charge can grow when `n` integers are inserted.
+    fn grow_bound(&self, n: usize) -> u64 {
+        // Widest case: every integer re-encoded in 8 bytes, plus the slack.
+        let bytes = (self.len() + n) * 8;
+        alloc::heap(bytes + bytes / 8 + 8)
+    }
+}
+
 /// A Redis set.
 #[derive(Debug, Clone)]
 pub enum Set {
     /// Integers in ascending order (`intset`).
-    Ints(Vec<i64>),
+    Ints(IntSet),
     /// A hash table, with the bytes its members hold.
     Table(Table, u64),
 }
 
 impl Default for Set {
     fn default() -> Self {
-        Set::Ints(Vec::new())
+        Set::Ints(IntSet::default())
     }
 }
 
@@ -104,7 +255,7 @@ impl Set {
     /// Whether `m` is a member.
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
-            Set::Ints(v) => int_of(m).is_some_and(|i| v.binary_search(&i).is_ok()),
+            Set::Ints(v) => int_of(m).is_some_and(|i| v.search(i).is_ok()),
             Set::Table(t, _) => t.contains(m),
         }
     }
@@ -112,7 +263,7 @@ impl Set {
     /// The member at position `i` (`i < len`) in the set's order.
     pub fn at(&self, i: usize) -> Member<'_> {
         match self {
-            Set::Ints(v) => Member::Int(v[i]),
+            Set::Ints(v) => Member::Int(v.get(i)),
             Set::Table(t, _) => Member::Str(t.get_index(i).map_or(&[][..], |m| &m[..])),
         }
     }
@@ -120,7 +271,7 @@ impl Set {
     /// Every member, in the set's order (ascending for an intset).
     pub fn iter(&self) -> impl Iterator<Item = Member<'_>> {
         let (ints, strs) = match self {
-            Set::Ints(v) => (Some(v.iter().map(|&i| Member::Int(i))), None),
+            Set::Ints(v) => (Some(v.iter().map(Member::Int)), None),
             Set::Table(t, _) => (None, Some(t.iter().map(|m| Member::Str(&m[..])))),
         };
         ints.into_iter().flatten().chain(strs.into_iter().flatten())
@@ -140,21 +291,13 @@ impl Set {
             all_ints &= int_of(m).is_some();
         }
         match self {
-            Set::Ints(v) if all_ints && v.len() + n <= max_intset() => {
-                let cap = alloc::grown(v.capacity(), v.len() + n);
-                if cap > v.capacity() {
-                    alloc::vec::<i64>(cap)
-                } else {
-                    0
-                }
-            }
+            Set::Ints(v) if all_ints && v.len() + n <= max_intset() => v.grow_bound(n),
             Set::Ints(v) => {
                 // Converts: the whole table (the buckets of everything it may hold bound its
                 // capacity), the integers boxed as strings, and the new members.
-                let existing: u64 = v.iter().map(|&i| alloc::bytes(int_len(i))).sum();
+                let existing: u64 = v.iter().map(|i| alloc::bytes(int_len(i))).sum();
                 let cap = alloc::buckets(v.len() + n);
-                alloc::vec::<i64>(alloc::grown(v.capacity(), v.len() + n))
-                    + table_charge(cap, existing + boxed)
+                v.grow_bound(n) + table_charge(cap, existing + boxed)
             }
             Set::Table(t, _) => {
                 let cap = alloc::buckets(alloc::grown(t.capacity(), t.len() + n));
@@ -174,7 +317,7 @@ impl Set {
             let mut t = Table::with_capacity_and_hasher(v.len() + room, RandomState::new());
             let mut elems = 0;
             let mut b = itoa::Buffer::new();
-            for &i in v.iter() {
+            for i in v.iter() {
                 let s = b.format(i).as_bytes();
                 elems += alloc::bytes(s.len());
                 t.insert(s.into());
@@ -188,10 +331,9 @@ impl Set {
         if let Set::Ints(v) = self {
             match int_of(m) {
                 Some(i) => {
-                    let Err(at) = v.binary_search(&i) else {
+                    if !v.insert(i) {
                         return false;
-                    };
-                    v.insert(at, i);
+                    }
                     if v.len() > max_intset() {
                         self.convert_to_table(0);
                     }
@@ -214,10 +356,9 @@ impl Set {
     /// Removes `m`; true when it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match self {
-            Set::Ints(v) => match int_of(m).map(|i| v.binary_search(&i)) {
+            Set::Ints(v) => match int_of(m).map(|i| v.search(i)) {
                 Some(Ok(at)) => {
-                    v.remove(at);
-                    shrink_vec(v);
+                    v.remove_at(at);
                     true
                 }
                 _ => false,
@@ -249,14 +390,9 @@ impl Set {
                 let mut out = Vec::with_capacity(count);
                 for &i in &picked {
                     take[i] = true;
-                    out.push(Member::Int(v[i]).to_vec());
+                    out.push(Member::Int(v.get(i)).to_vec());
                 }
-                let mut i = 0;
-                v.retain(|_| {
-                    i += 1;
-                    !take[i - 1]
-                });
-                shrink_vec(v);
+                v.retain_unmarked(&take);
                 out
             }
             Set::Table(t, elems) => {
@@ -272,12 +408,6 @@ impl Set {
                 out
             }
         }
-    }
-}
-
-fn shrink_vec(v: &mut Vec<i64>) {
-    if v.capacity() > 16 && v.len() < v.capacity() / 4 {
-        v.shrink_to(v.len() * 2);
     }
 }
 
@@ -323,7 +453,7 @@ impl Object for Set {
     }
     fn charge(&self) -> u64 {
         match self {
-            Set::Ints(v) => alloc::vec::<i64>(v.capacity()),
+            Set::Ints(v) => v.charge(),
             Set::Table(t, elems) => table_charge(t.capacity(), *elems),
         }
     }
@@ -830,6 +960,45 @@ mod tests {
             assert_eq!(s.encoding(), "hashtable");
             assert!(s.contains(m) && s.contains(b"1"));
         }
+    }
+
+    #[test]
+    fn an_intset_widens_and_keeps_its_order() {
+        let mut v = IntSet::default();
+        let vals = [
+            5i64,
+            -3,
+            40_000,
+            -70_000,
+            i64::MAX,
+            i64::MIN,
+            0,
+            7,
+            32_767,
+            -32_768,
+        ];
+        for (i, &x) in vals.iter().enumerate() {
+            assert!(v.insert(x));
+            assert!(!v.insert(x));
+            let mut want = vals[..=i].to_vec();
+            want.sort_unstable();
+            assert_eq!(v.iter().collect::<Vec<_>>(), want);
+        }
+        assert_eq!(v.w(), 8);
+        for &x in &vals {
+            let at = v.search(x).expect("present");
+            v.remove_at(at);
+            assert!(v.search(x).is_err());
+        }
+        assert!(v.is_empty());
+        let mut small = IntSet::default();
+        for x in 0..100 {
+            small.insert(x);
+        }
+        assert_eq!(small.w(), 2);
+        assert!(small.charge() <= alloc::heap(100 * 2 + 100 * 2 / 8 + 8));
+        assert_eq!(small.search(1 << 40), Err(100));
+        assert_eq!(small.search(-(1 << 40)), Err(0));
     }
 
     #[test]
