@@ -13,12 +13,14 @@
 (m) mixed types (issue 12): as (b), but each write replaces a key (DEL, then one command) with a
     hash of 1..1000 fields, a list of 1..1000 elements, a sorted set of 1..1000 members (elements
     of 5..60 bytes) or a string of 50 B..4 MB (log-uniform), until 10x maxmemory was written.
-(e) per-element memory (issue 12): 10,000 keys each of a 100-field hash, a 100-member sorted set
-    and a 100-element list (elements `element:NNN`, 11 bytes; hash values and scores too), one
-    type per fresh server; (RSS after - RSS before) / elements, and INFO used_memory likewise.
+(e) per-element memory (issue 12): 10,000 keys each of a 100-field hash, a 100-member sorted set,
+    a 100-element list, a 100-member set (elements `element:NNN`, 11 bytes; hash values and scores
+    too) and a 100-member set of integers 0..99 (an intset), one type per fresh server;
+    (RSS after - RSS before) / elements, and INFO used_memory likewise.
 
 Usage:
   bench/memory.py [--servers locus,redis] [--repeats 3] [--part a|b|ab|m|e|...] [--keys 1000000]
+                  [--e-types hash,zset,list,set,intset]
                   [--value-size 100] [--bound-maxmemory 268435456] [--bound-factor 10]
                   [--keyspace 500000] [--seed 1] [--max-seconds 180] [--json FILE]
 
@@ -231,9 +233,12 @@ def part_m(kind, label, maxmemory, factor, keyspace, seed, max_seconds):
     }
 
 
-def part_e(kind, label, keys=10_000, per_key=100):
+TYPES_E = ("hash", "zset", "list", "set", "intset")
+
+
+def part_e(kind, label, types=TYPES_E, keys=10_000, per_key=100):
     out = {"server": label}
-    for ty in ("hash", "zset", "list"):
+    for ty in types:
         with Server(kind, maxmemory=1024 * MiB, label=label) as srv:
             c = srv.conn()
             c.call("SET", "warm", "x")
@@ -243,10 +248,12 @@ def part_e(kind, label, keys=10_000, per_key=100):
                 cmds = []
                 for k in range(base, min(keys, base + 100)):
                     key = b"%s:%06d" % (ty.encode(), k)
-                    args = [{"hash": b"HSET", "zset": b"ZADD", "list": b"RPUSH"}[ty], key]
+                    args = [{"hash": b"HSET", "zset": b"ZADD", "list": b"RPUSH", "set": b"SADD",
+                             "intset": b"SADD"}[ty], key]
                     for i in range(per_key):
                         e = b"element:%03d" % i
-                        args += {"hash": [e, e], "zset": [b"%d" % i, e], "list": [e]}[ty]
+                        args += {"hash": [e, e], "zset": [b"%d" % i, e], "list": [e], "set": [e],
+                                 "intset": [b"%d" % i]}[ty]
                     cmds.append(cmd(*args))
                 for r in c.pipeline(b"".join(cmds), len(cmds)):
                     if isinstance(r, RespError):
@@ -273,8 +280,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-seconds", type=float, default=180.0, help="time bound per part-b run")
     ap.add_argument("--sample-every", type=int, default=10_000)
+    ap.add_argument("--e-types", default=",".join(TYPES_E), help="part e's types (default all)")
     ap.add_argument("--json", default=None, help="write raw results here (default bench/out/memory-<ts>.json)")
     a = ap.parse_args()
+    e_types = tuple(t for t in a.e_types.split(",") if t)
+    if not set(e_types) <= set(TYPES_E):
+        ap.error(f"--e-types: one of {','.join(TYPES_E)} each")
     kinds = a.servers.split(",")
     if len(kinds) != 2:
         ap.error("--servers needs two kinds, e.g. locus,redis")
@@ -314,11 +325,11 @@ def main():
                       f"({r['first_error']}), max used {r['max_used_memory'] / MiB:.1f} MiB, "
                       f"final rss {r['final_rss'] / MiB:.1f} MiB", file=sys.stderr, flush=True)
             if "e" in a.part:
-                r = part_e(kind, label)
+                r = part_e(kind, label, e_types)
                 r["repeat"] = rep
                 res_e.append(r)
                 print(f"  (e) repeat {rep + 1} {label}: " + ", ".join(
-                    f"{ty} {r[ty]['rss_per_elem']:.1f} B/elem ({r[ty]['encoding']})" for ty in ("hash", "zset", "list")),
+                    f"{ty} {r[ty]['rss_per_elem']:.1f} B/elem ({r[ty]['encoding']})" for ty in e_types),
                     file=sys.stderr, flush=True)
 
     if res_a:
@@ -375,7 +386,7 @@ def main():
               "(min / median / max over repeats)\n")
         print("| server | type | encoding | RSS B/element | used_memory B/element |")
         print("|---|---|---|---|---|")
-        for ty in ("hash", "zset", "list"):
+        for ty in e_types:
             for lab in labels:
                 rs = [r for r in res_e if r["server"] == lab]
                 print(f"| {lab} | {ty} | {rs[0][ty]['encoding']} | {mmm([r[ty]['rss_per_elem'] for r in rs], '{:.1f}')} | "

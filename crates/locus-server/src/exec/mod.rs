@@ -412,6 +412,9 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "lpush" | "rpush" | "lpushx" | "rpushx" | "lpop" | "rpop" | "linsert" | "lset" | "lrem"
         | "ltrim" | "lmove" | "rpoplpush" | "lmpop" | "blpop" | "brpop" | "blmove"
         | "brpoplpush" | "blmpop" => true,
+        // The set commands report their own (exec/types/set.rs): Redis signals a set only when
+        // it changed.
+        "sadd" | "srem" | "spop" | "smove" | "sinterstore" | "sunionstore" | "sdiffstore" => true,
         _ => false,
     }
 }
@@ -530,6 +533,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
     let numkeys_at = match spec.name {
         "lmpop" => 1,
         "blmpop" => 2,
+        "sintercard" => 1,
         _ => return 0..0,
     };
     let n = args

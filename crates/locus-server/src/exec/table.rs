@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use super::{
     Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
-    transaction, types::hash, types::list,
+    transaction, types::hash, types::list, types::set,
 };
 
 /// A command handler.
@@ -137,6 +137,24 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("blmove", 6, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", Keys, list::blmove),
     cmd!("brpoplpush", 4, ["write", "denyoom", "noscript", "blocking"], 1, 2, 1, ["@write", "@list", "@slow", "@blocking"], "list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::brpoplpush),
     cmd!("blmpop", -5, ["write", "blocking", "movablekeys"], 0, 0, 0, ["@write", "@list", "@slow", "@blocking"], "list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", Keys, list::blmpop),
+    // sets
+    cmd!("sadd", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@set", "@fast"], "set", "1.0.0", "Add one or more members to a set.", Keys, set::sadd),
+    cmd!("srem", -3, ["write", "fast"], 1, 1, 1, ["@write", "@set", "@fast"], "set", "1.0.0", "Remove one or more members from a set.", Keys, set::srem),
+    cmd!("smembers", 2, ["readonly"], 1, 1, 1, ["@read", "@set", "@slow"], "set", "1.0.0", "Get all the members in a set.", Keys, set::smembers),
+    cmd!("sismember", 3, ["readonly", "fast"], 1, 1, 1, ["@read", "@set", "@fast"], "set", "1.0.0", "Determine if a given value is a member of a set.", Keys, set::sismember),
+    cmd!("smismember", -3, ["readonly", "fast"], 1, 1, 1, ["@read", "@set", "@fast"], "set", "6.2.0", "Returns the membership associated with the given elements for a set.", Keys, set::smismember),
+    cmd!("scard", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@set", "@fast"], "set", "1.0.0", "Get the number of members in a set.", Keys, set::scard),
+    cmd!("spop", -2, ["write", "fast"], 1, 1, 1, ["@write", "@set", "@fast"], "set", "1.0.0", "Remove and return one or multiple random members from a set.", Keys, set::spop),
+    cmd!("srandmember", -2, ["readonly"], 1, 1, 1, ["@read", "@set", "@slow"], "set", "1.0.0", "Get one or multiple random members from a set.", Keys, set::srandmember),
+    cmd!("smove", 4, ["write", "fast"], 1, 2, 1, ["@write", "@set", "@fast"], "set", "1.0.0", "Move a member from one set to another.", Keys, set::smove),
+    cmd!("sinter", -2, ["readonly"], 1, -1, 1, ["@read", "@set", "@slow"], "set", "1.0.0", "Intersect multiple sets.", Keys, set::sinter),
+    cmd!("sintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, ["@read", "@set", "@slow"], "set", "7.0.0", "Intersect multiple sets and return the cardinality of the result.", Keys, set::sintercard),
+    cmd!("sunion", -2, ["readonly"], 1, -1, 1, ["@read", "@set", "@slow"], "set", "1.0.0", "Add multiple sets.", Keys, set::sunion),
+    cmd!("sdiff", -2, ["readonly"], 1, -1, 1, ["@read", "@set", "@slow"], "set", "1.0.0", "Subtract multiple sets.", Keys, set::sdiff),
+    cmd!("sinterstore", -3, ["write", "denyoom"], 1, -1, 1, ["@write", "@set", "@slow"], "set", "1.0.0", "Intersect multiple sets and store the resulting set in a key.", Keys, set::sinterstore),
+    cmd!("sunionstore", -3, ["write", "denyoom"], 1, -1, 1, ["@write", "@set", "@slow"], "set", "1.0.0", "Add multiple sets and store the resulting set in a key.", Keys, set::sunionstore),
+    cmd!("sdiffstore", -3, ["write", "denyoom"], 1, -1, 1, ["@write", "@set", "@slow"], "set", "1.0.0", "Subtract multiple sets and store the resulting set in a key.", Keys, set::sdiffstore),
+    cmd!("sscan", -3, ["readonly"], 1, 1, 1, ["@read", "@set", "@slow"], "set", "2.8.0", "Incrementally iterate Set elements.", Keys, set::sscan),
     // strings
     cmd!("get", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@string", "@fast"], "string", "1.0.0", "Returns the string value of a key.", Keys, strings::get),
     cmd!("set", -3, ["write", "denyoom"], 1, 1, 1, ["@write", "@string", "@slow"], "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Keys, strings::set),

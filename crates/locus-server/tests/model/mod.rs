@@ -150,6 +150,9 @@ pub enum Op {
     SCard(u8),
     SIsMember(u8, u8),
     SMembers(u8),
+    SMove(u8, u8, u8),
+    /// SINTER/SUNION/SDIFF of two keys (`store`: into a destination, the STORE form).
+    SAlgebra(SetOp, Option<u8>, u8, u8),
     ZAdd(u8, i64, u8),
     ZRem(u8, u8),
     ZScore(u8, u8),
@@ -158,11 +161,29 @@ pub enum Op {
     ZIncrBy(u8, i64, u8),
 }
 
+/// Which set algebra.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOp {
+    Inter,
+    Union,
+    Diff,
+}
+
 fn key(k: u8) -> Vec<u8> {
     format!("k{k}").into_bytes()
 }
 fn field(f: u8) -> Vec<u8> {
     format!("f{f}").into_bytes()
+}
+/// A set member: an integer for most, so that sets start as intsets and convert.
+fn member(m: u8) -> Vec<u8> {
+    if m % 4 == 3 {
+        field(m)
+    } else {
+        (i64::from(m) * 1_000_003 - 100_000_000)
+            .to_string()
+            .into_bytes()
+    }
 }
 
 impl Op {
@@ -200,13 +221,25 @@ impl Op {
             Op::LIndex(k, i) => vec![w("LINDEX"), key(*k), n(*i)],
             Op::SAdd(k, ms) => {
                 let mut v = vec![w("SADD"), key(*k)];
-                v.extend(ms.iter().map(|m| field(*m)));
+                v.extend(ms.iter().map(|m| member(*m)));
                 v
             }
-            Op::SRem(k, m) => vec![w("SREM"), key(*k), field(*m)],
+            Op::SRem(k, m) => vec![w("SREM"), key(*k), member(*m)],
             Op::SCard(k) => vec![w("SCARD"), key(*k)],
-            Op::SIsMember(k, m) => vec![w("SISMEMBER"), key(*k), field(*m)],
+            Op::SIsMember(k, m) => vec![w("SISMEMBER"), key(*k), member(*m)],
             Op::SMembers(k) => vec![w("SMEMBERS"), key(*k)],
+            Op::SMove(a, b, m) => vec![w("SMOVE"), key(*a), key(*b), member(*m)],
+            Op::SAlgebra(op, dst, a, b) => {
+                let name = match op {
+                    SetOp::Inter => "SINTER",
+                    SetOp::Union => "SUNION",
+                    SetOp::Diff => "SDIFF",
+                };
+                match dst {
+                    Some(d) => vec![w(&format!("{name}STORE")), key(*d), key(*a), key(*b)],
+                    None => vec![w(name), key(*a), key(*b)],
+                }
+            }
             Op::ZAdd(k, s, m) => vec![w("ZADD"), key(*k), n(*s), field(*m)],
             Op::ZRem(k, m) => vec![w("ZREM"), key(*k), field(*m)],
             Op::ZScore(k, m) => vec![w("ZSCORE"), key(*k), field(*m)],
@@ -377,24 +410,73 @@ impl Model {
             }
             Op::SAdd(k, ms) => {
                 let s = typed!(self, *k, Set, BTreeSet::new());
-                int(ms.iter().filter(|m| s.insert(field(**m))).count() as i64)
+                int(ms.iter().filter(|m| s.insert(member(**m))).count() as i64)
             }
             Op::SRem(k, m) => {
                 if self.wrong(*k, |v| matches!(v, Val::Set(_))) {
                     return wrongtype();
                 }
                 match self.keys.get_mut(k) {
-                    Some(Val::Set(s)) => int(i64::from(s.remove(&field(*m)))),
+                    Some(Val::Set(s)) => int(i64::from(s.remove(&member(*m)))),
                     _ => int(0),
                 }
             }
             Op::SCard(k) => int(read!(self, *k, Set, int(0)).len() as i64),
-            Op::SIsMember(k, m) => {
-                int(i64::from(read!(self, *k, Set, int(0)).contains(&field(*m))))
-            }
+            Op::SIsMember(k, m) => int(i64::from(
+                read!(self, *k, Set, int(0)).contains(&member(*m)),
+            )),
             Op::SMembers(k) => {
                 let s = read!(self, *k, Set, array(vec![], None));
                 array(s.iter().cloned().collect(), Some(1))
+            }
+            Op::SMove(a, b, m) => {
+                // An absent source answers 0 before either type is checked.
+                let Some(src) = self.keys.get(a) else {
+                    return int(0);
+                };
+                if !matches!(src, Val::Set(_)) || self.wrong(*b, |v| matches!(v, Val::Set(_))) {
+                    return wrongtype();
+                }
+                let m = member(*m);
+                let Some(Val::Set(src)) = self.keys.get_mut(a) else {
+                    return int(0);
+                };
+                if a == b {
+                    return int(i64::from(src.contains(&m)));
+                }
+                if !src.remove(&m) {
+                    return int(0);
+                }
+                typed!(self, *b, Set, BTreeSet::new()).insert(m);
+                int(1)
+            }
+            Op::SAlgebra(op, dst, a, b) => {
+                let mut sets = Vec::new();
+                for k in [a, b] {
+                    match self.keys.get(k) {
+                        None => sets.push(None),
+                        Some(Val::Set(s)) => sets.push(Some(s.clone())),
+                        Some(_) => return wrongtype(),
+                    }
+                }
+                let empty = BTreeSet::new();
+                let (x, y) = (
+                    sets[0].as_ref().unwrap_or(&empty),
+                    sets[1].as_ref().unwrap_or(&empty),
+                );
+                let out: BTreeSet<Vec<u8>> = match op {
+                    SetOp::Inter => x.intersection(y).cloned().collect(),
+                    SetOp::Union => x.union(y).cloned().collect(),
+                    SetOp::Diff => x.difference(y).cloned().collect(),
+                };
+                match dst {
+                    None => array(out.into_iter().collect(), Some(1)),
+                    Some(d) => {
+                        let n = out.len();
+                        self.keys.insert(*d, Val::Set(out));
+                        int(n as i64)
+                    }
+                }
             }
             Op::ZAdd(k, sc, m) => {
                 let z = typed!(self, *k, ZSet, BTreeMap::new());
@@ -468,7 +550,7 @@ pub enum Kind {
 }
 
 /// Types Locus implements (and the model checks).
-pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List];
+pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List, Kind::Set];
 
 fn value(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(prop::sample::select(b"abcxyz019".to_vec()), 0..max)
@@ -516,8 +598,16 @@ fn op_of(kind: Kind, vmax: usize, fields: u8) -> BoxedStrategy<Op> {
             (k.clone(), prop::collection::vec(f.clone(), 1..5)).prop_map(|(k, m)| Op::SAdd(k, m)),
             (k.clone(), f.clone()).prop_map(|(k, m)| Op::SRem(k, m)),
             k.clone().prop_map(Op::SCard),
-            (k.clone(), f).prop_map(|(k, m)| Op::SIsMember(k, m)),
-            k.prop_map(Op::SMembers),
+            (k.clone(), f.clone()).prop_map(|(k, m)| Op::SIsMember(k, m)),
+            k.clone().prop_map(Op::SMembers),
+            (k.clone(), k.clone(), f).prop_map(|(a, b, m)| Op::SMove(a, b, m)),
+            (
+                prop::sample::select(vec![SetOp::Inter, SetOp::Union, SetOp::Diff]),
+                prop::option::of(k.clone()),
+                k.clone(),
+                k
+            )
+                .prop_map(|(op, d, a, b)| Op::SAlgebra(op, d, a, b)),
         ]
         .boxed(),
         Kind::ZSet => prop_oneof![
@@ -582,7 +672,14 @@ pub fn op_from_bytes(b: &mut &[u8]) -> Option<Op> {
         (Kind::Set, 1) => Op::SRem(k, f),
         (Kind::Set, 2) => Op::SCard(k),
         (Kind::Set, 3) => Op::SIsMember(k, f),
-        (Kind::Set, _) => Op::SMembers(k),
+        (Kind::Set, 4) => Op::SMembers(k),
+        (Kind::Set, _) if which & 8 != 0 => Op::SMove(k, f % 5, f),
+        (Kind::Set, _) => Op::SAlgebra(
+            [SetOp::Inter, SetOp::Union, SetOp::Diff][usize::from(which >> 6) % 3],
+            (which & 16 != 0).then_some(which % 5),
+            k,
+            f % 5,
+        ),
         (Kind::ZSet, 0) => Op::ZAdd(k, small, f),
         (Kind::ZSet, 1) => Op::ZRem(k, f),
         (Kind::ZSet, 2) => Op::ZScore(k, f),

@@ -12,13 +12,13 @@
 //! push makes one of its keys a list again, the command runs again on the client's behalf (see
 //! [`crate::exec::blocking`]), and then answers exactly as it would have had the list been there.
 
-use locus_engine::{Object, TenantId, ValueRef};
+use locus_engine::{Object, TenantId};
 use locus_protocol::ReplyWriter;
 
-use super::super::notify::{GENERIC, LIST, notify};
+use super::super::notify::LIST;
 use super::super::{Args, CmdError, CmdResult, Ctx, blocking, int_arg, is, parse_i64};
 use super::quicklist::{Elem, List, int_of};
-use super::{check_type, peek, write};
+use super::{check_type, peek, touched, write};
 
 impl Object for List {
     fn type_name(&self) -> &'static str {
@@ -49,15 +49,7 @@ pub const KIND: &str = "list";
 
 /// Publishes a list event, and `del` when the write emptied the key.
 fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], event: &str, deleted: bool) {
-    notify(ctx.shared, t, ctx.conn.db, LIST, event, key);
-    if deleted {
-        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
-    }
-}
-
-/// A write changed `key`: WATCH sees it.
-fn touched(ctx: &Ctx<'_>, t: TenantId, key: &[u8]) {
-    ctx.shared.touch_watched(t, key);
+    super::events(ctx, t, key, LIST, event, deleted);
 }
 
 #[inline]
@@ -83,15 +75,7 @@ fn with_list<R>(
     key: &[u8],
     f: impl FnOnce(&List, &mut ReplyWriter<'_>) -> Result<R, CmdError>,
 ) -> Result<Option<R>, CmdError> {
-    let Ctx { eng, w, .. } = ctx;
-    match eng.get_value(t, key) {
-        None => Ok(None),
-        Some(ValueRef::Str(_)) => Err(CmdError::WrongType),
-        Some(ValueRef::Obj(o)) => match o.as_any().downcast_ref::<List>() {
-            Some(l) => f(l, w).map(Some),
-            None => Err(CmdError::WrongType),
-        },
-    }
+    super::with::<List, _>(ctx, t, key, f)?.transpose()
 }
 
 /// The most pushing `elems` onto `key` can add to its charge.

@@ -13,9 +13,12 @@ pub mod limits;
 pub mod list;
 pub mod packed;
 pub mod quicklist;
+pub mod set;
 
 use locus_engine::{Object, TenantId, ValueRef};
+use locus_protocol::ReplyWriter;
 
+use super::notify::{GENERIC, notify};
 use super::{CmdError, Ctx};
 
 /// Reads the object of type `T` at `key` (touching it as GET does). `Ok(None)` when absent.
@@ -36,6 +39,41 @@ pub fn read<T: Object, R>(
             None => Err(CmdError::WrongType),
         },
     }
+}
+
+/// Like [`read`], with the reply writer at hand (a reply written straight from the object).
+///
+/// # Errors
+/// [`CmdError::WrongType`] when the key holds a string or another type.
+pub fn with<T: Object, R>(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    f: impl FnOnce(&T, &mut ReplyWriter<'_>) -> R,
+) -> Result<Option<R>, CmdError> {
+    let Ctx { eng, w, .. } = ctx;
+    match eng.get_value(t, key) {
+        None => Ok(None),
+        Some(ValueRef::Str(_)) => Err(CmdError::WrongType),
+        Some(ValueRef::Obj(o)) => match o.as_any().downcast_ref::<T>() {
+            Some(v) => Ok(Some(f(v, w))),
+            None => Err(CmdError::WrongType),
+        },
+    }
+}
+
+/// Publishes a collection's `event` (of notification `class`) for `key`, and `del` when the
+/// write emptied it.
+pub fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], class: u32, event: &str, deleted: bool) {
+    notify(ctx.shared, t, ctx.conn.db, class, event, key);
+    if deleted {
+        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+    }
+}
+
+/// A write changed `key`: WATCH sees it.
+pub fn touched(ctx: &Ctx<'_>, t: TenantId, key: &[u8]) {
+    ctx.shared.touch_watched(t, key);
 }
 
 /// Like [`read`] without touching or counting the access (type checks, sizes).

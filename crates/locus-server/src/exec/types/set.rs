@@ -1,0 +1,1022 @@
+//! Sets: SADD SREM SMEMBERS SISMEMBER SMISMEMBER SCARD SPOP SRANDMEMBER SMOVE SINTER SINTERCARD
+//! SUNION SDIFF SINTERSTORE SUNIONSTORE SDIFFSTORE SSCAN.
+//!
+//! As in Redis 7.0, a set whose members are all integers (in canonical decimal form, as Redis's
+//! `string2ll` reads them) and that holds at most `set-max-intset-entries` of them is a sorted
+//! array of integers (`intset`); any other set is a hash table (`hashtable`) keyed with a
+//! per-process random hash, so that a tenant cannot slow another's lookups by choosing colliding
+//! members. Conversion is one way. Replies, error words, the order of checks and keyspace events
+//! are Redis 7.0's; each handler reports its own WATCH touches, since Redis signals a set only
+//! when it changed (SADD of present members, SREM of absent ones and a STORE that leaves an
+//! absent destination absent touch nothing).
+
+use std::collections::HashSet;
+use std::collections::hash_map::RandomState;
+
+use indexmap::IndexSet;
+use locus_engine::{Object, TenantId};
+use locus_protocol::ReplyWriter;
+
+use super::super::notify::{GENERIC, SET, notify};
+use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
+use super::hash::{random_below, scan_args};
+use super::{alloc, check_type, peek, touched, write};
+use crate::glob::glob_match;
+
+/// `set-max-intset-entries`.
+fn max_intset() -> usize {
+    super::limits::SET_INTSET.usize()
+}
+
+type Table = IndexSet<Box<[u8]>, RandomState>;
+
+/// One table entry as indexmap stores it: the hash and the member.
+type Bucket = (u64, Box<[u8]>);
+
+/// A member as the set holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member<'a> {
+    /// An intset's integer.
+    Int(i64),
+    /// A hash table's member.
+    Str(&'a [u8]),
+}
+
+impl Member<'_> {
+    /// The member's bytes (an integer in decimal).
+    pub fn to_vec(self) -> Vec<u8> {
+        match self {
+            Member::Int(i) => itoa::Buffer::new().format(i).as_bytes().to_vec(),
+            Member::Str(s) => s.to_vec(),
+        }
+    }
+
+    fn write(self, w: &mut ReplyWriter<'_>) {
+        match self {
+            Member::Int(i) => w.bulk_int(i),
+            Member::Str(s) => w.bulk(s),
+        }
+    }
+}
+
+/// Integers in ascending order, each stored in the narrowest of 2, 4 or 8 little-endian bytes
+/// that holds them all (Redis's `intset`: 100 small integers take 200 bytes, not 800). The
+/// buffer grows by an eighth (an insertion moves the tail anyway), so its charge stays close to
+/// what it holds.
+#[derive(Debug, Clone, Default)]
+pub struct IntSet {
+    /// Bytes per integer (2, 4 or 8; 0 while nothing was stored).
+    width: u8,
+    data: Vec<u8>,
+}
+
+fn width_of(v: i64) -> u8 {
+    if i16::try_from(v).is_ok() {
+        2
+    } else if i32::try_from(v).is_ok() {
+        4
+    } else {
+        8
+    }
+}
+
+impl IntSet {
+    fn w(&self) -> usize {
+        usize::from(self.width.max(2))
+    }
+
+    /// Integers held.
+    pub fn len(&self) -> usize {
+        self.data.len() / self.w()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The integer at position `i` (`i < len`).
+    pub fn get(&self, i: usize) -> i64 {
+        let w = self.w();
+        let b = &self.data[i * w..(i + 1) * w];
+        match w {
+            2 => i64::from(i16::from_le_bytes([b[0], b[1]])),
+            4 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            _ => i64::from_le_bytes(b.try_into().unwrap_or_default()),
+        }
+    }
+
+    /// Where `v` is (`Ok`) or would go (`Err`).
+    pub fn search(&self, v: i64) -> Result<usize, usize> {
+        if width_of(v) > self.width.max(2) {
+            // Wider than every member: below or above them all.
+            return Err(if v < 0 { 0 } else { self.len() });
+        }
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.get(mid).cmp(&v) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(lo)
+    }
+
+    /// Every integer, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    fn encode(v: i64, w: usize) -> ([u8; 8], usize) {
+        let mut b = [0u8; 8];
+        match w {
+            2 => b[..2].copy_from_slice(&(v as i16).to_le_bytes()),
+            4 => b[..4].copy_from_slice(&(v as i32).to_le_bytes()),
+            _ => b = v.to_le_bytes(),
+        }
+        (b, w)
+    }
+
+    /// Room for `extra` more bytes, with an eighth of slack.
+    fn reserve(&mut self, extra: usize) {
+        let need = self.data.len() + extra;
+        if need > self.data.capacity() {
+            self.data.reserve_exact(need + need / 8 - self.data.len());
+        }
+    }
+
+    /// Inserts `v`; true when it is new.
+    pub fn insert(&mut self, v: i64) -> bool {
+        let need = width_of(v);
+        if need > self.width {
+            let vals: Vec<i64> = self.iter().collect();
+            let mut data = Vec::with_capacity((vals.len() + 1) * usize::from(need));
+            for x in vals {
+                let (b, n) = Self::encode(x, usize::from(need));
+                data.extend_from_slice(&b[..n]);
+            }
+            self.width = need;
+            self.data = data;
+        }
+        let Err(at) = self.search(v) else {
+            return false;
+        };
+        let w = self.w();
+        self.reserve(w);
+        let (b, n) = Self::encode(v, w);
+        self.data.splice(at * w..at * w, b[..n].iter().copied());
+        true
+    }
+
+    /// Removes the integer at position `i`.
+    pub fn remove_at(&mut self, i: usize) {
+        let w = self.w();
+        self.data.drain(i * w..(i + 1) * w);
+        self.shrink();
+    }
+
+    /// Keeps the integers whose position is not marked in `drop`.
+    fn retain_unmarked(&mut self, drop: &[bool]) {
+        let w = self.w();
+        let mut out = 0;
+        for (i, &d) in drop.iter().enumerate() {
+            if !d {
+                self.data.copy_within(i * w..(i + 1) * w, out * w);
+                out += 1;
+            }
+        }
+        self.data.truncate(out * w);
+        self.shrink();
+    }
+
+    fn shrink(&mut self) {
+        if self.data.capacity() > 64 && self.data.len() < self.data.capacity() / 2 {
+            self.data.shrink_to(self.data.len() + self.data.len() / 8);
+        }
+    }
+
+    /// Bytes its buffer takes.
+    pub fn charge(&self) -> u64 {
+        alloc::heap(self.data.capacity())
+    }
+
+    /// The most its charge can grow when `n` integers are inserted.
+    fn grow_bound(&self, n: usize) -> u64 {
+        // Widest case: every integer re-encoded in 8 bytes, plus the slack.
+        let bytes = (self.len() + n) * 8;
+        alloc::heap(bytes + bytes / 8 + 8)
+    }
+}
+
+/// A Redis set.
+#[derive(Debug, Clone)]
+pub enum Set {
+    /// Integers in ascending order (`intset`).
+    Ints(IntSet),
+    /// A hash table, with the bytes its members hold.
+    Table(Table, u64),
+}
+
+impl Default for Set {
+    fn default() -> Self {
+        Set::Ints(IntSet::default())
+    }
+}
+
+/// A member in Redis's canonical integer form (the only members an intset holds).
+fn int_of(m: &[u8]) -> Option<i64> {
+    parse_i64(m)
+}
+
+fn table_charge(cap: usize, elems: u64) -> u64 {
+    alloc::table::<usize>(cap) + alloc::vec::<Bucket>(cap) + elems
+}
+
+fn int_len(i: i64) -> usize {
+    itoa::Buffer::new().format(i).len()
+}
+
+impl Set {
+    /// Members held.
+    pub fn len(&self) -> usize {
+        match self {
+            Set::Ints(v) => v.len(),
+            Set::Table(t, _) => t.len(),
+        }
+    }
+
+    /// Whether it holds no member.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether `m` is a member.
+    pub fn contains(&self, m: &[u8]) -> bool {
+        match self {
+            Set::Ints(v) => int_of(m).is_some_and(|i| v.search(i).is_ok()),
+            Set::Table(t, _) => t.contains(m),
+        }
+    }
+
+    /// The member at position `i` (`i < len`) in the set's order.
+    pub fn at(&self, i: usize) -> Member<'_> {
+        match self {
+            Set::Ints(v) => Member::Int(v.get(i)),
+            Set::Table(t, _) => Member::Str(t.get_index(i).map_or(&[][..], |m| &m[..])),
+        }
+    }
+
+    /// Every member, in the set's order (ascending for an intset).
+    pub fn iter(&self) -> impl Iterator<Item = Member<'_>> {
+        let (ints, strs) = match self {
+            Set::Ints(v) => (Some(v.iter().map(Member::Int)), None),
+            Set::Table(t, _) => (None, Some(t.iter().map(|m| Member::Str(&m[..])))),
+        };
+        ints.into_iter().flatten().chain(strs.into_iter().flatten())
+    }
+
+    /// Every member, owned.
+    pub fn members(&self) -> Vec<Vec<u8>> {
+        self.iter().map(Member::to_vec).collect()
+    }
+
+    /// The most [`Object::charge`] can grow when `members` are added.
+    pub fn grow_bound<'a>(&self, members: impl Iterator<Item = &'a [u8]>) -> u64 {
+        let (mut n, mut boxed, mut all_ints) = (0usize, 0u64, true);
+        for m in members {
+            n += 1;
+            boxed += alloc::bytes(m.len());
+            all_ints &= int_of(m).is_some();
+        }
+        match self {
+            Set::Ints(v) if all_ints && v.len() + n <= max_intset() => v.grow_bound(n),
+            Set::Ints(v) => {
+                // Converts: the whole table (the buckets of everything it may hold bound its
+                // capacity), the integers boxed as strings, and the new members.
+                let existing: u64 = v.iter().map(|i| alloc::bytes(int_len(i))).sum();
+                let cap = alloc::buckets(v.len() + n);
+                v.grow_bound(n) + table_charge(cap, existing + boxed)
+            }
+            Set::Table(t, _) => {
+                let cap = alloc::buckets(alloc::grown(t.capacity(), t.len() + n));
+                // Growth reallocates: old and new tables, briefly, are both held.
+                let tables = if t.len() + n > t.capacity() {
+                    table_charge(cap, 0)
+                } else {
+                    0
+                };
+                tables + boxed
+            }
+        }
+    }
+
+    fn convert_to_table(&mut self, room: usize) {
+        if let Set::Ints(v) = self {
+            let mut t = Table::with_capacity_and_hasher(v.len() + room, RandomState::new());
+            let mut elems = 0;
+            let mut b = itoa::Buffer::new();
+            for i in v.iter() {
+                let s = b.format(i).as_bytes();
+                elems += alloc::bytes(s.len());
+                t.insert(s.into());
+            }
+            *self = Set::Table(t, elems);
+        }
+    }
+
+    /// Adds `m`; true when it is new.
+    pub fn add(&mut self, m: &[u8]) -> bool {
+        if let Set::Ints(v) = self {
+            match int_of(m) {
+                Some(i) => {
+                    if !v.insert(i) {
+                        return false;
+                    }
+                    if v.len() > max_intset() {
+                        self.convert_to_table(0);
+                    }
+                    return true;
+                }
+                None => self.convert_to_table(1),
+            }
+        }
+        let Set::Table(t, elems) = self else {
+            return false;
+        };
+        if t.contains(m) {
+            return false;
+        }
+        *elems += alloc::bytes(m.len());
+        t.insert(m.into());
+        true
+    }
+
+    /// Removes `m`; true when it was there.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        match self {
+            Set::Ints(v) => match int_of(m).map(|i| v.search(i)) {
+                Some(Ok(at)) => {
+                    v.remove_at(at);
+                    true
+                }
+                _ => false,
+            },
+            Set::Table(t, elems) => {
+                if t.swap_remove(m) {
+                    *elems -= alloc::bytes(m.len());
+                    shrink_table(t);
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// Removes and returns `count` distinct members chosen at random (all when `count >= len`).
+    pub fn pop_random(&mut self, count: usize) -> Vec<Vec<u8>> {
+        let n = self.len();
+        if count >= n {
+            let all = self.members();
+            *self = Set::default();
+            return all;
+        }
+        match self {
+            Set::Ints(v) => {
+                let picked = distinct_positions(n, count);
+                let mut take = vec![false; n];
+                let mut out = Vec::with_capacity(count);
+                for &i in &picked {
+                    take[i] = true;
+                    out.push(Member::Int(v.get(i)).to_vec());
+                }
+                v.retain_unmarked(&take);
+                out
+            }
+            Set::Table(t, elems) => {
+                let mut out = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let i = random_below(t.len() as u64) as usize;
+                    if let Some(m) = t.swap_remove_index(i) {
+                        *elems -= alloc::bytes(m.len());
+                        out.push(m.into_vec());
+                    }
+                }
+                shrink_table(t);
+                out
+            }
+        }
+    }
+}
+
+fn shrink_table(t: &mut Table) {
+    if t.capacity() > 64 && t.len() < t.capacity() / 4 {
+        t.shrink_to_fit();
+    }
+}
+
+/// `count` distinct positions below `n` (`count <= n`), chosen uniformly: a partial
+/// Fisher-Yates shuffle when many are wanted, draws with rejection when few are.
+fn distinct_positions(n: usize, count: usize) -> Vec<usize> {
+    if count.saturating_mul(3) > n {
+        let mut idx: Vec<usize> = (0..n).collect();
+        for i in 0..count {
+            let j = i + random_below((n - i) as u64) as usize;
+            idx.swap(i, j);
+        }
+        idx.truncate(count);
+        idx
+    } else {
+        let mut seen = HashSet::with_capacity(count);
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let i = random_below(n as u64) as usize;
+            if seen.insert(i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+impl Object for Set {
+    fn type_name(&self) -> &'static str {
+        "set"
+    }
+    fn encoding(&self) -> &'static str {
+        match self {
+            Set::Ints(_) => "intset",
+            Set::Table(..) => "hashtable",
+        }
+    }
+    fn charge(&self) -> u64 {
+        match self {
+            Set::Ints(v) => v.charge(),
+            Set::Table(t, elems) => table_charge(t.capacity(), *elems),
+        }
+    }
+    fn len(&self) -> usize {
+        Set::len(self)
+    }
+    fn clone_object(&self) -> Box<dyn Object> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Publishes a set event, and `del` when the write emptied the key.
+fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], event: &str, deleted: bool) {
+    super::events(ctx, t, key, SET, event, deleted);
+}
+
+/// Reads the set at `key` (touched as GET does) with the reply writer at hand.
+fn with_set<R>(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    f: impl FnOnce(&Set, &mut ReplyWriter<'_>) -> R,
+) -> Result<Option<R>, CmdError> {
+    super::with::<Set, R>(ctx, t, key, f)
+}
+
+/// Writes members as a set (RESP3) or an array (RESP2).
+fn reply_set(w: &mut ReplyWriter<'_>, members: &[Vec<u8>]) {
+    w.set(members.len());
+    for m in members {
+        w.bulk(m);
+    }
+}
+
+/// Writes members as an array.
+fn reply_array(w: &mut ReplyWriter<'_>, members: &[Vec<u8>]) {
+    w.array(members.len());
+    for m in members {
+        w.bulk(m);
+    }
+}
+
+/// Adds `members` to the set at `key` (created when absent): how many were new. Touches WATCH
+/// and sends `sadd` when any was.
+fn add_members(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    members: &[&[u8]],
+) -> Result<usize, CmdError> {
+    let bound = peek::<Set, u64>(ctx, t, key, |s| s.grow_bound(members.iter().copied()))?
+        .unwrap_or_else(|| Set::default().grow_bound(members.iter().copied()));
+    let (added, _) = write::<Set, usize>(ctx, t, key, bound, true, |s| {
+        members.iter().filter(|m| s.add(m)).count()
+    })?
+    .expect("created");
+    if added > 0 {
+        touched(ctx, t, key);
+        events(ctx, t, key, "sadd", false);
+    }
+    Ok(added)
+}
+
+/// `SADD key member [member ...]`
+pub fn sadd(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let members: Vec<&[u8]> = a[2..].iter().map(|m| &m[..]).collect();
+    let n = add_members(ctx, t, &a[1], &members)?;
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `SREM key member [member ...]`
+pub fn srem(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let key = &a[1][..];
+    let r = write::<Set, usize>(ctx, t, key, 0, false, |s| {
+        a[2..].iter().filter(|m| s.remove(m)).count()
+    })?;
+    let (n, deleted) = r.map_or((0, false), |(n, w)| (n, w.deleted));
+    if n > 0 {
+        touched(ctx, t, key);
+        events(ctx, t, key, "srem", deleted);
+    }
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `SCARD key`
+pub fn scard(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let n = with_set(ctx, t, &a[1], |s, _| s.len())?.unwrap_or(0);
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `SISMEMBER key member`
+pub fn sismember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let hit = with_set(ctx, t, &a[1], |s, _| s.contains(&a[2]))?.unwrap_or(false);
+    ctx.w.integer(i64::from(hit));
+    Ok(())
+}
+
+/// `SMISMEMBER key member [member ...]`
+pub fn smismember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let found = with_set(ctx, t, &a[1], |s, w| {
+        w.array(a.len() - 2);
+        for m in &a[2..] {
+            w.integer(i64::from(s.contains(m)));
+        }
+    })?;
+    if found.is_none() {
+        ctx.w.array(a.len() - 2);
+        for _ in 2..a.len() {
+            ctx.w.integer(0);
+        }
+    }
+    Ok(())
+}
+
+/// `SMEMBERS key`
+pub fn smembers(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let found = with_set(ctx, t, &a[1], |s, w| {
+        w.set(s.len());
+        for m in s.iter() {
+            m.write(w);
+        }
+    })?;
+    if found.is_none() {
+        ctx.w.set(0);
+    }
+    Ok(())
+}
+
+/// `SPOP key [count]`
+pub fn spop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let t = ctx.t()?;
+    let key = &a[1][..];
+    let count = match a.get(2) {
+        // (Redis words a count that is not an integer like a negative one.)
+        Some(c) => Some(
+            parse_i64(c)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| CmdError::msg("ERR value is out of range, must be positive"))?,
+        ),
+        None => None,
+    };
+    let exists = check_type::<Set>(ctx, t, key)?;
+    let absent = |ctx: &mut Ctx<'_>| match count {
+        Some(_) => ctx.w.set(0),
+        None => ctx.w.null(),
+    };
+    if !exists || count == Some(0) {
+        absent(ctx);
+        return Ok(());
+    }
+    let r =
+        write::<Set, Vec<Vec<u8>>>(ctx, t, key, 0, false, |s| s.pop_random(count.unwrap_or(1)))?;
+    let Some((vals, w)) = r else {
+        absent(ctx);
+        return Ok(());
+    };
+    touched(ctx, t, key);
+    events(ctx, t, key, "spop", w.deleted);
+    match count {
+        Some(_) => reply_set(&mut ctx.w, &vals),
+        None => ctx.w.bulk(&vals[0]),
+    }
+    Ok(())
+}
+
+/// `SRANDMEMBER key [count]`
+pub fn srandmember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    if a.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let t = ctx.t()?;
+    let count = match a.get(2) {
+        Some(c) => {
+            let c = int_arg(c)?;
+            if c == i64::MIN {
+                return Err(CmdError::msg(format!(
+                    "ERR value is out of range, value must between {} and {}",
+                    -i64::MAX,
+                    i64::MAX
+                )));
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    let found = with_set(ctx, t, &a[1], |s, w| {
+        let n = s.len();
+        match count {
+            None => s.at(random_below(n as u64) as usize).write(w),
+            Some(c) if c < 0 => {
+                // Repeats allowed: each draw is independent.
+                let c = c.unsigned_abs() as usize;
+                w.array(c);
+                for _ in 0..c {
+                    s.at(random_below(n as u64) as usize).write(w);
+                }
+            }
+            Some(c) if c as u64 >= n as u64 => {
+                w.array(n);
+                for m in s.iter() {
+                    m.write(w);
+                }
+            }
+            Some(c) => {
+                let picked = distinct_positions(n, c as usize);
+                w.array(picked.len());
+                for i in picked {
+                    s.at(i).write(w);
+                }
+            }
+        }
+    })?;
+    if found.is_none() {
+        match count {
+            Some(_) => ctx.w.array(0),
+            None => ctx.w.null(),
+        }
+    }
+    Ok(())
+}
+
+/// `SMOVE source destination member`
+pub fn smove(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let (src, dst, m) = (&a[1][..], &a[2][..], &a[3][..]);
+    // As Redis: an absent source answers 0 before either type is checked.
+    let Some(in_src) = peek::<Set, bool>(ctx, t, src, |s| s.contains(m))? else {
+        ctx.w.integer(0);
+        return Ok(());
+    };
+    check_type::<Set>(ctx, t, dst)?;
+    if src == dst || !in_src {
+        ctx.w.integer(i64::from(in_src));
+        return Ok(());
+    }
+    // The destination gains first, so a write refused for memory loses nothing.
+    let bound = peek::<Set, u64>(ctx, t, dst, |s| s.grow_bound([m].into_iter()))?
+        .unwrap_or_else(|| Set::default().grow_bound([m].into_iter()));
+    let (added, _) = write::<Set, bool>(ctx, t, dst, bound, true, |s| s.add(m))?.expect("created");
+    let removed = write::<Set, bool>(ctx, t, src, 0, false, |s| s.remove(m))?;
+    if let Some((true, w)) = removed {
+        touched(ctx, t, src);
+        events(ctx, t, src, "srem", w.deleted);
+    }
+    if added {
+        touched(ctx, t, dst);
+        events(ctx, t, dst, "sadd", false);
+    }
+    ctx.w.integer(1);
+    Ok(())
+}
+
+/// Which algebra a command computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Inter,
+    Union,
+    Diff,
+}
+
+/// Checks every key of `keys` (absent or a set, else WRONGTYPE, as Redis looks each up before
+/// computing) and returns their sizes (`None` for an absent key).
+fn sizes(ctx: &mut Ctx<'_>, t: TenantId, keys: &[&[u8]]) -> Result<Vec<Option<usize>>, CmdError> {
+    keys.iter()
+        .map(|k| super::read::<Set, usize>(ctx, t, k, Set::len))
+        .collect()
+}
+
+/// The members of `op` over `keys` (in the order Redis replies them: the smallest set's order
+/// for an intersection, the result set's for a union or difference), stopping an intersection
+/// at `limit` members (0: no limit).
+fn compute(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    keys: &[&[u8]],
+    op: Op,
+    limit: usize,
+) -> Result<Vec<Vec<u8>>, CmdError> {
+    let sizes = sizes(ctx, t, keys)?;
+    match op {
+        Op::Inter => {
+            if sizes.iter().any(|s| s.is_none_or(|n| n == 0)) {
+                return Ok(Vec::new());
+            }
+            let mut order: Vec<usize> = (0..keys.len()).collect();
+            order.sort_by_key(|&i| sizes[i]);
+            let mut out = peek::<Set, _>(ctx, t, keys[order[0]], Set::members)?.unwrap_or_default();
+            for &i in &order[1..] {
+                if out.is_empty() {
+                    break;
+                }
+                let keep = peek::<Set, Vec<bool>>(ctx, t, keys[i], |s| {
+                    out.iter().map(|m| s.contains(m)).collect()
+                })?
+                .unwrap_or_default();
+                let mut it = keep.iter();
+                out.retain(|_| it.next().copied().unwrap_or(false));
+            }
+            if limit > 0 {
+                out.truncate(limit);
+            }
+            Ok(out)
+        }
+        Op::Union | Op::Diff => {
+            let mut acc = Set::default();
+            for (i, k) in keys.iter().enumerate() {
+                if sizes[i].is_none() {
+                    continue;
+                }
+                if op == Op::Diff && i > 0 && acc.is_empty() {
+                    break;
+                }
+                let members = peek::<Set, _>(ctx, t, k, Set::members)?.unwrap_or_default();
+                if op == Op::Union || i == 0 {
+                    for m in &members {
+                        acc.add(m);
+                    }
+                } else {
+                    for m in &members {
+                        acc.remove(m);
+                    }
+                }
+                if op == Op::Diff && i == 0 && acc.is_empty() {
+                    break;
+                }
+            }
+            if op == Op::Diff && sizes.first().is_none_or(|s| s.is_none()) {
+                return Ok(Vec::new());
+            }
+            Ok(acc.members())
+        }
+    }
+}
+
+fn keys_from<'x>(a: Args<'x, '_>, from: usize) -> Vec<&'x [u8]> {
+    a[from..].iter().map(|k| &k[..]).collect()
+}
+
+fn algebra(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op) -> CmdResult {
+    let t = ctx.t()?;
+    let members = compute(ctx, t, &keys_from(a, 1), op, 0)?;
+    reply_set(&mut ctx.w, &members);
+    Ok(())
+}
+
+fn algebra_store(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op, event: &str) -> CmdResult {
+    let t = ctx.t()?;
+    let dst = &a[1][..];
+    let members = compute(ctx, t, &keys_from(a, 2), op, 0)?;
+    let mut result = Set::default();
+    for m in &members {
+        result.add(m);
+    }
+    let n = result.len();
+    let existed = super::store(ctx, t, dst, Box::new(result))?;
+    if n > 0 {
+        touched(ctx, t, dst);
+        events(ctx, t, dst, event, false);
+    } else if existed {
+        touched(ctx, t, dst);
+        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dst);
+    }
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `SINTER key [key ...]`
+pub fn sinter(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra(ctx, a, Op::Inter)
+}
+
+/// `SUNION key [key ...]`
+pub fn sunion(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra(ctx, a, Op::Union)
+}
+
+/// `SDIFF key [key ...]`
+pub fn sdiff(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra(ctx, a, Op::Diff)
+}
+
+/// `SINTERSTORE destination key [key ...]`
+pub fn sinterstore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra_store(ctx, a, Op::Inter, "sinterstore")
+}
+
+/// `SUNIONSTORE destination key [key ...]`
+pub fn sunionstore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra_store(ctx, a, Op::Union, "sunionstore")
+}
+
+/// `SDIFFSTORE destination key [key ...]`
+pub fn sdiffstore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    algebra_store(ctx, a, Op::Diff, "sdiffstore")
+}
+
+/// `SINTERCARD numkeys key [key ...] [LIMIT limit]`
+pub fn sintercard(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let numkeys_err = || CmdError::msg("ERR numkeys should be greater than 0");
+    let numkeys = parse_i64(&a[1])
+        .filter(|&n| n >= 1)
+        .ok_or_else(numkeys_err)?;
+    if numkeys > (a.len() - 2) as i64 {
+        return Err(CmdError::msg(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    let end = 2 + numkeys as usize;
+    let mut limit = 0usize;
+    let mut j = end;
+    while j < a.len() {
+        if is(&a[j], "limit") && j + 1 < a.len() {
+            j += 1;
+            limit = parse_i64(&a[j])
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| CmdError::msg("ERR LIMIT can't be negative"))?;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        j += 1;
+    }
+    let t = ctx.t()?;
+    let keys: Vec<&[u8]> = a[2..end].iter().map(|k| &k[..]).collect();
+    let n = compute(ctx, t, &keys, Op::Inter, limit)?.len();
+    ctx.w.integer(n as i64);
+    Ok(())
+}
+
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: the whole set in one call (cursor 0), as
+/// Redis answers for an intset; every member present throughout is returned.
+pub fn sscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    // As Redis: the cursor is read first, then the key, and the options only for a set.
+    scan_args(&a[..3], 2)?;
+    let Some(members) = with_set(ctx, t, &a[1], |s, _| s.members())? else {
+        ctx.w.array(2);
+        ctx.w.bulk(b"0");
+        ctx.w.array(0);
+        return Ok(());
+    };
+    let (_, pat) = scan_args(a, 2)?;
+    let members: Vec<Vec<u8>> = members
+        .into_iter()
+        .filter(|m| pat.is_none_or(|p| p == b"*" || glob_match(p, m, false)))
+        .collect();
+    ctx.w.array(2);
+    ctx.w.bulk(b"0");
+    reply_array(&mut ctx.w, &members);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_converts_past_the_intset_limits_and_keeps_every_member() {
+        let mut s = Set::default();
+        for i in 0..600 {
+            let m = i.to_string();
+            let before = s.charge();
+            let bound = s.grow_bound([m.as_bytes()].into_iter());
+            assert!(s.add(m.as_bytes()));
+            assert!(s.charge() <= before + bound, "member {i}");
+            assert_eq!(
+                s.encoding(),
+                if i < 512 { "intset" } else { "hashtable" },
+                "member {i}"
+            );
+        }
+        assert_eq!(s.len(), 600);
+        assert!(s.contains(b"599"));
+        assert!(!s.add(b"599"));
+        assert!(s.remove(b"599"));
+        assert!(!s.remove(b"599"));
+        let mut small = Set::default();
+        small.add(b"1");
+        assert_eq!(small.encoding(), "intset");
+        // Not canonical integers: stored as strings.
+        for m in [&b"01"[..], b"-0", b" 1", b"+1"] {
+            let mut s = small.clone();
+            let before = s.charge();
+            let bound = s.grow_bound([m].into_iter());
+            assert!(s.add(m));
+            assert!(s.charge() <= before + bound);
+            assert_eq!(s.encoding(), "hashtable");
+            assert!(s.contains(m) && s.contains(b"1"));
+        }
+    }
+
+    #[test]
+    fn an_intset_widens_and_keeps_its_order() {
+        let mut v = IntSet::default();
+        let vals = [
+            5i64,
+            -3,
+            40_000,
+            -70_000,
+            i64::MAX,
+            i64::MIN,
+            0,
+            7,
+            32_767,
+            -32_768,
+        ];
+        for (i, &x) in vals.iter().enumerate() {
+            assert!(v.insert(x));
+            assert!(!v.insert(x));
+            let mut want = vals[..=i].to_vec();
+            want.sort_unstable();
+            assert_eq!(v.iter().collect::<Vec<_>>(), want);
+        }
+        assert_eq!(v.w(), 8);
+        for &x in &vals {
+            let at = v.search(x).expect("present");
+            v.remove_at(at);
+            assert!(v.search(x).is_err());
+        }
+        assert!(v.is_empty());
+        let mut small = IntSet::default();
+        for x in 0..100 {
+            small.insert(x);
+        }
+        assert_eq!(small.w(), 2);
+        assert!(small.charge() <= alloc::heap(100 * 2 + 100 * 2 / 8 + 8));
+        assert_eq!(small.search(1 << 40), Err(100));
+        assert_eq!(small.search(-(1 << 40)), Err(0));
+    }
+
+    #[test]
+    fn a_bulk_add_stays_within_its_bound() {
+        let mut s = Set::default();
+        let ms: Vec<Vec<u8>> = (0..2000).map(|i| format!("m{i}").into_bytes()).collect();
+        for chunk in ms.chunks(300) {
+            let before = s.charge();
+            let bound = s.grow_bound(chunk.iter().map(|m| &m[..]));
+            for m in chunk {
+                s.add(m);
+            }
+            assert!(s.charge() <= before + bound);
+        }
+        let popped = s.pop_random(1500);
+        let distinct: HashSet<_> = popped.iter().collect();
+        assert_eq!(distinct.len(), 1500);
+        assert_eq!(s.len(), 500);
+        assert!(popped.iter().all(|m| !s.contains(m)));
+    }
+}
