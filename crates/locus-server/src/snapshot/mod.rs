@@ -682,6 +682,7 @@ mod tests {
     use crate::ServerConfig;
     use crate::exec::types::hash::Hash;
     use crate::exec::types::quicklist::List;
+    use crate::exec::types::set::Set;
 
     fn engine() -> (Engine, TenantId) {
         let cfg = ServerConfig::default();
@@ -748,6 +749,15 @@ mod tests {
         }
         eng.obj_store(t, b"l", Box::new(l), false).unwrap();
         eng.set_expire(t, b"l", Some(later));
+        let (mut ints, mut strs) = (Set::default(), Set::default());
+        for m in ["3", "-70000", "12"] {
+            ints.add(m.as_bytes());
+        }
+        for m in ["x", "17", "\u{0}y"] {
+            strs.add(m.as_bytes());
+        }
+        eng.obj_store(t, b"intset", Box::new(ints), false).unwrap();
+        eng.obj_store(t, b"set", Box::new(strs), false).unwrap();
     }
 
     #[test]
@@ -756,10 +766,10 @@ mod tests {
         let (mut a, t) = engine();
         fill(&mut a, t);
         let n = write_tenant(&a, t, "default", &d).unwrap();
-        assert_eq!(n, 24);
+        assert_eq!(n, 26);
         let (mut b, tb) = engine();
         let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
-        assert_eq!((l.items, l.expired, l.dropped), (24, 0, 0));
+        assert_eq!((l.items, l.expired, l.dropped), (26, 0, 0));
         assert_eq!(contents(&a, t), contents(&b, tb));
         let stamps = |e: &Engine, t| {
             let mut v = Vec::new();
@@ -807,7 +817,7 @@ mod tests {
         // failed load leaves its tenant empty.
         let load = |b: &mut Engine, tb, f: &[u8]| load_from(b, tb, "default", f, f.len() as u64);
         let (mut b, tb) = engine();
-        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(24));
+        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(26));
         b.flush(tb);
         for i in 0..good.len() {
             for mask in [0x01u8, 0x80, 0xFF] {
