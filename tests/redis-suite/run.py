@@ -33,13 +33,12 @@ SUITE = ROOT.parent / "shared" / "redis-tests"
 # The units issue 12 names (and unit/bitfield); the ones that cannot run yet are in UNITS_LATER
 # with the reason.
 UNITS = [
-    "unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/list", "unit/keyspace",
+    "unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/list", "unit/type/zset", "unit/keyspace",
     "unit/expire", "unit/scan", "unit/bitops", "unit/bitfield", "unit/hyperloglog", "unit/pubsub", "unit/multi",
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
 ]
 UNITS_LATER = {
     "unit/type/set": "sets are not implemented yet (issue 12)",
-    "unit/type/zset": "sorted sets are not implemented yet (issue 12)",
 }
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
 LINE = re.compile(r"^\[(ok|err|exception|skip|ignore|TIMEOUT)\]:?\s*(.*)$")

@@ -408,6 +408,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "lpush" | "rpush" | "lpushx" | "rpushx" | "lpop" | "rpop" | "linsert" | "lset" | "lrem"
         | "ltrim" | "lmove" | "rpoplpush" | "lmpop" | "blpop" | "brpop" | "blmove"
         | "brpoplpush" | "blmpop" => true,
+        // So do the sorted-set commands (exec/types/zset.rs).
+        "zadd" | "zincrby" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex"
+        | "zpopmin" | "zpopmax" | "zmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "zrangestore"
+        | "zunionstore" | "zinterstore" | "zdiffstore" => true,
         _ => false,
     }
 }
@@ -526,6 +530,8 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
     let numkeys_at = match spec.name {
         "lmpop" => 1,
         "blmpop" => 2,
+        "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
+        "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
         _ => return 0..0,
     };
     let n = args

@@ -13,6 +13,9 @@ pub mod limits;
 pub mod list;
 pub mod packed;
 pub mod quicklist;
+// Sorted sets.
+pub mod skiplist;
+pub mod zset;
 
 use locus_engine::{Object, TenantId, ValueRef};
 
