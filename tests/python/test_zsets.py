@@ -546,3 +546,28 @@ def test_per_member_memory_of_a_100_member_sorted_set(server, client_for):
     usage = c.memory_usage("z")
     print(f"100 x 10-byte members: MEMORY USAGE {usage} bytes ({usage / 100:.1f} per member)")
     assert usage < 100 * 40
+
+
+@pytest.mark.locus_only
+def test_an_absurd_negative_random_count_is_refused(r):
+    """Locus builds a reply whole in memory, outside every tenant's budget: a negative count (picks
+    with repeats) below -16 Mi is refused instead of exhausting the process (Redis streams it)."""
+    r.zadd("z", {"a": 1})
+    r.hset("h", "f", "v")
+    assert len(r.zrandmember("z", -1000)) == 1000
+    for cmd in [("ZRANDMEMBER", "z", -(1 << 24) - 1), ("HRANDFIELD", "h", -4611686018427387903)]:
+        with pytest.raises(ResponseError, match="is refused"):
+            r.execute_command(*cmd)
+    with raises("value is out of range"):
+        r.execute_command("ZRANDMEMBER", "z", -9223372036854770000)
+
+
+def test_pop_count_errors(r):
+    r.zadd("z", {"a": 1})
+    for bad in [-1, "abc"]:
+        with raises("value is out of range, must be positive"):
+            r.execute_command("ZPOPMIN", "z", bad)
+    with raises("syntax error"):
+        r.execute_command("ZPOPMAX", "z", 1, 2)
+    with raises("timeout is not a float or out of range"):
+        r.execute_command("BZPOPMIN", "z", "abc")

@@ -528,6 +528,9 @@ pub fn random_below(n: u64) -> u64 {
     RNG.with(|r| r.borrow_mut().below(n))
 }
 
+/// The most picks a negative HRANDFIELD / ZRANDMEMBER count may ask for (16 Mi).
+pub const MAX_REPEATED_PICKS: i64 = 1 << 24;
+
 /// Parses `key [count [WORD]]` of HRANDFIELD / ZRANDMEMBER: (count, whether `word` was given).
 ///
 /// # Errors
@@ -545,6 +548,13 @@ pub fn rand_args(a: Args<'_, '_>, word: &str) -> Result<(Option<i64>, bool), Cmd
         && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&c)
     {
         return Err(CmdError::msg("ERR value is out of range"));
+    }
+    // A negative count repeats picks: its reply is built whole in memory, outside every
+    // tenant's budget, so an absurd one is refused rather than let exhaust the process.
+    if count.is_some_and(|c| c < -MAX_REPEATED_PICKS) {
+        return Err(CmdError::msg(format!(
+            "ERR count below -{MAX_REPEATED_PICKS} is refused (the reply would not fit in memory)"
+        )));
     }
     Ok((count, a.len() == 4))
 }

@@ -194,8 +194,9 @@ impl Zset {
                 p.grow_bound(2 * count, bytes + SCORE_MAX * count)
             }
             Zset::Packed(p) => {
-                // Converts: a skiplist of every member, old and new.
-                SkipList::new().charge()
+                // Converts: a boxed skiplist of every member, old and new.
+                alloc::heap(size_of::<SkipList>())
+                    + SkipList::new().charge()
                     + SkipList::new().grow_bound(self.len() + count, p.bytes() + bytes)
             }
             Zset::Skip(s) => s.grow_bound(count, bytes),
@@ -721,7 +722,7 @@ fn zadd_core(ctx: &mut Ctx<'_>, key: &[u8], f: AddFlags, pairs: &[(f64, &[u8])])
         return Ok(());
     }
     let bound = bound_for(ctx, t, key, pairs.iter().map(|(_, m)| *m))?;
-    let (out, wrote) = write::<Zset, AddOutcome>(ctx, t, key, bound, true, |z| {
+    let (out, _) = write::<Zset, AddOutcome>(ctx, t, key, bound, true, |z| {
         let mut o = AddOutcome::default();
         for &(score, m) in pairs {
             match z.score(m) {
@@ -766,7 +767,6 @@ fn zadd_core(ctx: &mut Ctx<'_>, key: &[u8], f: AddFlags, pairs: &[(f64, &[u8])])
         touched(ctx, t, key);
         events(ctx, t, key, if f.incr { "zincr" } else { "zadd" }, false);
     }
-    let _ = wrote;
     if f.incr {
         match out.score {
             Some(s) => reply_score(&mut ctx.w, s),
@@ -1183,13 +1183,11 @@ fn zpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>, max: bool) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let count = match a.get(2) {
-        Some(c) => {
-            let n = int_arg(c)?;
-            if n < 0 {
-                return Err(CmdError::msg("ERR value is out of range, must be positive"));
-            }
-            Some(n as usize)
-        }
+        Some(c) => Some(
+            parse_i64(c)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| CmdError::msg("ERR value is out of range, must be positive"))?,
+        ),
         None => None,
     };
     let t = ctx.t()?;
