@@ -2,14 +2,16 @@
 //! (score, member), for O(log n) insert, delete, rank, element-by-rank and range starts, beside
 //! a member -> score hash table (keyed with a per-process random hash) for O(1) lookups.
 //!
-//! Nodes live in one arena (`Vec`) addressed by `u32`; node 0 is the head. A node's member is
-//! one shared allocation (`Arc<[u8]>`) that the table's key and the node both point to, as
-//! Redis's dict and skiplist share one sds. The charge counts every allocation as the allocator
-//! rounds it ([`super::alloc`]).
+//! Nodes live in one arena (`Vec`) addressed by `u32`; node 0 is the head. A node holds its
+//! member's bytes, its score and its first level inline (three nodes in four have no other
+//! level); higher levels are one small allocation. The member index is a hash table of node
+//! numbers (4 bytes a member) hashed by the member bytes the node holds, so a member is stored
+//! once. The charge counts every allocation as the allocator rounds it ([`super::alloc`]).
 
-use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
-use std::sync::Arc;
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
 
 use super::alloc;
 
@@ -26,10 +28,31 @@ struct Level {
 
 #[derive(Debug, Clone)]
 struct Node {
-    member: Arc<[u8]>,
+    member: Box<[u8]>,
     score: f64,
     back: u32,
-    lv: Box<[Level]>,
+    /// Level 0.
+    l0: Level,
+    /// Levels 1 and up.
+    up: Box<[Level]>,
+}
+
+impl Node {
+    #[inline]
+    fn lv(&self, i: usize) -> Level {
+        if i == 0 { self.l0 } else { self.up[i - 1] }
+    }
+    #[inline]
+    fn lv_mut(&mut self, i: usize) -> &mut Level {
+        if i == 0 {
+            &mut self.l0
+        } else {
+            &mut self.up[i - 1]
+        }
+    }
+    fn levels(&self) -> usize {
+        1 + self.up.len()
+    }
 }
 
 /// Whether (score, member) of `n` sorts before (`score`, `member`).
@@ -38,10 +61,16 @@ fn before(n: &Node, score: f64, member: &[u8]) -> bool {
     n.score < score || (n.score == score && &*n.member < member)
 }
 
-/// Bytes the allocation behind an `Arc<[u8]>` of `n` bytes takes (two counters, the bytes).
+/// Bytes a member of `n` bytes takes.
 #[inline]
 fn member_bytes(n: usize) -> u64 {
-    alloc::heap(16 + n)
+    alloc::bytes(n)
+}
+
+/// Bytes the higher levels of a node of `levels` levels take.
+#[inline]
+fn up_bytes(levels: usize) -> u64 {
+    alloc::heap((levels - 1) * size_of::<Level>())
 }
 
 /// A skiplist of (member, score) with a member index.
@@ -52,10 +81,10 @@ pub struct SkipList {
     level: usize,
     len: usize,
     tail: u32,
-    map: HashMap<Arc<[u8]>, f64, RandomState>,
-    /// Bytes of the members' and the levels' allocations.
+    index: HashTable<u32>,
+    hasher: RandomState,
+    /// Bytes of the members' and the higher levels' allocations.
     heap: u64,
-    empty: Arc<[u8]>,
 }
 
 impl Default for SkipList {
@@ -67,12 +96,13 @@ impl Default for SkipList {
 impl SkipList {
     /// An empty skiplist.
     pub fn new() -> Self {
-        let empty: Arc<[u8]> = Arc::from(&[][..]);
+        let nil = Level { fwd: NIL, span: 0 };
         let head = Node {
-            member: empty.clone(),
+            member: Box::default(),
             score: 0.0,
             back: NIL,
-            lv: vec![Level { fwd: NIL, span: 0 }; MAX_LEVEL].into_boxed_slice(),
+            l0: nil,
+            up: vec![nil; MAX_LEVEL - 1].into_boxed_slice(),
         };
         Self {
             nodes: vec![head],
@@ -80,9 +110,9 @@ impl SkipList {
             level: 1,
             len: 0,
             tail: NIL,
-            map: HashMap::with_hasher(RandomState::new()),
-            heap: alloc::heap(MAX_LEVEL * size_of::<Level>()) + member_bytes(0),
-            empty,
+            index: HashTable::new(),
+            hasher: RandomState::new(),
+            heap: up_bytes(MAX_LEVEL),
         }
     }
 
@@ -102,22 +132,22 @@ impl SkipList {
     pub fn charge(&self) -> u64 {
         alloc::vec::<Node>(self.nodes.capacity())
             + alloc::vec::<u32>(self.free.capacity())
-            + alloc::table::<(Arc<[u8]>, f64)>(self.map.capacity())
+            + alloc::table::<u32>(self.index.capacity())
             + self.heap
     }
 
     /// The most [`Self::charge`] grows when `count` members of `bytes` bytes in all are added.
     pub fn grow_bound(&self, count: usize, bytes: usize) -> u64 {
-        let mut g = count as u64 * alloc::heap(MAX_LEVEL * size_of::<Level>())
-            + count as u64 * member_bytes(0)
-            + bytes as u64;
+        // Each member: its bytes as the allocator rounds them (at most its length + 40) and at
+        // most every level.
+        let mut g = count as u64 * (up_bytes(MAX_LEVEL) + 40) + bytes as u64;
         let need_nodes = (self.nodes.len() + count).saturating_sub(self.free.len());
         if need_nodes > self.nodes.capacity() {
             g += alloc::vec::<Node>(alloc::grown(self.nodes.capacity(), need_nodes));
         }
-        let need = self.map.len() + count;
-        if need > self.map.capacity() {
-            g += alloc::table::<(Arc<[u8]>, f64)>(alloc::grown(self.map.capacity(), need) * 2);
+        let need = self.index.len() + count;
+        if need > self.index.capacity() {
+            g += alloc::table::<u32>(alloc::grown(self.index.capacity(), need) * 2);
         }
         g
     }
@@ -125,7 +155,15 @@ impl SkipList {
     /// The score of `member`.
     #[inline]
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.map.get(member).copied()
+        self.find(member).map(|i| self.nodes[i as usize].score)
+    }
+
+    /// The node holding `member`.
+    fn find(&self, member: &[u8]) -> Option<u32> {
+        let h = self.hasher.hash_one(member);
+        self.index
+            .find(h, |&i| &*self.nodes[i as usize].member == member)
+            .copied()
     }
 
     fn random_level() -> usize {
@@ -138,16 +176,16 @@ impl SkipList {
 
     /// Adds `member` (absent) with `score`.
     pub fn insert(&mut self, member: &[u8], score: f64) {
-        debug_assert!(!self.map.contains_key(member));
+        debug_assert!(self.find(member).is_none());
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0usize; MAX_LEVEL];
         let mut x = HEAD;
         for i in (0..self.level).rev() {
             rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
-                let f = self.nodes[x as usize].lv[i].fwd;
+                let f = self.nodes[x as usize].lv(i).fwd;
                 if f != NIL && before(&self.nodes[f as usize], score, member) {
-                    rank[i] += self.nodes[x as usize].lv[i].span as usize;
+                    rank[i] += self.nodes[x as usize].lv(i).span as usize;
                     x = f;
                 } else {
                     break;
@@ -160,17 +198,18 @@ impl SkipList {
             for i in self.level..level {
                 rank[i] = 0;
                 update[i] = HEAD;
-                self.nodes[HEAD as usize].lv[i].span = self.len as u32;
+                self.nodes[HEAD as usize].lv_mut(i).span = self.len as u32;
             }
             self.level = level;
         }
-        let m: Arc<[u8]> = Arc::from(member);
-        self.heap += member_bytes(member.len()) + alloc::heap(level * size_of::<Level>());
+        self.heap += member_bytes(member.len()) + up_bytes(level);
+        let nil = Level { fwd: NIL, span: 0 };
         let node = Node {
-            member: m.clone(),
+            member: member.into(),
             score,
             back: NIL,
-            lv: vec![Level { fwd: NIL, span: 0 }; level].into_boxed_slice(),
+            l0: nil,
+            up: vec![nil; level - 1].into_boxed_slice(),
         };
         let new = match self.free.pop() {
             Some(i) => {
@@ -184,39 +223,50 @@ impl SkipList {
         };
         for i in 0..level {
             let u = update[i] as usize;
-            let ul = self.nodes[u].lv[i];
+            let ul = self.nodes[u].lv(i);
             let d = (rank[0] - rank[i]) as u32;
-            self.nodes[new as usize].lv[i] = Level {
+            *self.nodes[new as usize].lv_mut(i) = Level {
                 fwd: ul.fwd,
                 span: ul.span - d,
             };
-            self.nodes[u].lv[i] = Level {
+            *self.nodes[u].lv_mut(i) = Level {
                 fwd: new,
                 span: d + 1,
             };
         }
         for (i, &u) in update.iter().enumerate().take(self.level).skip(level) {
-            self.nodes[u as usize].lv[i].span += 1;
+            self.nodes[u as usize].lv_mut(i).span += 1;
         }
         self.nodes[new as usize].back = if update[0] == HEAD { NIL } else { update[0] };
-        let f0 = self.nodes[new as usize].lv[0].fwd;
+        let f0 = self.nodes[new as usize].l0.fwd;
         if f0 == NIL {
             self.tail = new;
         } else {
             self.nodes[f0 as usize].back = new;
         }
         self.len += 1;
-        self.map.insert(m, score);
+        let (nodes, hasher) = (&self.nodes, &self.hasher);
+        self.index
+            .insert_unique(hasher.hash_one(member), new, |&i| {
+                hasher.hash_one(&*nodes[i as usize].member)
+            });
     }
 
     /// Removes `member`; its score when it was there.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let score = self.map.remove(member)?;
+        let h = self.hasher.hash_one(member);
+        let nodes = &self.nodes;
+        let (found, _) = self
+            .index
+            .find_entry(h, |&i| &*nodes[i as usize].member == member)
+            .ok()?
+            .remove();
+        let score = self.nodes[found as usize].score;
         let mut update = [HEAD; MAX_LEVEL];
         let mut x = HEAD;
         for i in (0..self.level).rev() {
             loop {
-                let f = self.nodes[x as usize].lv[i].fwd;
+                let f = self.nodes[x as usize].lv(i).fwd;
                 if f != NIL && before(&self.nodes[f as usize], score, member) {
                     x = f;
                 } else {
@@ -225,37 +275,32 @@ impl SkipList {
             }
             update[i] = x;
         }
-        let x = self.nodes[x as usize].lv[0].fwd;
-        debug_assert!(x != NIL && &*self.nodes[x as usize].member == member);
+        let x = self.nodes[x as usize].l0.fwd;
+        debug_assert!(x == found);
         for (i, &u) in update.iter().enumerate().take(self.level) {
             let u = u as usize;
-            if self.nodes[u].lv[i].fwd == x {
-                let xl = self.nodes[x as usize].lv[i];
-                self.nodes[u].lv[i] = Level {
-                    fwd: xl.fwd,
-                    span: self.nodes[u].lv[i].span + xl.span - 1,
-                };
+            if self.nodes[u].lv(i).fwd == x {
+                let xl = self.nodes[x as usize].lv(i);
+                let span = self.nodes[u].lv(i).span + xl.span - 1;
+                *self.nodes[u].lv_mut(i) = Level { fwd: xl.fwd, span };
             } else {
-                self.nodes[u].lv[i].span -= 1;
+                self.nodes[u].lv_mut(i).span -= 1;
             }
         }
-        let (f0, back) = (
-            self.nodes[x as usize].lv[0].fwd,
-            self.nodes[x as usize].back,
-        );
+        let (f0, back) = (self.nodes[x as usize].l0.fwd, self.nodes[x as usize].back);
         if f0 == NIL {
             self.tail = back;
         } else {
             self.nodes[f0 as usize].back = back;
         }
-        while self.level > 1 && self.nodes[HEAD as usize].lv[self.level - 1].fwd == NIL {
+        while self.level > 1 && self.nodes[HEAD as usize].lv(self.level - 1).fwd == NIL {
             self.level -= 1;
         }
         self.len -= 1;
         let n = &mut self.nodes[x as usize];
-        self.heap -= member_bytes(n.member.len()) + alloc::heap(n.lv.len() * size_of::<Level>());
-        n.member = self.empty.clone();
-        n.lv = Box::new([]);
+        self.heap -= member_bytes(n.member.len()) + up_bytes(n.levels());
+        n.member = Box::default();
+        n.up = Box::default();
         self.free.push(x);
         Some(score)
     }
@@ -267,12 +312,12 @@ impl SkipList {
         let mut rank = 0usize;
         for i in (0..self.level).rev() {
             loop {
-                let f = self.nodes[x as usize].lv[i].fwd;
+                let f = self.nodes[x as usize].lv(i).fwd;
                 if f != NIL && {
                     let n = &self.nodes[f as usize];
                     pred(n.score, &n.member)
                 } {
-                    rank += self.nodes[x as usize].lv[i].span as usize;
+                    rank += self.nodes[x as usize].lv(i).span as usize;
                     x = f;
                 } else {
                     break;
@@ -289,7 +334,7 @@ impl SkipList {
         let mut x = HEAD;
         for i in (0..self.level).rev() {
             loop {
-                let l = self.nodes[x as usize].lv[i];
+                let l = self.nodes[x as usize].lv(i);
                 if l.fwd != NIL && traversed + l.span as usize <= target {
                     traversed += l.span as usize;
                     x = l.fwd;
@@ -317,7 +362,7 @@ impl SkipList {
             }
             let n = &self.nodes[x as usize];
             f(&n.member, n.score);
-            x = if rev { n.back } else { n.lv[0].fwd };
+            x = if rev { n.back } else { n.l0.fwd };
         }
     }
 
