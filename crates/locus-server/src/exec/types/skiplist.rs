@@ -277,6 +277,26 @@ impl SkipList {
         }
         let x = self.nodes[x as usize].l0.fwd;
         debug_assert!(x == found);
+        Some(self.unlink(x, &update).1)
+    }
+
+    /// Removes the lowest member without a search (every level's predecessor is the head): its
+    /// bytes and score.
+    pub fn pop_first(&mut self) -> Option<(Box<[u8]>, f64)> {
+        let x = self.nodes[HEAD as usize].l0.fwd;
+        if x == NIL {
+            return None;
+        }
+        let h = self.hasher.hash_one(&*self.nodes[x as usize].member);
+        if let Ok(e) = self.index.find_entry(h, |&i| i == x) {
+            e.remove();
+        }
+        Some(self.unlink(x, &[HEAD; MAX_LEVEL]))
+    }
+
+    /// Unlinks node `x` (its predecessor at each level in `update`), frees its slot and gives
+    /// back its member and score. The index entry is the caller's to remove.
+    fn unlink(&mut self, x: u32, update: &[u32; MAX_LEVEL]) -> (Box<[u8]>, f64) {
         for (i, &u) in update.iter().enumerate().take(self.level) {
             let u = u as usize;
             if self.nodes[u].lv(i).fwd == x {
@@ -299,10 +319,10 @@ impl SkipList {
         self.len -= 1;
         let n = &mut self.nodes[x as usize];
         self.heap -= member_bytes(n.member.len()) + up_bytes(n.levels());
-        n.member = Box::default();
+        let member = std::mem::take(&mut n.member);
         n.up = Box::default();
         self.free.push(x);
-        Some(score)
+        (member, n.score)
     }
 
     /// How many leading members (in order) satisfy `pred`, which holds for a prefix of the
@@ -412,9 +432,14 @@ mod tests {
             s.count_while(|sc, _| sc < 50.0),
             model.iter().filter(|(sc, _)| *sc < 50.0).count()
         );
+        for (sc, m) in model.drain(..10) {
+            assert_eq!(s.pop_first(), Some((m.into_boxed_slice(), sc)));
+        }
+        assert_eq!(s.rank(&model[0].1), Some((0, model[0].0)));
         while let Some((_, m)) = model.pop() {
             assert!(s.remove(&m).is_some());
         }
         assert!(s.is_empty());
+        assert_eq!(s.pop_first(), None);
     }
 }

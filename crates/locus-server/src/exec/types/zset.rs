@@ -94,6 +94,10 @@ pub fn fmt_score(v: f64) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
+    if v == v.trunc() && v.abs() < 1e17 {
+        // An integer of at most 17 digits: %.17g prints all of them.
+        return itoa::Buffer::new().format(v as i64).to_string();
+    }
     // 17 significant digits in scientific form, then %g's choice of notation.
     let sci = format!("{:.16e}", v);
     let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -327,6 +331,30 @@ impl Zset {
                 .map(|(i, (_, _, s))| (i, s)),
             Zset::Skip(s) => s.rank(member),
         }
+    }
+
+    /// Removes and returns up to `count` members from the lowest end (the highest when `max`),
+    /// in the order popped.
+    pub fn pop(&mut self, max: bool, count: usize) -> Vec<Pair> {
+        let n = self.len();
+        let c = count.min(n);
+        if let Zset::Skip(s) = self
+            && !max
+        {
+            return (0..c)
+                .filter_map(|_| s.pop_first())
+                .map(|(m, sc)| (m.into_vec(), sc))
+                .collect();
+        }
+        let items = if max {
+            self.range(n - c, n, true)
+        } else {
+            self.range(0, c, false)
+        };
+        for (m, _) in &items {
+            self.remove(m);
+        }
+        items
     }
 
     /// Removes the members of ranks `start..end`; how many.
@@ -1149,19 +1177,7 @@ fn pop_n(
     max: bool,
     count: usize,
 ) -> Result<Option<Vec<Pair>>, CmdError> {
-    let r = write::<Zset, Vec<Pair>>(ctx, t, key, 0, false, |z| {
-        let n = z.len();
-        let c = count.min(n);
-        let items = if max {
-            z.range(n - c, n, true)
-        } else {
-            z.range(0, c, false)
-        };
-        for (m, _) in &items {
-            z.remove(m);
-        }
-        items
-    })?;
+    let r = write::<Zset, Vec<Pair>>(ctx, t, key, 0, false, |z| z.pop(max, count))?;
     let Some((items, w)) = r else {
         return Ok(None);
     };
