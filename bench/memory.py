@@ -16,7 +16,8 @@
 (e) per-element memory (issue 12): 10,000 keys each of a 100-field hash, a 100-member sorted set,
     a 100-element list, a 100-member set (elements `element:NNN`, 11 bytes; hash values and scores
     too) and a 100-member set of integers 0..99 (an intset), one type per fresh server;
-    (RSS after - RSS before) / elements, and INFO used_memory likewise.
+    (RSS after - RSS before) / elements, and INFO used_memory likewise. --e-types picks the types;
+    --e-keys and --e-per-key change the shape (e.g. 1,000 x 1,000: the large encodings).
 
 Usage:
   bench/memory.py [--servers locus,redis] [--repeats 3] [--part a|b|ab|m|e|...] [--keys 1000000]
@@ -281,6 +282,9 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=180.0, help="time bound per part-b run")
     ap.add_argument("--sample-every", type=int, default=10_000)
     ap.add_argument("--e-types", default=",".join(TYPES_E), help="part e's types (default all)")
+    ap.add_argument("--e-keys", type=int, default=10_000, help="part e: keys per type")
+    ap.add_argument("--e-per-key", type=int, default=100,
+                    help="part e: elements per key (above 128: the large encodings)")
     ap.add_argument("--json", default=None, help="write raw results here (default bench/out/memory-<ts>.json)")
     a = ap.parse_args()
     e_types = tuple(t for t in a.e_types.split(",") if t)
@@ -289,7 +293,8 @@ def main():
     kinds = a.servers.split(",")
     if len(kinds) != 2:
         ap.error("--servers needs two kinds, e.g. locus,redis")
-    for name in ("repeats", "keys", "value_size", "bound_maxmemory", "bound_factor", "keyspace", "sample_every"):
+    for name in ("repeats", "keys", "value_size", "bound_maxmemory", "bound_factor", "keyspace", "sample_every",
+                 "e_keys", "e_per_key"):
         if getattr(a, name) <= 0:
             ap.error(f"--{name.replace('_', '-')} must be positive")
     labels = kinds if kinds[0] != kinds[1] else [f"{kinds[0]}#1", f"{kinds[1]}#2"]
@@ -325,7 +330,7 @@ def main():
                       f"({r['first_error']}), max used {r['max_used_memory'] / MiB:.1f} MiB, "
                       f"final rss {r['final_rss'] / MiB:.1f} MiB", file=sys.stderr, flush=True)
             if "e" in a.part:
-                r = part_e(kind, label, e_types)
+                r = part_e(kind, label, e_types, a.e_keys, a.e_per_key)
                 r["repeat"] = rep
                 res_e.append(r)
                 print(f"  (e) repeat {rep + 1} {label}: " + ", ".join(
@@ -382,7 +387,7 @@ def main():
                   f"{r['errors']} | {r['max_used_memory'] / mm:.4f} | {r['final_rss'] / MiB:.1f} | "
                   f"{r['peak_rss'] / MiB:.1f} | {flag} | {r['dbsize']:,} |")
     if res_e:
-        print("\n(e) bytes per element, 10,000 keys x 100 elements of 11 bytes; RSS growth / elements "
+        print(f"\n(e) bytes per element, {a.e_keys:,} keys x {a.e_per_key} elements of 11 bytes; RSS growth / elements "
               "(min / median / max over repeats)\n")
         print("| server | type | encoding | RSS B/element | used_memory B/element |")
         print("|---|---|---|---|---|")

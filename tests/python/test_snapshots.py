@@ -116,26 +116,32 @@ N_KEYS = 1_000_000
 
 
 def mixed_dataset(n: int, now_ms: int):
-    """(commands, expectations): 70% strings, 10% sets (intsets and tables), 10% hashes, 10%
-    lists; a third of each with a TTL between 10 min and 2 h from `now_ms` (absolute, PXAT)."""
+    """(commands, expectations): 60% strings, 10% sorted sets, 10% sets (intsets and tables),
+    10% hashes, 10% lists; a third of each with a TTL between 10 min and 2 h from `now_ms`
+    (absolute, PXAT)."""
     rnd = random.Random(17)
     cmds: list[bytes] = []
     strings: dict[bytes, bytes] = {}
     hashes: dict[bytes, dict[bytes, bytes]] = {}
     lists: dict[bytes, list[bytes]] = {}
     sets: dict[bytes, set[bytes]] = {}
+    zsets: dict[bytes, list[bytes]] = {}
     ttls: dict[bytes, int] = {}
     for i in range(n):
         kind = i % 10
         key = b"k:%d" % i
         ttl_at = now_ms + rnd.randrange(600_000, 7_200_000) if i % 3 == 0 else None
-        if kind < 7:
+        if kind < 6:
             v = b"v%d-%d" % (i, rnd.randrange(1 << 30))
             strings[key] = v
             if ttl_at:
                 cmds.append(encode("SET", key, v, "PXAT", ttl_at))
             else:
                 cmds.append(encode("SET", key, v))
+        elif kind == 6:
+            z = [b"lo", b"%d" % i, b"mid", b"1.5", b"hi", b"%d" % (i * 7)]
+            zsets[key] = z
+            cmds.append(encode("ZADD", key, *[x for pair in zip(z[1::2], z[0::2]) for x in pair]))
         elif kind == 7:
             st = {b"%d" % i, b"-5", b"70000"} if i % 20 == 7 else {b"m%d" % i, b"two", b"3"}
             sets[key] = st
@@ -150,9 +156,9 @@ def mixed_dataset(n: int, now_ms: int):
             cmds.append(encode("RPUSH", key, *lst))
         if ttl_at:
             ttls[key] = ttl_at
-            if kind >= 7:
+            if kind >= 6:
                 cmds.append(encode("PEXPIREAT", key, ttl_at))
-    return cmds, strings, hashes, lists, sets, ttls
+    return cmds, strings, hashes, lists, sets, zsets, ttls
 
 
 @pytest.mark.locus_only
@@ -160,7 +166,7 @@ def test_restart_keeps_one_million_keys_of_mixed_types_and_ttls(snap_dir):
     t0 = time.monotonic()
     srv = start(snap_dir)
     now_ms = int(time.time() * 1000)
-    cmds, strings, hashes, lists, sets, ttls = mixed_dataset(N_KEYS, now_ms)
+    cmds, strings, hashes, lists, sets, zsets, ttls = mixed_dataset(N_KEYS, now_ms)
     t_gen = time.monotonic()
     try:
         with Raw(srv.port, timeout=60) as c:
@@ -199,6 +205,12 @@ def test_restart_keeps_one_million_keys_of_mixed_types_and_ttls(snap_dir):
                 c.send(encode("SMEMBERS", k))
             for k, st in sets.items():
                 assert set(c.read()) == st, k
+            for k in zsets:
+                c.send(encode("ZRANGE", k, 0, -1, "WITHSCORES"))
+            for k, z in zsets.items():
+                got = c.read()
+                assert {m: float(s) for m, s in zip(got[::2], got[1::2])} == \
+                    {m: float(s) for m, s in zip(z[0::2], z[1::2])}, k
             # Every TTL, against the absolute time it was given (within 1 s).
             tkeys = list(ttls)
             for i in range(0, len(tkeys), 20000):

@@ -415,6 +415,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         // The set commands report their own (exec/types/set.rs): Redis signals a set only when
         // it changed.
         "sadd" | "srem" | "spop" | "smove" | "sinterstore" | "sunionstore" | "sdiffstore" => true,
+        // So do the sorted-set commands (exec/types/zset.rs).
+        "zadd" | "zincrby" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex"
+        | "zpopmin" | "zpopmax" | "zmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "zrangestore"
+        | "zunionstore" | "zinterstore" | "zdiffstore" => true,
         _ => false,
     }
 }
@@ -534,6 +538,8 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "lmpop" => 1,
         "blmpop" => 2,
         "sintercard" => 1,
+        "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
+        "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
         _ => return 0..0,
     };
     let n = args

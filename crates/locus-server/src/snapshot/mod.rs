@@ -683,6 +683,7 @@ mod tests {
     use crate::exec::types::hash::Hash;
     use crate::exec::types::quicklist::List;
     use crate::exec::types::set::Set;
+    use crate::exec::types::zset::Zset;
 
     fn engine() -> (Engine, TenantId) {
         let cfg = ServerConfig::default();
@@ -758,6 +759,13 @@ mod tests {
         }
         eng.obj_store(t, b"intset", Box::new(ints), false).unwrap();
         eng.obj_store(t, b"set", Box::new(strs), false).unwrap();
+        let small = Zset::from_pairs(&[(b"a".to_vec(), 1.5), (b"b".to_vec(), f64::NEG_INFINITY)]);
+        let pairs: Vec<_> = (0..200u32)
+            .map(|i| (format!("m{i}").into_bytes(), f64::from(i) / 3.0))
+            .collect();
+        eng.obj_store(t, b"zset", Box::new(small), false).unwrap();
+        eng.obj_store(t, b"bigzset", Box::new(Zset::from_pairs(&pairs)), false)
+            .unwrap();
     }
 
     #[test]
@@ -766,10 +774,10 @@ mod tests {
         let (mut a, t) = engine();
         fill(&mut a, t);
         let n = write_tenant(&a, t, "default", &d).unwrap();
-        assert_eq!(n, 26);
+        assert_eq!(n, 28);
         let (mut b, tb) = engine();
         let l = load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
-        assert_eq!((l.items, l.expired, l.dropped), (26, 0, 0));
+        assert_eq!((l.items, l.expired, l.dropped), (28, 0, 0));
         assert_eq!(contents(&a, t), contents(&b, tb));
         let stamps = |e: &Engine, t| {
             let mut v = Vec::new();
@@ -817,7 +825,7 @@ mod tests {
         // failed load leaves its tenant empty.
         let load = |b: &mut Engine, tb, f: &[u8]| load_from(b, tb, "default", f, f.len() as u64);
         let (mut b, tb) = engine();
-        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(26));
+        assert_eq!(load(&mut b, tb, &good).map(|l| l.items), Ok(28));
         b.flush(tb);
         for i in 0..good.len() {
             for mask in [0x01u8, 0x80, 0xFF] {

@@ -11,6 +11,7 @@ use super::format::{Body, TAG_STRING, put_bytes, put_u32};
 use crate::exec::types::hash::Hash;
 use crate::exec::types::quicklist::List;
 use crate::exec::types::set::Set;
+use crate::exec::types::zset::Zset;
 
 /// One type's tag and encode/decode pair.
 pub struct Codec {
@@ -43,6 +44,12 @@ pub const CODECS: &[Codec] = &[
         type_name: "set",
         encode: encode_set,
         decode: decode_set,
+    },
+    Codec {
+        tag: 5,
+        type_name: "zset",
+        encode: encode_zset,
+        decode: decode_zset,
     },
 ];
 
@@ -117,4 +124,33 @@ fn decode_set(b: &mut Body<'_>) -> Result<Box<dyn Object>, String> {
         }
     }
     Ok(Box::new(s))
+}
+
+fn encode_zset(o: &dyn Object, out: &mut Vec<u8>) -> Option<()> {
+    let z = o.as_any().downcast_ref::<Zset>()?;
+    let pairs = z.pairs();
+    put_u32(out, pairs.len() as u32);
+    for (m, score) in pairs {
+        put_bytes(out, &m);
+        out.extend_from_slice(&score.to_bits().to_le_bytes());
+    }
+    Some(())
+}
+
+fn decode_zset(b: &mut Body<'_>) -> Result<Box<dyn Object>, String> {
+    let n = b.count(12)?;
+    let mut pairs = Vec::with_capacity(n);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    for _ in 0..n {
+        let m = b.bytes()?;
+        let score = f64::from_bits(b.u64()?);
+        if score.is_nan() {
+            return Err("a sorted-set score is NaN".to_string());
+        }
+        if !seen.insert(m) {
+            return Err("a sorted-set member appears twice".to_string());
+        }
+        pairs.push((m.to_vec(), score));
+    }
+    Ok(Box::new(Zset::from_pairs(&pairs)))
 }

@@ -159,6 +159,9 @@ pub enum Op {
     ZCard(u8),
     ZRangeWithScores(u8),
     ZIncrBy(u8, i64, u8),
+    ZPopMin(u8),
+    ZRank(u8, u8),
+    ZCount(u8, i64, i64),
 }
 
 /// Which set algebra.
@@ -246,6 +249,9 @@ impl Op {
             Op::ZCard(k) => vec![w("ZCARD"), key(*k)],
             Op::ZRangeWithScores(k) => vec![w("ZRANGE"), key(*k), w("0"), w("-1"), w("WITHSCORES")],
             Op::ZIncrBy(k, by, m) => vec![w("ZINCRBY"), key(*k), n(*by), field(*m)],
+            Op::ZPopMin(k) => vec![w("ZPOPMIN"), key(*k)],
+            Op::ZRank(k, m) => vec![w("ZRANK"), key(*k), field(*m)],
+            Op::ZCount(k, lo, hi) => vec![w("ZCOUNT"), key(*k), n(*lo), n(*hi)],
         }
     }
 }
@@ -517,6 +523,37 @@ impl Model {
                 *s += by;
                 bulk(Some(s.to_string().as_bytes()))
             }
+            Op::ZPopMin(k) => {
+                if self.wrong(*k, |v| matches!(v, Val::ZSet(_))) {
+                    return wrongtype();
+                }
+                let Some(Val::ZSet(z)) = self.keys.get_mut(k) else {
+                    return array(vec![], None);
+                };
+                let Some((m, s)) = z
+                    .iter()
+                    .map(|(m, s)| (m.clone(), *s))
+                    .min_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)))
+                else {
+                    return array(vec![], None);
+                };
+                z.remove(&m);
+                array(vec![m, s.to_string().into_bytes()], None)
+            }
+            Op::ZRank(k, m) => {
+                let z = read!(self, *k, ZSet, bulk(None));
+                let f = field(*m);
+                match z.get(&f) {
+                    None => bulk(None),
+                    Some(&s) => {
+                        int(z.iter().filter(|(om, os)| (**os, *om) < (s, &f)).count() as i64)
+                    }
+                }
+            }
+            Op::ZCount(k, lo, hi) => {
+                let z = read!(self, *k, ZSet, int(0));
+                int(z.values().filter(|s| (*lo..=*hi).contains(*s)).count() as i64)
+            }
         }
     }
 
@@ -540,7 +577,6 @@ impl Model {
 
 /// The types the generated commands cover.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[expect(dead_code, reason = "types join KINDS as Locus implements them")]
 pub enum Kind {
     Str,
     Hash,
@@ -549,8 +585,8 @@ pub enum Kind {
     ZSet,
 }
 
-/// Types Locus implements (and the model checks).
-pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List, Kind::Set];
+/// Every type Locus implements (and the model checks).
+pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet];
 
 fn value(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(prop::sample::select(b"abcxyz019".to_vec()), 0..max)
@@ -616,7 +652,10 @@ fn op_of(kind: Kind, vmax: usize, fields: u8) -> BoxedStrategy<Op> {
             (k.clone(), f.clone()).prop_map(|(k, m)| Op::ZScore(k, m)),
             k.clone().prop_map(Op::ZCard),
             k.clone().prop_map(Op::ZRangeWithScores),
-            (k, -5i64..5, f).prop_map(|(k, b, m)| Op::ZIncrBy(k, b, m)),
+            (k.clone(), -5i64..5, f.clone()).prop_map(|(k, b, m)| Op::ZIncrBy(k, b, m)),
+            k.clone().prop_map(Op::ZPopMin),
+            (k.clone(), f).prop_map(|(k, m)| Op::ZRank(k, m)),
+            (k, -60i64..60, -60i64..60).prop_map(|(k, lo, hi)| Op::ZCount(k, lo, hi)),
         ]
         .boxed(),
     }
@@ -651,7 +690,7 @@ pub fn op_from_bytes(b: &mut &[u8]) -> Option<Op> {
         .map(|i| b"abcxyz019"[(i + usize::from(which)) % 9])
         .collect();
     let small = i64::from(take()? as i8 % 8);
-    Some(match (kind, which % 6) {
+    Some(match (kind, which % 9) {
         (Kind::Str, 0) => Op::Set(k, val),
         (Kind::Str, 1) => Op::Get(k),
         (Kind::Str, 2) => Op::Append(k, val),
@@ -685,7 +724,10 @@ pub fn op_from_bytes(b: &mut &[u8]) -> Option<Op> {
         (Kind::ZSet, 2) => Op::ZScore(k, f),
         (Kind::ZSet, 3) => Op::ZCard(k),
         (Kind::ZSet, 4) => Op::ZRangeWithScores(k),
-        (Kind::ZSet, _) => Op::ZIncrBy(k, small, f),
+        (Kind::ZSet, 5) => Op::ZIncrBy(k, small, f),
+        (Kind::ZSet, 6) => Op::ZPopMin(k),
+        (Kind::ZSet, 7) => Op::ZRank(k, f),
+        (Kind::ZSet, _) => Op::ZCount(k, small * 8, small * 8 + i64::from(which % 32)),
     })
 }
 

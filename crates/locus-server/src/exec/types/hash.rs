@@ -528,13 +528,17 @@ pub fn random_below(n: u64) -> u64 {
     RNG.with(|r| r.borrow_mut().below(n))
 }
 
-/// `HRANDFIELD key [count [WITHVALUES]]`
-pub fn hrandfield(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    let t = ctx.t()?;
-    if a.len() > 4 || (a.len() == 4 && !is(&a[3], "withvalues")) {
+/// The most picks a negative HRANDFIELD / ZRANDMEMBER count may ask for (16 Mi).
+pub const MAX_REPEATED_PICKS: i64 = 1 << 24;
+
+/// Parses `key [count [WORD]]` of HRANDFIELD / ZRANDMEMBER: (count, whether `word` was given).
+///
+/// # Errors
+/// Syntax, not an integer, or a count Redis refuses as out of range.
+pub fn rand_args(a: Args<'_, '_>, word: &str) -> Result<(Option<i64>, bool), CmdError> {
+    if a.len() > 4 || (a.len() == 4 && !is(&a[3], word)) {
         return Err(CmdError::Syntax);
     }
-    let with_values = a.len() == 4;
     let count = if a.len() >= 3 {
         Some(int_arg(&a[2])?)
     } else {
@@ -545,28 +549,51 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     {
         return Err(CmdError::msg("ERR value is out of range"));
     }
-    let picked: Option<Vec<(Vec<u8>, Vec<u8>)>> = read::<Hash, _>(ctx, t, &a[1], |h| {
-        let n = h.len();
-        let pair = |i: usize| {
-            let (f, v) = h.pair_at(i);
-            (f.to_vec(), v.to_vec())
-        };
-        match count {
-            None => vec![pair(random_below(n as u64) as usize)],
-            Some(c) if c < 0 => (0..c.unsigned_abs())
-                .map(|_| pair(random_below(n as u64) as usize))
-                .collect(),
-            Some(c) if c as usize >= n => (0..n).map(pair).collect(),
-            Some(c) => {
-                // Distinct positions: a partial Fisher-Yates shuffle.
-                let mut idx: Vec<usize> = (0..n).collect();
-                for i in 0..c as usize {
-                    let j = i + random_below((n - i) as u64) as usize;
-                    idx.swap(i, j);
-                }
-                idx[..c as usize].iter().map(|&i| pair(i)).collect()
+    // A negative count repeats picks: its reply is built whole in memory, outside every
+    // tenant's budget, so an absurd one is refused rather than let exhaust the process.
+    if count.is_some_and(|c| c < -MAX_REPEATED_PICKS) {
+        return Err(CmdError::msg(format!(
+            "ERR count below -{MAX_REPEATED_PICKS} is refused (the reply would not fit in memory)"
+        )));
+    }
+    Ok((count, a.len() == 4))
+}
+
+/// Positions to answer HRANDFIELD / ZRANDMEMBER with among `n` elements (`n` > 0): one for no
+/// count, `-count` with repeats for a negative one, else `count` distinct ones (all when
+/// `count` >= `n`).
+pub fn random_picks(n: usize, count: Option<i64>) -> Vec<usize> {
+    match count {
+        None => vec![random_below(n as u64) as usize],
+        Some(c) if c < 0 => (0..c.unsigned_abs())
+            .map(|_| random_below(n as u64) as usize)
+            .collect(),
+        Some(c) if c as usize >= n => (0..n).collect(),
+        Some(c) => {
+            // Distinct positions: a partial Fisher-Yates shuffle.
+            let mut idx: Vec<usize> = (0..n).collect();
+            for i in 0..c as usize {
+                let j = i + random_below((n - i) as u64) as usize;
+                idx.swap(i, j);
             }
+            idx.truncate(c as usize);
+            idx
         }
+    }
+}
+
+/// `HRANDFIELD key [count [WITHVALUES]]`
+pub fn hrandfield(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let t = ctx.t()?;
+    let (count, with_values) = rand_args(a, "withvalues")?;
+    let picked: Option<Vec<(Vec<u8>, Vec<u8>)>> = read::<Hash, _>(ctx, t, &a[1], |h| {
+        random_picks(h.len(), count)
+            .into_iter()
+            .map(|i| {
+                let (f, v) = h.pair_at(i);
+                (f.to_vec(), v.to_vec())
+            })
+            .collect()
     })?;
     match (count, picked) {
         (None, None) => ctx.w.null(),

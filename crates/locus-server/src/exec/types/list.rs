@@ -592,8 +592,13 @@ pub fn rpoplpush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// Parses `numkeys key [key ...] LEFT|RIGHT [COUNT count]` from `at`: (keys, head?, count).
-fn mpop_args<'x>(a: Args<'x, '_>, at: usize) -> Result<(Vec<&'x [u8]>, bool, usize), CmdError> {
+/// Parses `numkeys key [key ...] WHERE [COUNT count]` from `at` (LMPOP's LEFT|RIGHT, ZMPOP's
+/// MIN|MAX, read by `which`): (keys, `which`'s answer, count).
+pub fn mpop_args<'x>(
+    a: Args<'x, '_>,
+    at: usize,
+    which: fn(&[u8]) -> Result<bool, CmdError>,
+) -> Result<(Vec<&'x [u8]>, bool, usize), CmdError> {
     let numkeys = parse_i64(&a[at])
         .filter(|&n| n >= 1)
         .ok_or_else(|| CmdError::msg("ERR numkeys should be greater than 0"))?;
@@ -602,7 +607,7 @@ fn mpop_args<'x>(a: Args<'x, '_>, at: usize) -> Result<(Vec<&'x [u8]>, bool, usi
         .and_then(|n| n.checked_add(at + 1))
         .filter(|&w| w < a.len())
         .ok_or(CmdError::Syntax)?;
-    let front = side(&a[where_at])?;
+    let front = which(&a[where_at])?;
     let mut count = None;
     let mut j = where_at + 1;
     while j < a.len() {
@@ -655,7 +660,7 @@ fn reply_key_elems(ctx: &mut Ctx<'_>, key: &[u8], vals: &[Vec<u8>]) {
 
 /// `LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]`
 pub fn lmpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    let (keys, front, count) = mpop_args(a, 1)?;
+    let (keys, front, count) = mpop_args(a, 1, side)?;
     let t = ctx.t()?;
     match mpop(ctx, t, &keys, front, count)? {
         Some((k, vals)) => reply_key_elems(ctx, &k, &vals),
@@ -697,7 +702,7 @@ pub fn brpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// `BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]`
 pub fn blmpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let timeout = blocking::parse_timeout(&a[1])?;
-    let (keys, front, count) = mpop_args(a, 2)?;
+    let (keys, front, count) = mpop_args(a, 2, side)?;
     let t = ctx.t()?;
     match mpop(ctx, t, &keys, front, count)? {
         Some((k, vals)) => {

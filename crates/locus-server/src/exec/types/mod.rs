@@ -14,6 +14,9 @@ pub mod list;
 pub mod packed;
 pub mod quicklist;
 pub mod set;
+// Sorted sets.
+pub mod skiplist;
+pub mod zset;
 
 use locus_engine::{Object, TenantId, ValueRef};
 use locus_protocol::ReplyWriter;
