@@ -45,7 +45,7 @@
 use std::sync::Arc;
 
 use locus_common::VirtualClock;
-use locus_mrc::sampling::{AdaptiveFilter, SpatialFilter, U64Hasher};
+use locus_mrc::sampling::{AdaptiveFilter, U64Hasher};
 use locus_mrc::{Metric, Mrc, Unit};
 use std::collections::HashSet;
 use std::hash::BuildHasherDefault;
@@ -174,18 +174,8 @@ impl DlruConfig {
         if overhead_us < 0.0 {
             return Err(bad("overhead_us", overhead_us.to_string(), "≥ 0 µs"));
         }
-        let rate = s.f64("rate", d.rate)?;
-        if SpatialFilter::new(rate, 0).is_err() {
-            return Err(bad("rate", rate.to_string(), "a sampling rate in (0, 1]"));
-        }
-        let sample_keys = s.u64("sample_keys", d.sample_keys)?;
-        if sample_keys == 0 || sample_keys > 1 << 24 {
-            return Err(bad(
-                "sample_keys",
-                sample_keys.to_string(),
-                "1 ..= 2^24 keys",
-            ));
-        }
+        let (rate, sample_keys) =
+            crate::checks::read_adaptive_sampling("dlru", s, d.rate, d.sample_keys)?;
         let min_distinct = s.u64("min_distinct", d.min_distinct)?;
         let default_k = s.u32("default_k", d.default_k)?;
         if default_k == 0 || default_k > locus_engine::config::MAX_SAMPLES {
