@@ -13,8 +13,10 @@
 //!
 //! A caller that samples with a falling rate (a [`crate::sampling::AdaptiveFilter`] shared by
 //! several profilers) sets the rate in force with [`Krr::set_sample_rate`] and removes the keys
-//! the filter drops with [`Krr::forget`]: each sampled GET then weighs `1/R` and is recorded at
-//! distance `d/R` with the `R` of its time (SHARDS fixed size, the libCacheSim form).
+//! the filter drops with [`Krr::forget`]: each sampled GET then weighs `R₀/R` and is recorded at
+//! distance `d·R₀/R` with the `R` of its time (SHARDS fixed size, the libCacheSim form, in the
+//! sampled units of the first rate `R₀`, so that a rate that never falls records exactly what a
+//! fixed rate does).
 
 use crate::hist::Hist;
 use crate::profiler::{dist_sub_bits, metric_weight, mrc_from_hist, unit_weight};
@@ -203,8 +205,9 @@ pub struct Krr {
     is_hole: Vec<bool>,
     free_ids: Vec<u32>,
     holes: BinaryHeap<Reverse<u32>>,
-    /// The caller's rate, once [`Krr::set_sample_rate`] was called (the filter is then unused).
-    external_rate: Option<f64>,
+    /// The caller's first and current rates, once [`Krr::set_sample_rate`] was called (the
+    /// filter is then unused).
+    external_rate: Option<(f64, f64)>,
     sizes: Option<SizeArray>,
     hist: Hist,
     full_weight: f64,
@@ -263,7 +266,10 @@ impl Krr {
 
     /// The sampling rate: the caller's (see [`Krr::set_sample_rate`]) or the filter's.
     pub fn rate(&self) -> f64 {
-        self.external_rate.unwrap_or_else(|| self.filter.rate())
+        match self.external_rate {
+            Some((_, r)) => r,
+            None => self.filter.rate(),
+        }
     }
 
     /// From now on the caller samples (through [`Profiler::access_filtered`]) at `rate`, which may
@@ -276,7 +282,8 @@ impl Krr {
         if !(rate > 0.0 && rate <= 1.0) {
             return Err(MrcError::InvalidRate { rate });
         }
-        self.external_rate = Some(rate);
+        let first = self.external_rate.map_or(rate, |(r0, _)| r0);
+        self.external_rate = Some((first, rate));
         Ok(())
     }
 
@@ -453,11 +460,12 @@ impl Krr {
             }
         };
         if op == Op::Get {
-            // A caller's rate: weight 1/R at distance d/R (the histogram is in full-stream units).
-            let (w, scale) = match self.external_rate {
-                Some(r) => (mw / r, 1.0 / r),
-                None => (mw, 1.0),
+            // A caller's rate: weight R₀/R at distance d·R₀/R (sampled units of the first rate).
+            let scale = match self.external_rate {
+                Some((r0, r)) if r != r0 => r0 / r,
+                _ => 1.0,
             };
+            let w = mw * scale;
             self.sampled_weight += w;
             match dist {
                 Some(v) if scale == 1.0 => self.hist.add(v, w),
@@ -526,12 +534,12 @@ impl Profiler for Krr {
     }
 
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
-        // The filter's fixed rate: sampled units, evaluated at c·R. A caller's rate: the
-        // histogram already holds full-stream weights and distances.
-        let (expected, scale) = match self.external_rate {
-            Some(_) => (self.full_weight, 1.0),
-            None => (self.full_weight * self.filter.rate(), self.filter.rate()),
+        // Sampled units of the fixed rate, or of the caller's first rate: evaluated at c·R₀.
+        let r0 = match self.external_rate {
+            Some((r0, _)) => r0,
+            None => self.filter.rate(),
         };
+        let expected = self.full_weight * r0;
         let zero = if self.cfg.adjust && self.rate() < 1.0 {
             expected - self.sampled_weight
         } else {
@@ -540,7 +548,7 @@ impl Profiler for Krr {
         mrc_from_hist(
             &self.hist,
             zero,
-            scale,
+            r0,
             self.cfg.unit,
             self.cfg.metric,
             capacities,
