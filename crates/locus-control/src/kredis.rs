@@ -18,8 +18,8 @@
 //! ```
 //!
 //! * Sampling adapts to the working set (SHARDS fixed size): each pool samples at most
-//!   `sample_keys` (8192) distinct keys at a rate no higher than `rate` (1), so a pool of 50 keys
-//!   is profiled whole and one of 100 M keys through 8192; the keys a falling threshold drops
+//!   `sample_keys` (4096) distinct keys at a rate no higher than `rate` (1), so a pool of 50 keys
+//!   is profiled whole and one of 100 M keys through 4096; the keys a falling threshold drops
 //!   are forgotten by every K's profiler, and each sample weighs `1/R_i` of its time.
 //! * `p_i` is the pool's mean miss latency (`PoolState::penalty_us`: the operator's hint or the
 //!   measured GET miss → SET gap); `default_penalty_us` while unknown. `a_i` is its GETs in the
@@ -135,7 +135,7 @@ impl Default for KredisConfig {
             ks: KREDIS_KS.to_vec(),
             exponent: KrrExponent::Auto,
             rate: 1.0,
-            sample_keys: 8192,
+            sample_keys: 4096,
             unit: Unit::Bytes,
             objective: Objective::MissLatency,
             granularity: 0,
