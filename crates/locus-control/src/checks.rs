@@ -47,6 +47,35 @@ pub(crate) fn check_common(
     Ok(())
 }
 
+/// Reads `rate` (the highest spatial sampling rate) and `sample_keys` (the key budget of an
+/// adaptive sample, [`locus_mrc::sampling::AdaptiveFilter`]) and checks both.
+pub(crate) fn read_adaptive_sampling(
+    name: &str,
+    s: &mut Settings,
+    rate: f64,
+    sample_keys: u64,
+) -> Result<(f64, u64), ControlError> {
+    let rate = s.f64("rate", rate)?;
+    if locus_mrc::sampling::SpatialFilter::new(rate, 0).is_err() {
+        return Err(bad_setting(
+            name,
+            "rate",
+            rate.to_string(),
+            "a sampling rate in (0, 1]",
+        ));
+    }
+    let sample_keys = s.u64("sample_keys", sample_keys)?;
+    if sample_keys == 0 || sample_keys > 1 << 24 {
+        return Err(bad_setting(
+            name,
+            "sample_keys",
+            sample_keys.to_string(),
+            "1 ..= 2^24 keys",
+        ));
+    }
+    Ok((rate, sample_keys))
+}
+
 /// Checks `min_gain`: finite and >= 0.
 pub(crate) fn check_min_gain(name: &str, min_gain: f64) -> Result<(), ControlError> {
     if min_gain.is_finite() && min_gain >= 0.0 {

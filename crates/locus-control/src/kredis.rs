@@ -5,7 +5,7 @@
 //! gets its page target and, as K, the argmin of its mMRC at that target.
 //!
 //! ```text
-//!  Access(pool i, key, size, op) ──► a_i += 1 (GETs) ──► KRR K=1 ┐ (spatially sampled at R,
+//!  Access(pool i, key, size, op) ──► a_i += 1 (GETs) ──► KRR K=1 ┐ (spatially sampled at R_i,
 //!                                                        KRR K=5 │  k_eff = K^e, `_adj`,
 //!                                                        KRR K=8 │  byte capacities: varKRR)
 //!                                                        KRR K=16┘
@@ -17,6 +17,10 @@
 //!           K_i = argmin K of mMRC_i at target_i;  decay every histogram by `decay`
 //! ```
 //!
+//! * Sampling adapts to the working set (SHARDS fixed size): each pool samples at most
+//!   `sample_keys` (4096) distinct keys at a rate no higher than `rate` (1), so a pool of 50 keys
+//!   is profiled whole and one of 100 M keys through 4096; the keys a falling threshold drops
+//!   are forgotten by every K's profiler, and each sample weighs `1/R_i` of its time.
 //! * `p_i` is the pool's mean miss latency (`PoolState::penalty_us`: the operator's hint or the
 //!   measured GET miss → SET gap); `default_penalty_us` while unknown. `a_i` is its GETs in the
 //!   interval.
@@ -41,7 +45,7 @@
 use std::fmt;
 
 use locus_alloc::{DpProblem, Objective, miss_cost, solve_dp};
-use locus_mrc::sampling::{SpatialFilter, U64Map};
+use locus_mrc::sampling::{AdaptiveFilter, U64Map};
 use locus_mrc::{
     EXPONENT_REDIS_POOL, EXPONENT_TEXTBOOK, Eaet, Krr, KrrConfig, Metric, Mrc, Op, Profiler, Unit,
 };
@@ -86,8 +90,11 @@ pub struct KredisConfig {
     pub ks: Vec<u32>,
     /// `exponent`: `auto` or a number > 0 (`k_eff = K^exponent`).
     pub exponent: KrrExponent,
-    /// `rate`: spatial sampling rate of KRR (reference sampling rate of EAET), in (0, 1].
+    /// `rate`: highest spatial sampling rate of KRR (the reference sampling rate of EAET), in
+    /// (0, 1].
     pub rate: f64,
+    /// `sample_keys`: most distinct keys KRR samples per pool (its rate falls to keep to it).
+    pub sample_keys: u64,
     /// `unit`: `bytes` (varKRR, the paper) or `objects`.
     pub unit: Unit,
     /// `objective`: `latency` (Eq. 4.3), `misses` or `hits` (Eq. 4.4).
@@ -127,7 +134,8 @@ impl Default for KredisConfig {
         KredisConfig {
             ks: KREDIS_KS.to_vec(),
             exponent: KrrExponent::Auto,
-            rate: 0.01,
+            rate: 1.0,
+            sample_keys: 4096,
             unit: Unit::Bytes,
             objective: Objective::MissLatency,
             granularity: 0,
@@ -186,10 +194,8 @@ impl KredisConfig {
                 _ => return Err(bad("exponent", e, "auto or a number > 0")),
             },
         };
-        let rate = s.f64("rate", d.rate)?;
-        if SpatialFilter::new(rate, 0).is_err() {
-            return Err(bad("rate", rate.to_string(), "a sampling rate in (0, 1]"));
-        }
+        let (rate, sample_keys) =
+            crate::checks::read_adaptive_sampling("kredis", s, d.rate, d.sample_keys)?;
         let u = s.string("unit", "bytes")?;
         let unit = match u.trim() {
             "bytes" => Unit::Bytes,
@@ -250,6 +256,7 @@ impl KredisConfig {
             ks,
             exponent,
             rate,
+            sample_keys,
             unit,
             objective,
             granularity,
@@ -282,6 +289,10 @@ impl KredisConfig {
 struct PoolModel {
     /// `(K, profiler)`; one entry labelled `fixed_k` for EAET; empty for `model = none`.
     profilers: Vec<(u32, PoolProfiler)>,
+    /// The pool's key sample (every K's KRR follows it).
+    filter: AdaptiveFilter,
+    /// The filter's rate the profilers were last told.
+    rate: f64,
     /// The KRR exponent the profilers were built with.
     exponent: f64,
     /// Whether `exponent` came from `auto` with the Redis-pool guess.
@@ -297,8 +308,9 @@ struct PoolModel {
 /// The `kredis` controller (see the module documentation).
 pub struct Kredis {
     cfg: KredisConfig,
-    filter: SpatialFilter,
     pools: Vec<Option<PoolModel>>,
+    /// Keys dropped from a sample by the last access (scratch).
+    dropped: Vec<u64>,
 }
 
 impl fmt::Debug for Kredis {
@@ -319,6 +331,21 @@ enum PoolProfiler {
 }
 
 impl PoolProfiler {
+    /// Follows the pool's sample rate (KRR; EAET samples references at its own rate).
+    fn set_sample_rate(&mut self, rate: f64) {
+        if let PoolProfiler::Krr(k) = self {
+            // The rate comes from a valid filter.
+            let _ = k.set_sample_rate(rate);
+        }
+    }
+
+    /// Forgets a key dropped from the pool's sample (KRR).
+    fn forget(&mut self, key: u64) {
+        if let PoolProfiler::Krr(k) = self {
+            k.forget(key);
+        }
+    }
+
     /// [`Profiler::access_filtered`], statically dispatched for KRR.
     #[inline]
     fn access_filtered(&mut self, key: u64, size: u32, op: Op, sampled: bool) {
@@ -349,7 +376,13 @@ impl std::ops::DerefMut for PoolProfiler {
 }
 
 /// Builds one pool's profilers.
-fn build_profilers(cfg: &KredisConfig, pool: PoolId, exponent: f64) -> Vec<(u32, PoolProfiler)> {
+/// Builds one pool's profilers; KRR follows the pool's sample, now at `rate`.
+fn build_profilers(
+    cfg: &KredisConfig,
+    pool: PoolId,
+    exponent: f64,
+    rate: f64,
+) -> Vec<(u32, PoolProfiler)> {
     let mut out: Vec<(u32, PoolProfiler)> = Vec::new();
     match cfg.model {
         KredisModel::Krr => {
@@ -366,7 +399,8 @@ fn build_profilers(cfg: &KredisConfig, pool: PoolId, exponent: f64) -> Vec<(u32,
                 });
                 // The settings were validated; a failure would be a bug, and the pool then
                 // simply has no curve for this K.
-                if let Ok(krr) = krr {
+                if let Ok(mut krr) = krr {
+                    let _ = krr.set_sample_rate(rate);
                     out.push((k, PoolProfiler::Krr(Box::new(krr))));
                 }
             }
@@ -388,12 +422,12 @@ impl Kredis {
     /// # Errors
     /// [`ControlError::BadSetting`] when the sampling rate is invalid.
     pub fn new(cfg: KredisConfig) -> Result<Self, ControlError> {
-        let filter = SpatialFilter::new(cfg.rate, cfg.seed)
+        AdaptiveFilter::new(cfg.rate, cfg.sample_keys as usize, cfg.seed)
             .map_err(|e| bad("rate", cfg.rate.to_string(), &e.to_string()))?;
         Ok(Kredis {
             cfg,
-            filter,
             pools: Vec::new(),
+            dropped: Vec::new(),
         })
     }
 
@@ -413,8 +447,14 @@ impl Kredis {
                 KrrExponent::Auto => (EXPONENT_REDIS_POOL, true),
                 KrrExponent::Fixed(e) => (e, false),
             };
+            // Validated at build; one hash seed for every pool.
+            let filter = AdaptiveFilter::new(cfg.rate, cfg.sample_keys as usize, cfg.seed)
+                .unwrap_or_else(|_| unreachable!("sampling settings validated at build"));
+            let rate = filter.rate();
             PoolModel {
-                profilers: build_profilers(cfg, pool, exponent),
+                profilers: build_profilers(cfg, pool, exponent, rate),
+                filter,
+                rate,
                 exponent,
                 auto_guess,
                 sizes: U64Map::default(),
@@ -466,7 +506,7 @@ impl Controller for Kredis {
     }
 
     fn on_access(&mut self, a: &Access) {
-        let sampled = self.filter.sampled(a.key_hash);
+        let mut dropped = std::mem::take(&mut self.dropped);
         let pm = self.pool_mut(a.pool);
         let op = match a.kind {
             AccessKind::GetHit | AccessKind::GetMiss => {
@@ -476,6 +516,24 @@ impl Controller for Kredis {
             AccessKind::Set => Op::Set,
             AccessKind::Delete => Op::Del,
         };
+        // A DEL never admits a key to the sample.
+        let sampled = if op == Op::Del {
+            pm.filter.passes(a.key_hash)
+        } else {
+            pm.filter.offer(a.key_hash, &mut dropped)
+        };
+        if !dropped.is_empty() {
+            for k in dropped.drain(..) {
+                pm.sizes.remove(&k);
+                for (_, prof) in &mut pm.profilers {
+                    prof.forget(k);
+                }
+            }
+            pm.rate = pm.filter.rate();
+            for (_, prof) in &mut pm.profilers {
+                prof.set_sample_rate(pm.rate);
+            }
+        }
         let size = if a.size > 0 {
             if sampled {
                 pm.sizes.insert(a.key_hash, a.size);
@@ -490,10 +548,11 @@ impl Controller for Kredis {
         } else {
             pm.mean_size
         };
-        // The KRR profilers sample with this filter's rate and seed: one hash for all of them.
+        // The KRR profilers follow the pool's sample: one hash for all of them.
         for (_, prof) in &mut pm.profilers {
             prof.access_filtered(a.key_hash, size, op, sampled);
         }
+        self.dropped = dropped;
     }
 
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
@@ -512,7 +571,7 @@ impl Controller for Kredis {
                 }
                 if pm.auto_guess && p.evpool_size == 0 && pm.exponent != EXPONENT_TEXTBOOK {
                     pm.exponent = EXPONENT_TEXTBOOK;
-                    pm.profilers = build_profilers(&cfg, p.pool, EXPONENT_TEXTBOOK);
+                    pm.profilers = build_profilers(&cfg, p.pool, EXPONENT_TEXTBOOK, pm.rate);
                     d.notes.push((format!("pool{i}.rebuilt_textbook"), 1.0));
                 }
             }
@@ -690,6 +749,11 @@ impl Controller for Kredis {
             d.notes.push((format!("{prefix}.gets"), gets[i] as f64));
             d.notes.push((format!("{prefix}.penalty_us"), penalty[i]));
             d.notes.push((format!("{prefix}.units_per_page"), rho[i]));
+            if let Some(Some(pm)) = self.pools.get(i) {
+                d.notes.push((format!("{prefix}.rate"), pm.filter.rate()));
+                d.notes
+                    .push((format!("{prefix}.sampled_keys"), pm.filter.tracked() as f64));
+            }
             // The target in force after this decision (new, or kept).
             if let Some(t) = targets.as_ref().map(|t| t[i]).or(p.target_pages) {
                 d.notes.push((format!("{prefix}.target"), t as f64));

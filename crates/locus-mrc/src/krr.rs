@@ -10,6 +10,13 @@
 //!  size(x) − size(S[L']) to every A[j] with L' ≤ b_j ≤ L − 1.
 //! ```
 //! `k = K^exponent`: 1.4 models textbook K-LRU, about 1.9 Redis's pooled sampler (MODELS.md 6.6).
+//!
+//! A caller that samples with a falling rate (a [`crate::sampling::AdaptiveFilter`] shared by
+//! several profilers) sets the rate in force with [`Krr::set_sample_rate`] and removes the keys
+//! the filter drops with [`Krr::forget`]: each sampled GET then weighs `R₀/R` and is recorded at
+//! distance `d·R₀/R` with the `R` of its time (SHARDS fixed size, the libCacheSim form, in the
+//! sampled units of the first rate `R₀`, so that a rate that never falls records exactly what a
+//! fixed rate does).
 
 use crate::hist::Hist;
 use crate::profiler::{dist_sub_bits, metric_weight, mrc_from_hist, unit_weight};
@@ -198,6 +205,9 @@ pub struct Krr {
     is_hole: Vec<bool>,
     free_ids: Vec<u32>,
     holes: BinaryHeap<Reverse<u32>>,
+    /// The caller's first and current rates, once [`Krr::set_sample_rate`] was called (the
+    /// filter is then unused).
+    external_rate: Option<(f64, f64)>,
     sizes: Option<SizeArray>,
     hist: Hist,
     full_weight: f64,
@@ -234,6 +244,7 @@ impl Krr {
             is_hole: Vec::new(),
             free_ids: Vec::new(),
             holes: BinaryHeap::new(),
+            external_rate: None,
             sizes: (cfg.unit == Unit::Bytes).then(SizeArray::new),
             hist: Hist::new(dist_sub_bits(cfg.unit)),
             full_weight: 0.0,
@@ -251,6 +262,43 @@ impl Krr {
 
     fn len(&self) -> u32 {
         (self.stack.len() - 1) as u32
+    }
+
+    /// The sampling rate: the caller's (see [`Krr::set_sample_rate`]) or the filter's.
+    pub fn rate(&self) -> f64 {
+        match self.external_rate {
+            Some((_, r)) => r,
+            None => self.filter.rate(),
+        }
+    }
+
+    /// From now on the caller samples (through [`Profiler::access_filtered`]) at `rate`, which may
+    /// change at any time; samples are weighted by the rate of their time. Once called, the
+    /// profiler's own filter is ignored.
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] unless `rate ∈ (0, 1]`.
+    pub fn set_sample_rate(&mut self, rate: f64) -> Result<(), MrcError> {
+        if !(rate > 0.0 && rate <= 1.0) {
+            return Err(MrcError::InvalidRate { rate });
+        }
+        let first = self.external_rate.map_or(rate, |(r0, _)| r0);
+        self.external_rate = Some((first, rate));
+        Ok(())
+    }
+
+    /// Removes `key` from the stack as a DEL would, without counting an access (a key dropped
+    /// from the caller's sample).
+    pub fn forget(&mut self, key: u64) {
+        self.remove(key);
+    }
+
+    fn remove(&mut self, key: u64) {
+        if let Some(id) = self.ids.remove(&key) {
+            self.is_hole[id as usize] = true;
+            self.holes.push(Reverse(self.pos[id as usize]));
+            self.trim();
+        }
     }
 
     fn new_id(&mut self, size: u32) -> u32 {
@@ -381,11 +429,7 @@ impl Krr {
     fn sampled_access(&mut self, key: u64, size: u32, op: Op, mw: f64) {
         let w = unit_weight(self.cfg.unit, size);
         if op == Op::Del {
-            if let Some(id) = self.ids.remove(&key) {
-                self.is_hole[id as usize] = true;
-                self.holes.push(Reverse(self.pos[id as usize]));
-                self.trim();
-            }
+            self.remove(key);
             return;
         }
         let (x, d, dist) = match self.ids.get(&key) {
@@ -416,10 +460,17 @@ impl Krr {
             }
         };
         if op == Op::Get {
-            self.sampled_weight += mw;
+            // A caller's rate: weight R₀/R at distance d·R₀/R (sampled units of the first rate).
+            let scale = match self.external_rate {
+                Some((r0, r)) if r != r0 => r0 / r,
+                _ => 1.0,
+            };
+            let w = mw * scale;
+            self.sampled_weight += w;
             match dist {
-                Some(v) => self.hist.add(v, mw),
-                None => self.hist.inf += mw,
+                Some(v) if scale == 1.0 => self.hist.add(v, w),
+                Some(v) => self.hist.add((v as f64 * scale).round() as u64, w),
+                None => self.hist.inf += w,
             }
         }
         self.update(x, d);
@@ -427,7 +478,7 @@ impl Krr {
             Some(sa) => sa.total as f64,
             None => self.ids.len() as f64,
         };
-        self.peak = self.peak.max(footprint / self.filter.rate());
+        self.peak = self.peak.max(footprint / self.rate());
     }
 }
 
@@ -437,7 +488,7 @@ impl Profiler for Krr {
             "krr(K={},exp={},R={:.4})",
             self.cfg.k,
             self.cfg.exponent,
-            self.filter.rate()
+            self.rate()
         )
     }
     fn unit(&self) -> Unit {
@@ -455,7 +506,7 @@ impl Profiler for Krr {
 
     #[inline]
     fn access_filtered(&mut self, key: u64, size: u32, op: Op, sampled: bool) {
-        debug_assert_eq!(sampled, self.filter.sampled(key));
+        debug_assert!(self.external_rate.is_some() || sampled == self.filter.sampled(key));
         self.accesses += 1;
         let mw = metric_weight(self.cfg.metric, size);
         if op == Op::Get {
@@ -483,16 +534,21 @@ impl Profiler for Krr {
     }
 
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError> {
-        let r = self.filter.rate();
-        let zero = if self.cfg.adjust && r < 1.0 {
-            self.full_weight * r - self.sampled_weight
+        // Sampled units of the fixed rate, or of the caller's first rate: evaluated at c·R₀.
+        let r0 = match self.external_rate {
+            Some((r0, _)) => r0,
+            None => self.filter.rate(),
+        };
+        let expected = self.full_weight * r0;
+        let zero = if self.cfg.adjust && self.rate() < 1.0 {
+            expected - self.sampled_weight
         } else {
             0.0
         };
         mrc_from_hist(
             &self.hist,
             zero,
-            r,
+            r0,
             self.cfg.unit,
             self.cfg.metric,
             capacities,
@@ -503,6 +559,40 @@ impl Profiler for Krr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A caller's falling rate (an adaptive key budget, as kRedis feeds KRR) gives the curve of
+    /// the unsampled profiler within a few points, for a working set far above the budget, in
+    /// objects and in bytes.
+    #[test]
+    fn a_callers_falling_rate_follows_the_full_curve() {
+        use crate::sampling::AdaptiveFilter;
+        for unit in [Unit::Objects, Unit::Bytes] {
+            let mut full = krr(5, EXPONENT_REDIS_POOL, unit);
+            let mut sampled = krr(5, EXPONENT_REDIS_POOL, unit);
+            let mut filter = AdaptiveFilter::new(1.0, 2000, 9).unwrap();
+            let mut dropped = Vec::new();
+            let zipf = locus_common::Zipf::new(50_000, 0.9);
+            let mut rng = Rng::new(4);
+            for _ in 0..400_000 {
+                let key = zipf.sample(&mut rng);
+                let size = 50 + (key % 7) as u32 * 40;
+                full.access(key, size, Op::Get);
+                let hit = filter.offer(key, &mut dropped);
+                for k in dropped.drain(..) {
+                    sampled.forget(k);
+                }
+                sampled.set_sample_rate(filter.rate()).unwrap();
+                sampled.access_filtered(key, size, Op::Get, hit);
+            }
+            assert!(filter.rate() < 0.06, "{}", filter.rate());
+            let top = full.working_set();
+            let caps: Vec<f64> = (1..=40).map(|i| top * i as f64 / 40.0).collect();
+            let truth = full.mrc(&caps).unwrap();
+            let err = sampled.mrc(&caps).unwrap().error_vs(&truth, &caps).unwrap();
+            assert!(err.mae < 0.02, "{unit:?}: {err:?}");
+            assert!(sampled.set_sample_rate(0.0).is_err());
+        }
+    }
 
     fn krr(k: u32, exponent: f64, unit: Unit) -> Krr {
         Krr::new(KrrConfig {

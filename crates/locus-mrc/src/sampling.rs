@@ -57,6 +57,110 @@ impl SpatialFilter {
     }
 }
 
+/// A spatial filter with a fixed budget of sampled keys (SHARDS's fixed-size variant, MODELS.md 2):
+/// the rate starts at `max_rate` (1 = every key) and falls as the sampled key set outgrows
+/// `budget`, so a tenant of ten keys is profiled whole and one of a hundred million keys through
+/// about `budget` of them.
+///
+/// The filter remembers each sampled key (a set and a max-heap of `(hash, key)`: about 40 bytes
+/// per key, so `budget` is its memory bound). When an admitted key makes the set exceed `budget`,
+/// the largest hash becomes the new threshold `T` and every key with that hash is dropped; the
+/// caller learns which keys were dropped and MUST forget them in its model (a dropped key is
+/// never sampled again, since its hash is no longer below `T`).
+///
+/// The rate only falls: a key set that shrinks later keeps the lower rate (as in SHARDS).
+#[derive(Debug, Clone)]
+pub struct AdaptiveFilter {
+    seed: u64,
+    threshold: u64,
+    budget: usize,
+    tracked: std::collections::HashSet<u64, BuildHasherDefault<U64Hasher>>,
+    heap: std::collections::BinaryHeap<(u64, u64)>,
+}
+
+/// Bytes of filter state per tracked key (set entry and heap entry, with the tables' slack).
+pub const ADAPTIVE_BYTES_PER_KEY: usize = 40;
+
+impl AdaptiveFilter {
+    /// A filter sampling at most `budget` keys, at a rate never above `max_rate`.
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] unless `max_rate ∈ (0, 1]` (and `T ≥ 1`);
+    /// [`MrcError::InvalidFixedSize`] for a zero budget.
+    pub fn new(max_rate: f64, budget: usize, seed: u64) -> Result<Self, MrcError> {
+        let upper = SpatialFilter::new(max_rate, seed)?;
+        if budget == 0 {
+            return Err(MrcError::InvalidFixedSize { size: budget });
+        }
+        Ok(Self {
+            seed,
+            threshold: upper.threshold(),
+            budget,
+            tracked: Default::default(),
+            heap: std::collections::BinaryHeap::new(),
+        })
+    }
+
+    /// The current rate `T/P`.
+    pub fn rate(&self) -> f64 {
+        self.threshold as f64 / SAMPLE_MODULUS as f64
+    }
+
+    /// The key budget.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Keys sampled and remembered now (at most the budget).
+    pub fn tracked(&self) -> usize {
+        self.tracked.len()
+    }
+
+    /// Whether `key` passes the current threshold, without admitting it.
+    #[inline]
+    pub fn passes(&self, key: u64) -> bool {
+        self.threshold == SAMPLE_MODULUS
+            || (hash_u64(key, self.seed) & (SAMPLE_MODULUS - 1)) < self.threshold
+    }
+
+    /// Offers an access of `key`: returns whether it is sampled. A key seen for the first time is
+    /// admitted; if that overflows the budget, the threshold falls and the dropped keys (possibly
+    /// `key` itself, then the answer is `false`) are appended to `dropped`.
+    #[inline]
+    pub fn offer(&mut self, key: u64, dropped: &mut Vec<u64>) -> bool {
+        let h = hash_u64(key, self.seed) & (SAMPLE_MODULUS - 1);
+        if h >= self.threshold {
+            return false;
+        }
+        if self.tracked.contains(&key) {
+            return true;
+        }
+        self.admit(key, h, dropped)
+    }
+
+    #[cold]
+    fn admit(&mut self, key: u64, h: u64, dropped: &mut Vec<u64>) -> bool {
+        self.tracked.insert(key);
+        self.heap.push((h, key));
+        if self.tracked.len() <= self.budget {
+            return true;
+        }
+        let Some(&(t_new, _)) = self.heap.peek() else {
+            return true;
+        };
+        while let Some(&(hh, k)) = self.heap.peek() {
+            if hh != t_new {
+                break;
+            }
+            self.heap.pop();
+            self.tracked.remove(&k);
+            dropped.push(k);
+        }
+        self.threshold = t_new;
+        h < self.threshold
+    }
+}
+
 /// A multiplicative hasher for `u64` keys (the keys are ids or already hashes; this only spreads
 /// them over the table). Not for untrusted byte strings.
 #[derive(Debug, Default, Clone, Copy)]
@@ -243,6 +347,42 @@ mod tests {
         assert!(SpatialFilter::new(1.5, 1).is_err());
         assert!(SpatialFilter::new(1e-9, 1).is_err());
         assert!((0..1000u64).all(|k| SpatialFilter::new(1.0, 3).unwrap().sampled(k)));
+    }
+
+    #[test]
+    fn adaptive_filter_samples_small_sets_whole_and_bounds_large_ones() {
+        let mut dropped = Vec::new();
+        // Ten keys: all sampled, rate stays 1.
+        let mut f = AdaptiveFilter::new(1.0, 64, 5).unwrap();
+        for t in 0..1000u64 {
+            assert!(f.offer(t % 10, &mut dropped));
+        }
+        assert_eq!(f.tracked(), 10);
+        assert_eq!(f.rate(), 1.0);
+        assert!(dropped.is_empty());
+        // 100,000 keys through a budget of 1,000: about 1% sampled, never more than the budget,
+        // and every dropped key fails the filter from then on.
+        let mut f = AdaptiveFilter::new(1.0, 1000, 5).unwrap();
+        let mut sampled = std::collections::HashSet::new();
+        for k in 0..100_000u64 {
+            if f.offer(k, &mut dropped) {
+                sampled.insert(k);
+            }
+            for d in dropped.drain(..) {
+                sampled.remove(&d);
+                assert!(!f.passes(d));
+            }
+            assert!(f.tracked() <= 1000);
+        }
+        assert_eq!(sampled.len(), f.tracked());
+        assert!((0.008..0.012).contains(&f.rate()), "{}", f.rate());
+        assert!(sampled.iter().all(|&k| f.passes(k)));
+        // The upper rate caps a small set's rate.
+        let mut f = AdaptiveFilter::new(0.5, 1000, 5).unwrap();
+        let n = (0..1000u64).filter(|&k| f.offer(k, &mut dropped)).count();
+        assert!((400..600).contains(&n), "{n}");
+        assert!(AdaptiveFilter::new(1.0, 0, 1).is_err());
+        assert!(AdaptiveFilter::new(0.0, 10, 1).is_err());
     }
 
     #[test]

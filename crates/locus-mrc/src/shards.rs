@@ -9,12 +9,10 @@
 
 use crate::hist::Hist;
 use crate::profiler::{dist_sub_bits, metric_weight, mrc_from_hist, unit_weight};
-use crate::sampling::{SAMPLE_MODULUS, SpatialFilter, U64Hasher};
+use crate::sampling::{AdaptiveFilter, SAMPLE_MODULUS, SpatialFilter};
 use crate::stack::ExactStack;
 use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 use locus_common::hash::hash_u64;
-use std::collections::{BinaryHeap, HashSet};
-use std::hash::BuildHasherDefault;
 
 /// How SHARDS bounds its sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,12 +38,6 @@ pub struct ShardsConfig {
     pub adjust: bool,
 }
 
-struct FixedSize {
-    s_max: usize,
-    tracked: HashSet<u64, BuildHasherDefault<U64Hasher>>,
-    heap: BinaryHeap<(u64, u64)>, // (hash mod P, key), max first
-}
-
 /// The SHARDS profiler.
 pub struct Shards {
     cfg: ShardsConfig,
@@ -53,7 +45,10 @@ pub struct Shards {
     threshold: u64,
     stack: ExactStack,
     hist: Hist,
-    fixed: Option<FixedSize>,
+    /// Fixed size: the key sample (its threshold replaces `threshold`).
+    fixed: Option<AdaptiveFilter>,
+    /// Keys the last access dropped from the fixed-size sample (scratch).
+    dropped: Vec<u64>,
     /// Metric weight of every GET in the full stream (the `N` of `_adj`).
     full_weight: f64,
     /// Sum of recorded sample weights (the `Ns` of `_adj`, in the same units as `full_weight·R`).
@@ -71,17 +66,7 @@ impl Shards {
         let (threshold, fixed) = match cfg.mode {
             ShardsMode::FixedRate(r) => (SpatialFilter::new(r, cfg.seed)?.threshold(), None),
             ShardsMode::FixedSize(s) => {
-                if s == 0 {
-                    return Err(MrcError::InvalidFixedSize { size: s });
-                }
-                (
-                    SAMPLE_MODULUS,
-                    Some(FixedSize {
-                        s_max: s,
-                        tracked: HashSet::default(),
-                        heap: BinaryHeap::new(),
-                    }),
-                )
+                (SAMPLE_MODULUS, Some(AdaptiveFilter::new(1.0, s, cfg.seed)?))
             }
         };
         let sub_bits = match cfg.mode {
@@ -95,6 +80,7 @@ impl Shards {
             stack: ExactStack::new(),
             hist: Hist::new(sub_bits),
             fixed,
+            dropped: Vec::new(),
             full_weight: 0.0,
             sampled_weight: 0.0,
             accesses: 0,
@@ -104,35 +90,27 @@ impl Shards {
 
     /// The current sampling rate `T/P`.
     pub fn rate(&self) -> f64 {
-        self.threshold as f64 / SAMPLE_MODULUS as f64
+        match &self.fixed {
+            Some(f) => f.rate(),
+            None => self.threshold as f64 / SAMPLE_MODULUS as f64,
+        }
     }
 
-    /// Fixed-size admission of a sampled key; returns false if the key itself got dropped.
-    #[cold]
-    fn admit(&mut self, key: u64, h: u64) -> bool {
+    /// Whether this access is sampled; a fixed-size sample admits the key (not on DEL) and the
+    /// keys it drops are forgotten by the stack.
+    #[inline]
+    fn sampled(&mut self, key: u64, op: Op) -> bool {
         let Some(fx) = self.fixed.as_mut() else {
-            return true;
+            return (hash_u64(key, self.seed) & (SAMPLE_MODULUS - 1)) < self.threshold;
         };
-        if !fx.tracked.insert(key) {
-            return true;
+        if op == Op::Del {
+            return fx.passes(key);
         }
-        fx.heap.push((h, key));
-        if fx.tracked.len() <= fx.s_max {
-            return true;
-        }
-        let Some(&(t_new, _)) = fx.heap.peek() else {
-            return true;
-        };
-        while let Some(&(hh, k)) = fx.heap.peek() {
-            if hh != t_new {
-                break;
-            }
-            fx.heap.pop();
-            fx.tracked.remove(&k);
+        let sampled = fx.offer(key, &mut self.dropped);
+        for k in self.dropped.drain(..) {
             self.stack.forget(k);
         }
-        self.threshold = t_new;
-        h < self.threshold
+        sampled
     }
 }
 
@@ -158,11 +136,7 @@ impl Profiler for Shards {
         if op == Op::Get {
             self.full_weight += mw;
         }
-        let h = hash_u64(key, self.seed) & (SAMPLE_MODULUS - 1);
-        if h >= self.threshold {
-            return;
-        }
-        if self.fixed.is_some() && op != Op::Del && !self.admit(key, h) {
+        if !self.sampled(key, op) {
             return;
         }
         let r = self.rate();
@@ -278,7 +252,7 @@ mod tests {
         for t in 0..100_000u64 {
             s.access(t % 5000, 1, Op::Get);
         }
-        assert!(s.fixed.as_ref().unwrap().tracked.len() <= 100);
+        assert!(s.fixed.as_ref().unwrap().tracked() <= 100);
         assert!(s.stack.len() <= 100);
         // About 100 of 5000 keys sampled: R near 0.02.
         assert!((0.01..0.04).contains(&s.rate()), "{}", s.rate());

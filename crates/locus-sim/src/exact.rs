@@ -1,8 +1,13 @@
 //! The oracle's first pass: exact LRU miss ratio curves of the whole run (and of each phase) per
 //! tenant, from one pass over the experiment's request stream.
 //!
-//! Capacities are in bytes of what the engine charges (the chunk of the item's size class), at
-//! page multiples, so a curve point is "the miss ratio of this tenant alone with `p` pages". A
+//! Capacities are in bytes of pages, at page multiples, so a curve point is "the miss ratio of
+//! this tenant alone with `p` pages". An item is charged the share of a page it takes as the
+//! engine packs it: a page of its size class holds `⌊page / chunk⌋` items, so each costs
+//! `page / ⌊page / chunk⌋` bytes (its chunk plus its share of the page's unusable tail): 3,000-byte
+//! items in 4 KiB pages cost a whole page each, not 3 KiB, and a loop's cliff sits where the
+//! engine's pages really hold it (issue 16: charging chunks, the plan put a 3,000-key loop a
+//! quarter below its cliff). A
 //! per-phase curve keeps the LRU stack across the boundary (the history is forgotten with
 //! `Profiler::decay(0)`), so the first accesses of a phase are not wrongly cold.
 
@@ -135,6 +140,17 @@ impl Span {
     }
 }
 
+/// Bytes of page an item of chunk size `chunk` takes: `page / ⌊page / chunk⌋` (rounded to the
+/// nearest byte), or the chunk itself if it is larger than a page.
+pub fn page_share(page: u64, chunk: u32) -> u32 {
+    match page / u64::from(chunk.max(1)) {
+        0 => chunk,
+        per_page => (page as f64 / per_page as f64)
+            .round()
+            .min(f64::from(u32::MAX)) as u32,
+    }
+}
+
 /// One pass over the experiment's requests: exact curves per tenant, whole run and per phase.
 ///
 /// # Errors
@@ -142,7 +158,11 @@ impl Span {
 pub fn exact_curves(exp: &Experiment, maxmemory: u64) -> Result<OracleCurves, SimError> {
     let clock = VirtualClock::new(0);
     let probe = build_engine(exp, exp.page_size, &clock)?;
-    let chunks: Vec<u32> = probe.size_classes().iter().map(|(_, b)| *b).collect();
+    let shares: Vec<u32> = probe
+        .size_classes()
+        .iter()
+        .map(|(_, b)| page_share(exp.page_size, *b))
+        .collect();
     let n = exp.tenants.len();
     let pages_total = maxmemory / exp.page_size;
     let step = pages_total.div_ceil(MAX_POINTS).max(1);
@@ -178,7 +198,7 @@ pub fn exact_curves(exp: &Experiment, maxmemory: u64) -> Result<OracleCurves, Si
         let klen = (r.key_size as usize).clamp(8, MAX_KEY_BYTES);
         let charged = probe
             .class_for(klen, r.value_size.min(u32::MAX as u64) as usize)
-            .map_or(u32::MAX, |c| chunks[c.0 as usize]);
+            .map_or(u32::MAX, |c| shares[c.0 as usize]);
         let op = match r.op {
             TraceOp::Get => Op::Get,
             TraceOp::Set => Op::Set,

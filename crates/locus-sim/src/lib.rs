@@ -23,7 +23,7 @@
 //! Components: [`experiment`] (file format, validation with key paths, golden scaling),
 //! [`workload`] (generators, traces, phases, interleaving), [`run`] (one controller's replay, the
 //! speed references), [`exact`] (exact curves and the oracles' plans), [`report`] (table, CSV,
-//! JSON), [`plot`] (allocation, K and hit ratio over time, SVG and PNG via `locus-plot`).
+//! JSON), [`seeds`] (several seeds: mean ± sd, min/max per figure), [`plot`] (allocation, K and hit ratio over time, SVG and PNG via `locus-plot`).
 //!
 //! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
 //! #14), no policy logic of its own.
@@ -34,6 +34,7 @@ pub mod plot;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod seeds;
 pub mod workload;
 
 use std::sync::Mutex;

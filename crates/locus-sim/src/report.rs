@@ -21,6 +21,32 @@ fn fmt_opt(v: Option<u64>) -> String {
     v.map_or_else(|| "-".to_string(), |x| x.to_string())
 }
 
+/// Appends `rows` as aligned columns (the first row a header, underlined): the first two
+/// columns (controller, tenant) left-aligned, the figures right-aligned.
+pub(crate) fn grid<const N: usize>(out: &mut String, rows: &[[String; N]]) {
+    let mut widths = [0usize; N];
+    for row in rows {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    for (i, row) in rows.iter().enumerate() {
+        let mut l = String::new();
+        for (j, (c, w)) in row.iter().zip(widths).enumerate() {
+            if j < 2 {
+                let _ = write!(l, "{c:<w$}  ");
+            } else {
+                let _ = write!(l, "{c:>w$}  ");
+            }
+        }
+        let _ = writeln!(out, "{}", l.trim_end());
+        if i == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * (N - 1);
+            let _ = writeln!(out, "{}", "-".repeat(total));
+        }
+    }
+}
+
 /// The result table (controllers × tenants, then the overall row of each controller).
 pub fn table(r: &Report) -> String {
     let mut rows: Vec<[String; 10]> = vec![[
@@ -59,12 +85,6 @@ pub fn table(r: &Report) -> String {
         }
         rows.push(line(run, &run.overall));
     }
-    let mut widths = [0usize; 10];
-    for row in &rows {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -75,21 +95,7 @@ pub fn table(r: &Report) -> String {
         r.pages_total,
         r.page_size
     );
-    for (i, row) in rows.iter().enumerate() {
-        let mut l = String::new();
-        for (j, (c, w)) in row.iter().zip(widths).enumerate() {
-            if j < 2 {
-                let _ = write!(l, "{c:<w$}  ");
-            } else {
-                let _ = write!(l, "{c:>w$}  ");
-            }
-        }
-        let _ = writeln!(out, "{}", l.trim_end());
-        if i == 0 {
-            let total: usize = widths.iter().sum::<usize>() + 2 * 9;
-            let _ = writeln!(out, "{}", "-".repeat(total));
-        }
-    }
+    grid(&mut out, &rows);
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         let _ = writeln!(out, "per phase (overall hit% / modelled latency µs):");
         span_grid(&mut out, r, |run| &run.phases, |_, _| None);
@@ -392,7 +398,7 @@ pub fn oracle_csv(r: &Report) -> String {
     s
 }
 
-fn write(path: PathBuf, text: &str) -> Result<PathBuf, SimError> {
+pub(crate) fn write(path: PathBuf, text: &str) -> Result<PathBuf, SimError> {
     std::fs::write(&path, text).map_err(|e| SimError::Io {
         what: path.display().to_string(),
         source: e,

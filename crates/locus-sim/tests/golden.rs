@@ -12,11 +12,19 @@
 //! where `scripts/test.sh` runs it.)
 //! and commit the diff of `tests/golden/` with the change that caused it. `LOCUS_GOLDEN=a,b`
 //! checks (or blesses) only the experiments of those names.
+//!
+//! Separately from the snapshot, each experiment's headline claims ([`CLAIMS`]: an ordering with
+//! a margin on the headline metric, at the golden scale where it holds) and the oracle's bound
+//! (no controller that only partitions beats it by more than [`ORACLE_NOISE`]) are checked on
+//! every run, blessing included: a regression that breaks a controller fails here even after
+//! the snapshot is re-blessed. `LOCUS_REPLACE=label,…` runs those controllers as `shared` and
+//! checks only the claims (the snapshot differs by construction): every claim naming one of them
+//! as the better side must then fail.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use locus_sim::experiment::Experiment;
+use locus_sim::experiment::{ControllerRun, Experiment};
 use locus_sim::{Options, Report, simulate};
 use serde_json::{Value, json};
 
@@ -111,6 +119,137 @@ fn shared_traces_present(file: &Path) -> bool {
     true
 }
 
+/// A headline claim: in experiment `exp`, `better`'s headline metric (mean latency, or miss
+/// ratio without penalties) is at most `ratio` times `worse`'s.
+struct Claim {
+    exp: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    ratio: f64,
+}
+
+const fn claim(exp: &'static str, better: &'static str, worse: &'static str, ratio: f64) -> Claim {
+    Claim {
+        exp,
+        better,
+        worse,
+        ratio,
+    }
+}
+
+/// The claims each experiment reproduces at its golden scale, with margins well inside the
+/// measured gaps (golden values in the comments; the write-ups give the full-scale ones). Claims
+/// that do not hold at the golden scale are not listed (see EXPERIMENTS.md: dlru on orm-night
+/// falls back at 200k requests; memsweeper-cliff and mpart_table2, where `shared` is best there;
+/// memsweeper-fairness, whose claim is about fairness, not the miss ratio).
+const CLAIMS: &[Claim] = &[
+    // DLRU beats the default K = 5 on the two-phase workload (63.8 vs 69.9 µs).
+    claim("dlru_two_phase", "dlru", "K=5", 0.95),
+    // kRedis beats free competition, pRedis and a single pool (282.6 / 689.8, 365.2, 520.2 µs).
+    claim("kredis_four_tenants", "kredis", "shared", 0.6),
+    claim("kredis_four_tenants", "kredis", "predis", 0.9),
+    claim("kredis_four_tenants", "kredis", "kredis-1pool", 0.7),
+    // Tight memory: kRedis beats pRedis and free competition (490.8 / 637.6, 763.2 µs).
+    claim("kredis_tight", "kredis", "predis", 0.85),
+    claim("kredis_tight", "kredis", "shared", 0.8),
+    // LAMA beats memcached's default and its movers (463.0 / 534.1, 534.9, 545.9, 534.1 µs).
+    claim("lama_etc", "lama-mr", "memcached", 0.95),
+    claim("lama_etc", "lama-mr", "automove", 0.95),
+    claim("lama_etc", "lama-mr", "psa", 0.95),
+    claim("lama_etc", "lama-mr", "facebook", 0.95),
+    // Phases: LAMA beats memcached and PSA (484.2 / 588.4, 516.6 µs).
+    claim("lama_phases", "lama-mr", "memcached", 0.9),
+    claim("lama_phases", "lama-mr", "psa", 0.97),
+    // mPart beats free competition and Memshare on the noisy neighbour (634.5 / 697.5, 669.0 µs).
+    claim("mpart_noisy", "mpart", "shared", 0.95),
+    claim("mpart_noisy", "mpart", "memshare", 0.98),
+    // pRedis beats Redis (shared) on every workload (three classes 45.0 / 101.0 ms; YCSB A-F
+    // 82.7 / 131.1, 69.3 / 93.5, 68.2 / 93.6, 61.8 / 69.7, 113.2 / 279.1, 80.8 / 100.3 µs).
+    claim("predis_three_class", "predis", "shared", 0.6),
+    claim("predis_ycsb", "predis", "shared", 0.8),
+    claim("predis_ycsb_b", "predis", "shared", 0.85),
+    claim("predis_ycsb_c", "predis", "shared", 0.85),
+    claim("predis_ycsb_d", "predis", "shared", 0.95),
+    claim("predis_ycsb_e", "predis", "shared", 0.6),
+    claim("predis_ycsb_f", "predis", "shared", 0.9),
+    // The oracle beats free competition on the example (222.9 / 243.8 µs).
+    claim("example", "oracle", "shared", 0.95),
+];
+
+/// How far (relative, on the headline metric) a controller that only partitions may beat the
+/// oracle: the oracle plans with exact LRU curves of the whole run, the engine evicts by sampled
+/// LRU, so ties come out a little either way.
+const ORACLE_NOISE: f64 = 0.01;
+
+/// Controllers that only partition memory (same policy, same K as the oracle's run).
+const PARTITIONERS: &[&str] = &[
+    "shared",
+    "static",
+    "mpart",
+    "predis",
+    "memshare",
+    "memsweeper-max",
+    "memsweeper-fair",
+];
+
+/// The claims of `r` that fail, and the oracle bound.
+fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
+    let mut out = Vec::new();
+    let head = |label: &str| {
+        r.runs
+            .iter()
+            .find(|x| x.label == label)
+            .map(|x| r.headline(x))
+    };
+    for c in CLAIMS.iter().filter(|c| c.exp == exp.name) {
+        match (head(c.better), head(c.worse)) {
+            (Some(b), Some(w)) if b <= c.ratio * w => {}
+            (Some(b), Some(w)) => out.push(format!(
+                "{}: claim {} <= {} x {} fails: {b:.4} vs {w:.4} ({:.3})",
+                exp.name,
+                c.better,
+                c.ratio,
+                c.worse,
+                b / w
+            )),
+            _ => out.push(format!(
+                "{}: claim {} vs {}: no such run",
+                exp.name, c.better, c.worse
+            )),
+        }
+    }
+    if let Some(o) = head("oracle") {
+        for (run, c) in r.runs.iter().zip(&exp.controllers) {
+            let same = c.policy.is_none() && c.samples.is_none() && c.evpool_size.is_none();
+            let h = r.headline(run);
+            if same && PARTITIONERS.contains(&c.name.as_str()) && h < o * (1.0 - ORACLE_NOISE) {
+                out.push(format!(
+                    "{}: {} beats the oracle: {h:.4} vs {o:.4}",
+                    exp.name, run.label
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// `LOCUS_REPLACE=label,…`: those controllers run as `shared` (no settings).
+fn replaced(mut exp: Experiment, labels: &[String]) -> Experiment {
+    for c in &mut exp.controllers {
+        if labels.contains(&c.label) {
+            *c = ControllerRun {
+                label: c.label.clone(),
+                name: "shared".into(),
+                settings: Vec::new(),
+                policy: None,
+                samples: None,
+                evpool_size: None,
+            };
+        }
+    }
+    exp
+}
+
 #[test]
 #[cfg_attr(
     debug_assertions,
@@ -136,6 +275,9 @@ fn experiments_match_their_golden_numbers() {
         });
         assert!(!files.is_empty(), "LOCUS_GOLDEN={only}: no such experiment");
     }
+    let replace: Vec<String> = std::env::var("LOCUS_REPLACE")
+        .map(|v| v.split(',').map(|x| x.trim().to_string()).collect())
+        .unwrap_or_default();
     let mut problems = Vec::new();
     for file in &files {
         if !shared_traces_present(file) {
@@ -155,7 +297,7 @@ fn experiments_match_their_golden_numbers() {
             ));
             continue;
         }
-        let scaled = exp.golden_scaled();
+        let scaled = replaced(exp.golden_scaled(), &replace);
         let started = std::time::Instant::now();
         let report = match simulate(&scaled, &Options::default(), &|_, _| {}) {
             Ok(r) => r,
@@ -171,6 +313,10 @@ fn experiments_match_their_golden_numbers() {
             started.elapsed().as_secs_f64(),
             report.ordering
         );
+        problems.extend(claim_failures(&scaled, &report));
+        if !replace.is_empty() {
+            continue;
+        }
         let got = summary(&report);
         let path = golden_dir.join(format!("{}.json", exp.name));
         if bless {

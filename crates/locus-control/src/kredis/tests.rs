@@ -220,3 +220,44 @@ fn ablation_switches() {
     );
     assert!(r.curves.iter().all(|c| c.label == "eaet"));
 }
+
+/// Issue 16: a tenant of 50 keys beside a large one. At a fixed 1% spatial rate it had no sampled
+/// key and no curve; with the per-pool key budget it is profiled whole (rate 1), gets a curve
+/// and a page target that holds it, while the large tenant is sampled within the budget.
+#[test]
+fn a_tenant_of_fifty_keys_gets_a_curve_and_an_allocation() {
+    let (mut e, clock, _) = engine(128, [5000.0, 100.0]);
+    install(&mut e, &[("sample_keys", "1000")], 40_000);
+    let (mut a, mut b) = (uniform(50, 6), uniform(40_000, 7));
+    drive(&mut e, &clock, [&mut a, &mut b], 240_000);
+    let r = last(&e);
+    let curve = r
+        .curves
+        .iter()
+        .find(|c| c.pool == PoolId(0) && c.label == "mmrc")
+        .unwrap_or_else(|| panic!("no curve for the small pool: {:?}", r.notes));
+    // The curve falls from 1 to ~0 within the first recorded step (3 pages here).
+    let pts = curve.mrc.points();
+    assert!(pts[0].1 > 0.9, "{pts:?}");
+    assert!(pts[1].1 < 0.05, "{pts:?}");
+    // 50 items of ~130 bytes fill 2 pages: the target is that, not the 5 pages that one
+    // sampled key at 1% (the old fixed rate) stood for.
+    let ta = note(&r, "pool0.target");
+    assert!(
+        (2.0..=3.0).contains(&ta),
+        "small tenant target {ta}: {:?}",
+        r.notes
+    );
+    assert!(note(&r, "pool0.mr_predicted") < 0.05, "{:?}", r.notes);
+    assert!(r.curves.iter().any(|c| c.pool == PoolId(1)));
+    assert_eq!(note(&r, "pool0.rate"), 1.0);
+    assert_eq!(note(&r, "pool0.sampled_keys"), 50.0);
+    assert!(note(&r, "pool1.rate") < 0.05, "{:?}", r.notes);
+    assert!(note(&r, "pool1.sampled_keys") <= 1000.0);
+    // The small tenant hits: its 50 keys stay.
+    let small = e.tenant_stats(e.tenant_ids()[0]);
+    assert!(
+        small.hits as f64 > 0.95 * (small.hits + small.misses) as f64,
+        "{small:?}"
+    );
+}

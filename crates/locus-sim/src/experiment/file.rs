@@ -16,6 +16,7 @@ pub(super) struct RawExperiment {
     page_size: Option<toml::Value>,
     #[serde(default)]
     seed: u64,
+    seeds: Option<u32>,
     requests: Option<toml::Value>,
     interval: Option<toml::Value>,
     max_moves: Option<u32>,
@@ -445,6 +446,14 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             evpool_size: c.evpool_size,
         });
     }
+    if let Some(n) = raw.seeds
+        && !(1..=MAX_SEEDS).contains(&n)
+    {
+        p.add(
+            "seeds",
+            format!("{n} is not a seed count in 1..={MAX_SEEDS}"),
+        );
+    }
     if let Some(f) = raw.steady
         && !(f > 0.0 && f <= 1.0)
     {
@@ -706,6 +715,7 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
         memory,
         page_size,
         seed: raw.seed,
+        seeds: raw.seeds.unwrap_or(1),
         requests,
         interval,
         max_moves: raw.max_moves.unwrap_or(64),

@@ -263,6 +263,9 @@ pub struct Golden {
     pub interval: Option<Interval>,
 }
 
+/// Most seeds per experiment (`seeds`, `--seeds`).
+pub const MAX_SEEDS: u32 = 1000;
+
 /// A validated experiment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Experiment {
@@ -276,6 +279,9 @@ pub struct Experiment {
     pub page_size: u64,
     /// Seed of the engine, the generators, the interleaving and the penalty draws.
     pub seed: u64,
+    /// Runs per controller for `locus simulate` (`seeds` key, `--seeds`): seeds `seed`,
+    /// `seed + 1`, …; 1 = the single run (see [`crate::seeds`]).
+    pub seeds: u32,
     /// Total requests (generators need it unless phases give it; caps traces).
     pub requests: Option<u64>,
     /// Controller decision interval.

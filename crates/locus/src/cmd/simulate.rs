@@ -41,6 +41,10 @@ pub struct Args {
     /// Override the total number of requests (generated workloads; caps traces).
     #[arg(long)]
     pub requests: Option<String>,
+    /// Run every controller under N seeds (the experiment's `seed`, `seed + 1`, …) and report
+    /// each figure as mean ± sd and min/max (overrides the experiment's `seeds` key).
+    #[arg(long)]
+    pub seeds: Option<u32>,
     /// Print the report as JSON on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -165,6 +169,16 @@ pub fn run(args: Args) -> Result<()> {
         only: args.only.clone(),
         offload: args.offload,
     };
+    let seeds = args.seeds.unwrap_or(exp.seeds);
+    if !(1..=locus_sim::experiment::MAX_SEEDS).contains(&seeds) {
+        bail!(
+            "--seeds {seeds}: expected 1..={}",
+            locus_sim::experiment::MAX_SEEDS
+        );
+    }
+    if seeds > 1 {
+        return run_seeds(&args, &exp, &opts, seeds, &progress);
+    }
     let rep = locus_sim::simulate(&exp, &opts, &|l, n| progress.tick(l, n))?;
     progress.done();
     if args.json {
@@ -180,16 +194,51 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     }
-    if !rep.failed.is_empty() {
-        bail!(
-            "{} controller run(s) failed: {}",
-            rep.failed.len(),
-            rep.failed
-                .iter()
-                .map(|(l, _)| l.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+    failures(rep.failed.iter().map(|(l, _)| l.clone()).collect())
+}
+
+/// `--seeds N` (or the `seeds` key) with N > 1: every controller under N seeds, the statistics
+/// table (or JSON), and with `--out` the first seed's files plus `seeds.csv` and `seeds.json`.
+fn run_seeds(
+    args: &Args,
+    exp: &Experiment,
+    opts: &Options,
+    n: u32,
+    progress: &Progress,
+) -> Result<()> {
+    let (summary, reports) =
+        locus_sim::seeds::simulate_seeds(exp, opts, n, &|l, k| progress.tick(l, k))?;
+    progress.done();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        print!("{}", locus_sim::seeds::table(&summary));
     }
-    Ok(())
+    if let Some(dir) = &args.out {
+        let files = locus_sim::seeds::write_dir(&summary, &reports[0], dir)?;
+        if !args.quiet {
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        }
+    }
+    failures(
+        summary
+            .failed
+            .iter()
+            .map(|(s, l, _)| format!("{l} (seed {s})"))
+            .collect(),
+    )
+}
+
+/// An error naming the failed runs, if any (after the others were reported).
+fn failures(failed: Vec<String>) -> Result<()> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{} controller run(s) failed: {}",
+        failed.len(),
+        failed.join(", ")
+    )
 }
