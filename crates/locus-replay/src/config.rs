@@ -21,8 +21,8 @@ pub enum Target {
         /// `host:port`.
         addr: String,
     },
-    /// The in-process null server: every GET misses, every write succeeds, at once (the
-    /// harness's own ceiling).
+    /// The in-process null server: every GET hits a 1-byte value, every write succeeds, at
+    /// once (the harness's own ceiling).
     Null,
     /// The in-process fake server: a hash map that answers at once and counts hits and misses.
     Fake,

@@ -1,5 +1,5 @@
-//! The in-process servers: `null` (every GET misses, every write succeeds) to measure the
-//! harness's own ceiling, and `fake` (a hash map) whose hit and miss counts the tests compare
+//! The in-process servers: `null` (every GET hits a 1-byte value, every write succeeds: the
+//! cheapest request there is) to measure the harness's own ceiling, and `fake` (a hash map) whose hit and miss counts the tests compare
 //! with the harness's. Both speak enough RESP2 for the client in [`crate::client`]: GET, SET,
 //! DEL, AUTH, SELECT, INFO (its `keyspace_hits` / `keyspace_misses`), each answered at once.
 
@@ -36,7 +36,7 @@ pub struct FakeServer {
 
 impl FakeServer {
     /// Starts one on 127.0.0.1 port 0 in the current runtime; `store` = a hash map (`fake`),
-    /// else every GET misses (`null`).
+    /// else every GET hits a 1-byte value (`null`).
     ///
     /// # Errors
     /// The listener cannot be bound.
@@ -101,7 +101,10 @@ async fn serve(s: TcpStream, st: Arc<FakeStats>, map: Option<Store>) -> std::io:
             .unwrap_or_default();
         match (cmd.as_slice(), args.len()) {
             (b"GET", 2) => {
-                let found = map.as_ref().and_then(|m| m.lock().get(&args[1]).copied());
+                let found = match &map {
+                    Some(m) => m.lock().get(&args[1]).copied(),
+                    None => Some(1),
+                };
                 match found {
                     Some(n) => {
                         st.hits.fetch_add(1, Ordering::Relaxed);

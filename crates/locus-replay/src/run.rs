@@ -394,13 +394,16 @@ async fn drive(cfg: &ReplayConfig, progress: &(dyn Fn(&Progress) + Sync)) -> Res
     {
         final_fields = f;
     }
-    let warm_secs = match (cfg.warmup, sh.warm_until) {
-        (_, Some(w)) => w.saturating_duration_since(start).as_secs_f64(),
-        _ => 0.0,
-    };
     let stats = sh.stats.lock();
-    let measured = (elapsed.as_secs_f64() - warm_secs).max(1e-9);
     let guards: Vec<_> = stats.iter().map(|(_, s)| s.lock()).collect();
+    // The measured window: from the first measured request's start to the last completion
+    // (exact, not rounded to the sampler's seconds).
+    let first = guards.iter().filter_map(|g| g.first_begin).min();
+    let last = guards.iter().filter_map(|g| g.last_done).max();
+    let measured = match (first, last) {
+        (Some(f), Some(l)) => l.saturating_duration_since(f).as_secs_f64().max(1e-9),
+        _ => 1e-9,
+    };
     let tenants: Vec<TenantReport> = stats
         .iter()
         .zip(&guards)
@@ -651,6 +654,7 @@ async fn conn_task(
         }
         let now = Instant::now();
         o.latency = now.saturating_duration_since(begin);
+        o.begin = Some(begin);
         o.warm = job.warm || sh.warm_until.is_some_and(|w| now < w);
         stats.lock().record(&o);
     }

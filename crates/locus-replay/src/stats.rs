@@ -1,7 +1,7 @@
 //! What a run measures: per tenant, HDR histograms of end-to-end GET latency (GET, and on a
 //! miss the backend fetch and the SET) and of backend time, counters, and a per-second series.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -25,6 +25,10 @@ pub struct TenantStats {
     pub sec: Counters,
     /// Counters including the warm-up.
     pub all: Counters,
+    /// When the first measured request began (the measured window opens).
+    pub first_begin: Option<Instant>,
+    /// When the last measured request completed (the window closes).
+    pub last_done: Option<Instant>,
 }
 
 /// Request counters.
@@ -77,6 +81,8 @@ pub struct Outcome {
     pub latency: Duration,
     /// In the warm-up.
     pub warm: bool,
+    /// When the request began (its due time in open loop).
+    pub begin: Option<Instant>,
 }
 
 impl Default for TenantStats {
@@ -88,6 +94,8 @@ impl Default for TenantStats {
             c: Counters::default(),
             sec: Counters::default(),
             all: Counters::default(),
+            first_begin: None,
+            last_done: None,
         }
     }
 }
@@ -116,6 +124,11 @@ impl TenantStats {
             return;
         }
         self.c.add(&d);
+        if let Some(b) = o.begin {
+            self.first_begin = Some(self.first_begin.map_or(b, |f| f.min(b)));
+            let done = b + o.latency;
+            self.last_done = Some(self.last_done.map_or(done, |l| l.max(done)));
+        }
         if o.get {
             self.lat.saturating_record(us);
         }

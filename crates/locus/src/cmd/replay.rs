@@ -19,7 +19,7 @@ pub struct Args {
     /// experiment file (`.toml`: its tenants' generators or traces; its controllers are ignored).
     pub input: PathBuf,
     /// The server: redis://HOST:PORT, memcached://HOST:PORT, `null` (in-process, every GET
-    /// misses: the harness's own ceiling) or `fake` (in-process hash map).
+    /// hits at once: the harness's own ceiling) or `fake` (in-process hash map).
     #[arg(long)]
     pub target: String,
     /// How tenants reach their keyspace: none (keys prefixed t<i>:), port:P0,P1.., db[:D0,D1..],
