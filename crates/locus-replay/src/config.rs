@@ -430,3 +430,133 @@ impl ReplayConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            "redis://127.0.0.1:6379".parse::<Target>().unwrap(),
+            Target::Redis {
+                addr: "127.0.0.1:6379".into()
+            }
+        );
+        assert_eq!(
+            "memcached://h:11211/".parse::<Target>().unwrap(),
+            Target::Memcached {
+                addr: "h:11211".into()
+            }
+        );
+        assert_eq!("null".parse::<Target>().unwrap(), Target::Null);
+        for (bad, why) in [
+            ("http://h:1", "unknown scheme"),
+            ("redis://h", "no port"),
+            ("redis://h:0", "host or port"),
+            ("redis://:80", "host or port"),
+            ("h:80", "no scheme"),
+        ] {
+            let e = bad.parse::<Target>().unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains(bad), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn tenant_maps() {
+        assert_eq!("none".parse::<TenantMap>().unwrap(), TenantMap::None);
+        assert_eq!("db".parse::<TenantMap>().unwrap(), TenantMap::Db(vec![]));
+        assert_eq!(
+            "db:3,5".parse::<TenantMap>().unwrap(),
+            TenantMap::Db(vec![3, 5])
+        );
+        assert_eq!(
+            "port:7001,7002".parse::<TenantMap>().unwrap(),
+            TenantMap::Port(vec![7001, 7002])
+        );
+        assert_eq!(
+            "user:a=x,b=y".parse::<TenantMap>().unwrap(),
+            TenantMap::User(vec![("a".into(), "x".into()), ("b".into(), "y".into())])
+        );
+        let p = "prefix:s:,c:".parse::<TenantMap>().unwrap();
+        assert_eq!(p, TenantMap::Prefix(vec!["s:".into(), "c:".into()]));
+        assert_eq!((p.prefix(1), p.limit()), ("c:".to_string(), Some(2)));
+        assert_eq!(TenantMap::None.prefix(3), "t3:");
+        for bad in [
+            "port",
+            "port:70000",
+            "port:x",
+            "user:a",
+            "prefix",
+            "zone:1",
+            "none:1",
+        ] {
+            assert!(bad.parse::<TenantMap>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn backends() {
+        let ms = Duration::from_millis;
+        assert_eq!(
+            "delay:2ms".parse::<BackendSpec>().unwrap(),
+            BackendSpec::Constant(ms(2))
+        );
+        assert_eq!(
+            "delay:exp:3ms".parse::<BackendSpec>().unwrap(),
+            BackendSpec::Exponential(ms(3))
+        );
+        assert_eq!(
+            "delay:uniform:1ms:2ms".parse::<BackendSpec>().unwrap(),
+            BackendSpec::Uniform(ms(1), ms(2))
+        );
+        assert_eq!(
+            "delay:trace:5ms".parse::<BackendSpec>().unwrap(),
+            BackendSpec::TraceColumn(ms(5))
+        );
+        assert_eq!(
+            "pg:agg:5000".parse::<BackendSpec>().unwrap(),
+            BackendSpec::Postgres(PgQuery::Agg(5000))
+        );
+        assert_eq!(
+            "pg:two:0.25:1k".parse::<BackendSpec>().unwrap(),
+            BackendSpec::Postgres(PgQuery::Two {
+                slow: 0.25,
+                n: 1000
+            })
+        );
+        for bad in [
+            "delay",
+            "delay:fast",
+            "delay:uniform:2ms:1ms",
+            "pg:agg:0",
+            "pg:two:1.5:10",
+            "pg",
+            "http:x",
+        ] {
+            let e = bad.parse::<BackendSpec>().unwrap_err().to_string();
+            assert!(e.contains("--backend") && e.contains(bad), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn warmups_and_validation() {
+        assert_eq!("0".parse::<Warmup>().unwrap(), Warmup::None);
+        assert_eq!("100k".parse::<Warmup>().unwrap(), Warmup::Requests(100_000));
+        assert_eq!(
+            "10s".parse::<Warmup>().unwrap(),
+            Warmup::Time(Duration::from_secs(10))
+        );
+        assert!("soon".parse::<Warmup>().is_err());
+        let mut c = ReplayConfig::new(Input::Trace("t".into()), Target::Fake);
+        assert!(c.validate().is_ok());
+        c.tenants = TenantMap::Db(vec![]);
+        assert!(c.validate().is_err(), "the fake server has one keyspace");
+        c.tenants = TenantMap::None;
+        c.connections = 0;
+        assert!(c.validate().is_err());
+        c.connections = 1;
+        c.pacing = Pacing::Open(0.0);
+        assert!(c.validate().is_err());
+    }
+}

@@ -35,7 +35,9 @@ pub struct Report {
     /// Why sampling the server stopped, if it did (e.g. INFO not allowed).
     pub server_error: Option<String>,
     /// The server's hit ratio over the run, from its `keyspace_hits`/`keyspace_misses` (or
-    /// memcached's `get_hits`/`get_misses`) before and after.
+    /// memcached's `get_hits`/`get_misses`) before and after, as the sampling connection sees
+    /// them: a multi-tenant Locus shows a connection its own tenant only (db 0's, unless
+    /// `info_auth` logs in as the administrator).
     pub server_hit_ratio: Option<f64>,
     /// `INFO tenants` after the run (Locus only).
     pub server_tenants: Vec<(String, String)>,
@@ -145,7 +147,11 @@ impl Report {
             );
         }
         if let Some(h) = self.server_hit_ratio {
-            let _ = writeln!(s, "server's own hit ratio over the run: {:.2}%", 100.0 * h);
+            let _ = writeln!(
+                s,
+                "server's own hit ratio over the run, as its INFO connection may see it: {:.2}%",
+                100.0 * h
+            );
         }
         if let Some(e) = &self.server_error {
             let _ = writeln!(s, "server statistics not sampled: {e}");

@@ -117,3 +117,35 @@ fn run(inner: &(Mutex<State>, Condvar)) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sleeps end no sooner than asked, in deadline order, whatever order they were started in.
+    #[test]
+    fn sleeps_end_in_deadline_order_and_not_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let timer = Timer::start();
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let mut tasks = Vec::new();
+            for us in [3000u64, 500, 2000, 100] {
+                let (t, o) = (timer.clone(), order.clone());
+                tasks.push(tokio::spawn(async move {
+                    let start = Instant::now();
+                    t.sleep(Duration::from_micros(us)).await;
+                    assert!(start.elapsed() >= Duration::from_micros(us));
+                    o.lock().push(us);
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+            assert_eq!(*order.lock(), vec![100, 500, 2000, 3000]);
+        });
+    }
+}
