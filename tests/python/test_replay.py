@@ -316,3 +316,27 @@ def test_postgres_is_stopped_on_ctrl_c(tmp):
     assert "interrupted" in err
     assert postgres_processes(pgdir) == []
     assert list(pgdir.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAVE_PG, reason="PostgreSQL not installed (scripts/install-deps.sh)")
+def test_postgres_orphaned_by_sigkill_is_reaped_by_the_next_run(tmp):
+    """SIGKILL leaves the harness no chance to stop its PostgreSQL; the next run in the same
+    directory stops it and removes its files."""
+    write_trace(tmp / "t.csv", n=200, ops=False)
+    pgdir = pg_tmp(tmp)
+    p = subprocess.Popen([harness.locus_bin(), "replay", tmp / "t.csv", "--target", "fake",
+                          "--backend", "pg:pk", "--pg-rows", "100", "--pg-tmp", pgdir,
+                          "--rate", "5", "--quiet"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        harness.wait_until(lambda: postgres_processes(pgdir), timeout=30, what="postgres started")
+        time.sleep(1.0)
+    finally:
+        p.kill()
+        p.wait()
+    assert postgres_processes(pgdir), "postgres should have outlived the SIGKILLed harness"
+    _, rep = replay(tmp / "t.csv", "--target", "fake", "--backend", "pg:pk", "--pg-rows", "100",
+                    "--pg-tmp", pgdir, "--requests", "20")
+    assert rep["overall"]["all"]["gets"] == 20
+    harness.wait_until(lambda: not postgres_processes(pgdir), timeout=10, what="orphan stopped")
+    assert list(pgdir.iterdir()) == []

@@ -8,6 +8,9 @@
 //!                      t{i}.facts(id bigint primary key, amount int)        rows + n (agg)
 //!  Drop: SIGINT (fast shutdown), wait, SIGKILL after 10 s, remove the directory
 //! ```
+//! Drop runs on success, on every error and on Ctrl-C / SIGTERM (the run returns an error). A
+//! harness killed with SIGKILL cannot clean up; the next run in the same parent directory does:
+//! it stops the server of every `locus-replay-pg-<pid>-…` directory whose `<pid>` is gone.
 //!
 //! A key maps to row `key % rows`. The queries, from cheap to milliseconds:
 //! * `pk`: `SELECT payload FROM items WHERE id = $1` (an index lookup, ~0.1 ms);
@@ -123,6 +126,7 @@ impl PgServer {
             .tmp_parent
             .clone()
             .unwrap_or_else(std::env::temp_dir);
+        reap_orphans(&parent);
         static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -289,6 +293,58 @@ impl PgServer {
         c.batch_execute(&sql)
             .await
             .map_err(|e| err(format!("loading tenant {t}: {e}")))
+    }
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next())
+        })
+        .is_some_and(|state| state != Some('Z'))
+}
+
+/// Stops and removes what a harness that died without cleaning up (SIGKILL) left in `parent`:
+/// the servers of `locus-replay-pg-<pid>-…` directories whose `<pid>` no longer runs.
+fn reap_orphans(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(owner) = name
+            .strip_prefix("locus-replay-pg-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if alive(owner) {
+            continue;
+        }
+        let dir = e.path();
+        // postmaster.pid's first line is the server's pid; stop it only if that process is
+        // a postgres whose command line names this directory (not a reused pid).
+        let pid = std::fs::read_to_string(dir.join("data").join("postmaster.pid"))
+            .ok()
+            .and_then(|t| t.lines().next().and_then(|l| l.trim().parse::<u32>().ok()));
+        if let Some(pid) = pid {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(&*dir.to_string_lossy()) {
+                let _ = Command::new("kill")
+                    .args(["-QUIT", &pid.to_string()])
+                    .status();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while alive(pid) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
