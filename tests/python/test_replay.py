@@ -172,6 +172,10 @@ def test_hit_ratio_is_locus_servers_own(tmp):
         o = rep["overall"]["all"]
         assert (o["hits"], o["misses"]) == (info["keyspace_hits"], info["keyspace_misses"])
         assert (o["hits"], o["misses"]) == exact_counts(rows)
+        # Locus's per-tenant view, sampled with the rest (the last sample is after the last reply).
+        last = dict(rep["server"][-1]["fields"])
+        assert (int(last["tenant_default.hits"]), int(last["tenant_default.misses"])) == \
+            (o["hits"], o["misses"])
     finally:
         srv.stop()
 

@@ -446,6 +446,9 @@ const SERVER_FIELDS: &[&str] = &[
     "bytes",
 ];
 
+/// Per-tenant fields of Locus's `INFO tenants` kept in the series.
+const TENANT_FIELDS: &[&str] = &["hits", "misses", "used_bytes", "evictions", "pages"];
+
 async fn sample_server(
     probe: &mut Conn,
     proto: Proto,
@@ -468,6 +471,21 @@ async fn sample_server(
                 // A server that refuses INFO (no permission) is simply not sampled.
                 *error = Some(e.to_string());
                 return;
+            }
+        }
+    }
+    // Locus's per-tenant view (`tenant_<name>:hits=…,misses=…,used_bytes=…`): as
+    // `tenant_<name>.hits` and so on. Redis answers an unknown section with nothing.
+    if proto == Proto::Resp
+        && let Ok(f) = probe.info("tenants").await
+    {
+        for (k, v) in f {
+            for kv in v.split(',') {
+                if let Some((name, val)) = kv.split_once('=')
+                    && TENANT_FIELDS.contains(&name)
+                {
+                    fields.push((format!("{k}.{name}"), val.to_string()));
+                }
             }
         }
     }
