@@ -242,7 +242,7 @@ def test_unreachable_backend_is_a_clear_error(tmp):
     port = harness.free_port()
     p, _ = replay(tmp / "t.csv", "--target", "fake", "--backend", "pg:pk",
                   "--pg-url", f"host=127.0.0.1 port={port} user=nobody", check=False)
-    assert_clear_error(p, "backend postgres", str(port))
+    assert_clear_error(p, "backend postgres", str(port), "refused")
     p, _ = replay(tmp / "t.csv", "--target", "fake", "--backend", "pg:pk",
                   "--pg-bin", tmp / "no-such-dir", check=False)
     assert_clear_error(p, "backend postgres", "initdb", "not found")

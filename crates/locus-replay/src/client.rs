@@ -53,9 +53,9 @@ impl Conn {
     /// # Errors
     /// [`ReplayError::Target`] when the address does not resolve, refuses or times out.
     pub async fn connect(addr: &str, proto: Proto) -> Result<Conn> {
-        let err = |source| ReplayError::Target {
+        let err = |error| ReplayError::Target {
             target: addr.to_string(),
-            source,
+            error,
         };
         let s = tokio::time::timeout(Duration::from_secs(5), TcpStream::connect(addr))
             .await
@@ -78,10 +78,10 @@ impl Conn {
         })
     }
 
-    fn io(&self, source: std::io::Error) -> ReplayError {
+    fn io(&self, error: std::io::Error) -> ReplayError {
         ReplayError::Target {
             target: self.addr.clone(),
-            source,
+            error,
         }
     }
 

@@ -10,12 +10,12 @@ pub enum ReplayError {
     #[error("{0}")]
     Config(String),
     /// The cache server could not be reached, or the connection failed during the run.
-    #[error("target {target}: {source}")]
+    #[error("target {target}: {error}")]
     Target {
         /// The address.
         target: String,
-        /// The socket error.
-        source: io::Error,
+        /// The socket error (in the message, so not also a `source`).
+        error: io::Error,
     },
     /// The cache server answered something the client does not understand.
     #[error("target {target}: {message}")]
@@ -34,18 +34,18 @@ pub enum ReplayError {
         message: String,
     },
     /// The request stream (trace file or experiment) failed.
-    #[error("workload: {0}")]
+    #[error(transparent)]
     Workload(#[from] locus_sim::SimError),
     /// The trace file is unreadable or malformed (the message names the file and the line or offset).
-    #[error("trace: {0}")]
+    #[error(transparent)]
     Trace(#[from] locus_trace::TraceError),
     /// An output could not be written.
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// The file or the operation.
         what: String,
-        /// The error.
-        source: io::Error,
+        /// The error (in the message, so not also a `source`).
+        error: io::Error,
     },
     /// Ctrl-C or SIGTERM stopped the run.
     #[error("interrupted")]

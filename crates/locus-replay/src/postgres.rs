@@ -38,6 +38,18 @@ fn err(message: impl Into<String>) -> ReplayError {
     }
 }
 
+/// A client error with its causes ("error connecting to server: Connection refused").
+fn chain(e: &tokio_postgres::Error) -> String {
+    let mut msg = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        msg.push_str(": ");
+        msg.push_str(&c.to_string());
+        cause = c.source();
+    }
+    msg
+}
+
 /// A PostgreSQL started by the harness (or an external one when `url` is set).
 pub struct PgServer {
     child: Option<Child>,
@@ -230,11 +242,12 @@ impl PgServer {
                             )));
                         }
                     } else {
-                        return Err(err(format!("{}: {e}", self.conninfo)));
+                        return Err(err(format!("{}: {}", self.conninfo, chain(&e))));
                     }
                     if Instant::now() > deadline {
                         return Err(err(format!(
-                            "not ready within 30 s: {e}; {}",
+                            "not ready within 30 s: {}; {}",
+                            chain(&e),
                             self.log_tail()
                         )));
                     }
@@ -265,7 +278,7 @@ impl PgServer {
     pub async fn client(&self) -> Result<Client> {
         let (c, conn) = tokio_postgres::connect(&self.conninfo, NoTls)
             .await
-            .map_err(|e| err(format!("{}: {e}", self.conninfo)))?;
+            .map_err(|e| err(format!("{}: {}", self.conninfo, chain(&e))))?;
         tokio::spawn(conn);
         Ok(c)
     }
@@ -292,7 +305,7 @@ impl PgServer {
         );
         c.batch_execute(&sql)
             .await
-            .map_err(|e| err(format!("loading tenant {t}: {e}")))
+            .map_err(|e| err(format!("loading tenant {t}: {}", chain(&e))))
     }
 }
 
@@ -394,7 +407,7 @@ impl PgFetcher {
             async move {
                 c.prepare(&sql)
                     .await
-                    .map_err(|e| err(format!("preparing {sql:?}: {e}")))
+                    .map_err(|e| err(format!("preparing {sql:?}: {}", chain(&e))))
             }
         };
         let pk = prep(format!("SELECT payload FROM t{t}.items WHERE id = $1")).await?;
@@ -446,7 +459,7 @@ impl PgFetcher {
             .client
             .query(stmt, &[&id])
             .await
-            .map_err(|e| err(format!("query for row {id}: {e}")))?;
+            .map_err(|e| err(format!("query for row {id}: {}", chain(&e))))?;
         let row = rows.first().ok_or_else(|| err(format!("no row {id}")))?;
         let payload: String = row.get(0);
         Ok(if slow {

@@ -166,7 +166,7 @@ impl Report {
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         let io = |what: &Path, e: std::io::Error| ReplayError::Io {
             what: what.display().to_string(),
-            source: e,
+            error: e,
         };
         std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let mut files = Vec::new();

@@ -162,7 +162,7 @@ pub fn run(cfg: &ReplayConfig, progress: &(dyn Fn(&Progress) + Sync)) -> Result<
         .build()
         .map_err(|e| ReplayError::Io {
             what: "starting the runtime".into(),
-            source: e,
+            error: e,
         })?;
     let result = rt.block_on(async {
         tokio::select! {
@@ -180,7 +180,7 @@ async fn interrupted() -> Result<Report> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).map_err(|e| ReplayError::Io {
         what: "SIGTERM handler".into(),
-        source: e,
+        error: e,
     })?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
@@ -230,7 +230,7 @@ async fn drive(cfg: &ReplayConfig, progress: &(dyn Fn(&Progress) + Sync)) -> Res
                 .await
                 .map_err(|e| ReplayError::Io {
                     what: "in-process server".into(),
-                    source: e,
+                    error: e,
                 })?;
             (f.addr.to_string(), Proto::Resp, Some(f))
         }
@@ -301,7 +301,7 @@ async fn drive(cfg: &ReplayConfig, progress: &(dyn Fn(&Progress) + Sync)) -> Res
         .spawn(move || produce(&reader_sh, stream, &handle))
         .map_err(|e| ReplayError::Io {
             what: "reader thread".into(),
-            source: e,
+            error: e,
         })?;
 
     // Once a second: the series, the server's view, the progress line; until the reader is
