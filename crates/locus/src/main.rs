@@ -4,6 +4,8 @@
 //! * `locus trace`: trace statistics, generation and conversion, see `locus-trace`.
 //! * `locus mrc`: miss ratio curves from a trace, see `locus-mrc`.
 //! * `locus simulate`: memory controllers compared on a trace-driven experiment, see `locus-sim`.
+//! * `locus replay`: a live server driven over the network as a look-aside application, see
+//!   `locus-replay`.
 //!
 //! Only this file decides exit codes: every subcommand returns `anyhow::Result`, and an error is
 //! printed as `locus: <error>` with its causes, exit status 1 (2 for usage errors, from clap).
@@ -31,6 +33,8 @@ enum Command {
     Mrc(cmd::mrc::Args),
     /// Compare memory controllers on an experiment (traces or generators, virtual clock).
     Simulate(cmd::simulate::Args),
+    /// Drive a live server (Redis protocol or memcached) from a trace, with real backends.
+    Replay(cmd::replay::Args),
 }
 
 fn main() {
@@ -40,6 +44,7 @@ fn main() {
         Command::Trace(sub) => cmd::trace::run(sub),
         Command::Mrc(args) => cmd::mrc::run(args),
         Command::Simulate(args) => cmd::simulate::run(args),
+        Command::Replay(args) => cmd::replay::run(args),
     };
     if let Err(e) = result {
         eprintln!("locus: {e:#}");
