@@ -87,8 +87,8 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat_u64("touch_misses", get(|c| &c.touch_misses));
     w.stat_u64("store_too_large", get(|c| &c.store_too_large));
     w.stat_u64("store_no_memory", get(|c| &c.store_no_memory));
-    w.stat_u64("auth_cmds", 0);
-    w.stat_u64("auth_errors", 0);
+    w.stat_u64("auth_cmds", get(|c| &c.auth_cmds));
+    w.stat_u64("auth_errors", get(|c| &c.auth_errors));
     w.stat_u64("bytes_read", get(|c| &c.bytes_read));
     w.stat_u64("bytes_written", get(|c| &c.bytes_written));
     w.stat_u64("limit_maxbytes", limit_maxbytes(cx, scope));
@@ -290,7 +290,10 @@ fn settings(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat_u64("tcp_backlog", u64::from(cfg.server.tcp_backlog));
     w.stat("binding_protocol", b"ascii");
     w.stat("auth_enabled_sasl", b"no");
-    w.stat("auth_enabled_ascii", b"no");
+    w.stat(
+        "auth_enabled_ascii",
+        if cx.mc.auth { b"yes".as_slice() } else { b"no" },
+    );
     w.stat_u64("item_size_max", cx.mc.limits.max_item_size as u64);
     w.stat("slab_reassign", b"yes");
     let automove = scope

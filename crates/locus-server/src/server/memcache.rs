@@ -3,7 +3,7 @@
 //! execute up to [`MAX_BATCH`] of them under one engine lock, write the replies; a data block a
 //! refused storage command declared is swallowed as it arrives, as memcached's `conn_swallow`.
 
-use locus_protocol::memcache::{self, ErrorKind, ReplyWriter as McWriter};
+use locus_protocol::memcache::{self, AuthStep, ErrorKind, ReplyWriter as McWriter};
 
 use super::conn::{READ_CHUNK, flush, register};
 use super::*;
@@ -183,6 +183,30 @@ async fn connection(
     let _ = sock.shutdown().await;
 }
 
+/// One step of the ASCII authentication exchange (`[memcached] auth`) at the start of `buf`:
+/// replies as memcached and binds the connection to the tenant whose credentials it sent.
+/// Returns the bytes consumed, 0 while the request is incomplete.
+fn authenticate(mc: &McState, conn: &mut McConn, buf: &[u8], out: &mut Vec<u8>) -> usize {
+    let Some((step, n)) = memcache::parse_auth(buf, &mc.limits) else {
+        return 0;
+    };
+    let mut w = McWriter::new(out);
+    match step {
+        AuthStep::Credentials { user, password } => {
+            match mc.authenticate(conn.listener, user, password) {
+                Some(t) => {
+                    conn.listener.bound = Some(t);
+                    w.stored();
+                }
+                None => w.line(AuthStep::FAILURE.as_bytes()),
+            }
+        }
+        AuthStep::Refused(line) => w.line(line.as_bytes()),
+        AuthStep::Close => conn.close = true,
+    }
+    n
+}
+
 /// Parses and executes up to [`MAX_BATCH`] requests of `buf` under one engine lock, appending
 /// the replies to `out`. Returns the bytes consumed; `swallow` receives the part of a refused
 /// data block that has not arrived yet.
@@ -198,6 +222,16 @@ fn process(
     let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
     let mut done = 0;
     while pos < buf.len() && done < MAX_BATCH && !conn.close {
+        if mc.auth && conn.listener.bound.is_none() {
+            match authenticate(mc, conn, &buf[pos..], out) {
+                0 => break,
+                n => {
+                    pos += n;
+                    done += 1;
+                    continue;
+                }
+            }
+        }
         match memcache::parse(&buf[pos..], &mc.limits) {
             Ok(None) => break,
             Ok(Some((req, n))) => {
