@@ -100,7 +100,7 @@ pub use meta::{
     ArithmeticMode, MetaCommand, MetaFlag, MetaFlags, MetaKey, MetaRequest, SetMode, base64_decode,
     base64_encode,
 };
-pub use reply::{MetaDebugLine, MetaLine, MetaStatus, ReplyWriter};
+pub use reply::{MetaDebugLine, MetaLine, MetaStatus, MetadumpItem, ReplyWriter};
 pub use text::{AutomoveSetting, Keys, LruCrawler, Store, StoreMode};
 pub use token::{KEY_MAX_LENGTH, Tokens, is_valid_key};
 

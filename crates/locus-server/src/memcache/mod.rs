@@ -19,6 +19,7 @@
 //! command reads or changes another tenant's items or counters.
 
 pub mod control;
+pub mod crawler;
 pub mod exec;
 pub mod item;
 mod meta;
@@ -175,6 +176,8 @@ pub struct McTenant {
     pub automove: Arc<AtomicBool>,
     /// `verbosity` (kept and shown by `stats settings`; Locus logs nothing per command).
     pub verbosity: AtomicU64,
+    /// `lru_crawler` settings.
+    pub crawler: crawler::CrawlerSettings,
     /// The tenant's `user` and `password`, when it has both (ASCII authentication).
     credentials: Option<(String, String)>,
     /// Whether the shared `[memcached] port` reaches this tenant.
@@ -184,6 +187,7 @@ pub struct McTenant {
 impl McTenant {
     fn new(automove: Arc<AtomicBool>) -> Self {
         Self {
+            crawler: crawler::CrawlerSettings::default(),
             credentials: None,
             on_shared_port: false,
             counters: Counters::default(),

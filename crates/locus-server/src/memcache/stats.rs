@@ -306,9 +306,22 @@ fn settings(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
         cx.mc.controller.as_deref().unwrap_or("none").as_bytes(),
     );
     w.stat_u64("slab_chunk_max", cx.eng.config().page_size / 2);
-    w.stat("lru_crawler", b"no");
+    let crawler = scope.and_then(|t| cx.mc.tenant(t)).map(|m| &m.crawler);
+    let enabled = crawler.is_none_or(|c| c.enabled.load(Ordering::Relaxed));
+    w.stat(
+        "lru_crawler",
+        if enabled { b"yes".as_slice() } else { b"no" },
+    );
+    w.stat_u64(
+        "lru_crawler_sleep",
+        crawler.map_or(100, |c| u64::from(c.sleep_us.load(Ordering::Relaxed))),
+    );
+    w.stat_u64(
+        "lru_crawler_tocrawl",
+        crawler.map_or(0, |c| u64::from(c.tocrawl.load(Ordering::Relaxed))),
+    );
     w.stat("flush_enabled", b"yes");
-    w.stat("dump_enabled", b"no");
+    w.stat("dump_enabled", b"yes");
     w.stat_u64("idle_timeout", cfg.server.timeout.0.as_secs());
     w.end();
 }

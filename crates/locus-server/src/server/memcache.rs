@@ -7,6 +7,7 @@ use locus_protocol::memcache::{self, AuthStep, ErrorKind, ReplyWriter as McWrite
 
 use super::conn::{READ_CHUNK, flush, register};
 use super::*;
+use crate::memcache::crawler;
 use crate::memcache::exec::{self as mc_exec, McConn, McCtx};
 use crate::memcache::{Counters, McListener, McState};
 
@@ -74,10 +75,7 @@ async fn connection(
     info: &ClientInfo,
     route: McListener,
 ) {
-    let mut conn = McConn {
-        listener: route,
-        close: false,
-    };
+    let mut conn = McConn::new(route);
     let counters = mc
         .scope(route)
         .and_then(|t| mc.tenant(t))
@@ -138,21 +136,41 @@ async fn connection(
                 &mut swallow,
             );
             consumed += n;
-            if n == 0 || conn.close || consumed == inbuf.len() {
-                break;
-            }
-            if out.len() >= OUTPUT_FLUSH {
-                if let Some(c) = counters {
-                    c.bytes_written
-                        .fetch_add(out.len() as u64, Ordering::Relaxed);
+            // An lru_crawler crawl or dump runs to its end before the next request is read,
+            // one engine-lock step at a time.
+            while let Some(mut crawl) = conn.crawl.take() {
+                let done = {
+                    let mut eng = shared.engine();
+                    crawler::step(&mut eng, mc, &mut crawl, &mut out)
+                };
+                if !done {
+                    conn.crawl = Some(crawl);
                 }
-                if flush(shared, info, &mut sock, &mut out, out_limit)
-                    .await
-                    .is_err()
+                if (out.len() >= OUTPUT_FLUSH || done)
+                    && send(shared, info, &mut sock, &mut out, out_limit, counters)
+                        .await
+                        .is_err()
                 {
                     gone = true;
                     break;
                 }
+                if info.killed() || shared.is_shutting_down() {
+                    break;
+                }
+            }
+            if gone {
+                break;
+            }
+            if n == 0 || conn.close || consumed == inbuf.len() {
+                break;
+            }
+            if out.len() >= OUTPUT_FLUSH
+                && send(shared, info, &mut sock, &mut out, out_limit, counters)
+                    .await
+                    .is_err()
+            {
+                gone = true;
+                break;
             }
         }
         if gone {
@@ -160,17 +178,12 @@ async fn connection(
         }
         inbuf.drain(..consumed);
         info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
-        if !out.is_empty() {
-            if let Some(c) = counters {
-                c.bytes_written
-                    .fetch_add(out.len() as u64, Ordering::Relaxed);
-            }
-            if flush(shared, info, &mut sock, &mut out, out_limit)
+        if !out.is_empty()
+            && send(shared, info, &mut sock, &mut out, out_limit, counters)
                 .await
                 .is_err()
-            {
-                break;
-            }
+        {
+            break;
         }
         if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
             inbuf.shrink_to(READ_CHUNK);
@@ -181,6 +194,22 @@ async fn connection(
     }
     *info.waker.lock() = None;
     let _ = sock.shutdown().await;
+}
+
+/// Writes `out` to the client (see `conn::flush`), counted in the tenant's `bytes_written`.
+async fn send(
+    shared: &Shared,
+    info: &ClientInfo,
+    sock: &mut TcpStream,
+    out: &mut Vec<u8>,
+    limit: crate::config::OutputLimit,
+    counters: Option<&Counters>,
+) -> Result<(), ()> {
+    if let Some(c) = counters {
+        c.bytes_written
+            .fetch_add(out.len() as u64, Ordering::Relaxed);
+    }
+    flush(shared, info, sock, out, limit).await
 }
 
 /// One step of the ASCII authentication exchange (`[memcached] auth`) at the start of `buf`:
@@ -221,7 +250,7 @@ fn process(
     let mut pos = 0;
     let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
     let mut done = 0;
-    while pos < buf.len() && done < MAX_BATCH && !conn.close {
+    while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {
         if mc.auth && conn.listener.bound.is_none() {
             match authenticate(mc, conn, &buf[pos..], out) {
                 0 => break,
