@@ -135,6 +135,13 @@ def test_credentials_open_only_their_own_tenant(start_locus_toml):
     assert sh.lines(b"flush_all\r\n") == [b"OK"]
     assert on_b.lines(b"get b:1\r\n") == [b"VALUE b:1 0 1", b"y", b"END"]
     assert on_a.lines(b"get a:1\r\n") == [b"END"]
+    # Connection gauges: an unauthenticated connection on the shared port counts for nobody;
+    # once bound, it counts for its tenant.
+    idle = Mc(shared)
+    assert idle.cmd(b"get x\r\n") == b"CLIENT_ERROR unauthenticated"
+    assert on_a.stats()["curr_connections"] == "2"
+    assert on_b.stats()["curr_connections"] == "1"
+    idle.close()
     # a's failed attempts are counted for a only.
     assert on_a.stats()["auth_errors"] == "1"
     assert on_b.stats()["auth_errors"] == "1"

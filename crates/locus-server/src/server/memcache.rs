@@ -52,14 +52,9 @@ pub async fn accept_loop(
         tokio::spawn(async move {
             let info = register(&sh, &sock, addr);
             let id = info.id;
-            let scope = mc.scope(route).and_then(|t| mc.tenant(t).map(|m| (t, m)));
-            if let Some((t, m)) = scope {
-                info.tenant.store(t.0, Ordering::Relaxed);
-                Counters::bump(&m.counters.curr_connections);
-                Counters::bump(&m.counters.total_connections);
-            }
-            connection(&sh, &mc, sock, &info, route).await;
-            if let Some((_, m)) = scope {
+            count_connection(&mc, &info, route);
+            let last = connection(&sh, &mc, sock, &info, route).await;
+            if let Some(m) = counted_tenant(&mc, last) {
                 m.counters.curr_connections.fetch_sub(1, Ordering::Relaxed);
             }
             sh.clients.lock().remove(&id);
@@ -68,18 +63,35 @@ pub async fn accept_loop(
     }
 }
 
+/// The tenant whose connection gauges and byte counters a connection routed by `l` counts in:
+/// its scope, and, with `[memcached] auth`, only once it is bound (an unauthenticated
+/// connection on the shared port belongs to no tenant yet).
+fn counted_tenant(mc: &McState, l: McListener) -> Option<&crate::memcache::McTenant> {
+    if mc.auth && l.bound.is_none() {
+        return None;
+    }
+    mc.scope(l).and_then(|t| mc.tenant(t))
+}
+
+/// Counts a connection (new, or just authenticated) in its tenant's gauges.
+fn count_connection(mc: &McState, info: &ClientInfo, l: McListener) {
+    if let (Some(m), Some(t)) = (counted_tenant(mc, l), mc.scope(l)) {
+        info.tenant.store(t.0, Ordering::Relaxed);
+        Counters::bump(&m.counters.curr_connections);
+        Counters::bump(&m.counters.total_connections);
+    }
+}
+
+/// Serves one connection; returns its routing at the end (with the tenant it authenticated as).
 async fn connection(
     shared: &Shared,
     mc: &McState,
     mut sock: TcpStream,
     info: &ClientInfo,
     route: McListener,
-) {
+) -> McListener {
     let mut conn = McConn::new(route);
-    let counters = mc
-        .scope(route)
-        .and_then(|t| mc.tenant(t))
-        .map(|m| &m.counters);
+    let mut counters = counted_tenant(mc, route).map(|m| &m.counters);
     let mut stop = StopSignal::new(info, shared, false);
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -136,6 +148,11 @@ async fn connection(
                 &mut swallow,
             );
             consumed += n;
+            if counters.is_none() && conn.listener.bound.is_some() {
+                // Just authenticated: from now on the connection is its tenant's.
+                count_connection(mc, info, conn.listener);
+                counters = counted_tenant(mc, conn.listener).map(|m| &m.counters);
+            }
             // An lru_crawler crawl or dump runs to its end before the next request is read,
             // one engine-lock step at a time.
             while let Some(mut crawl) = conn.crawl.take() {
@@ -194,6 +211,7 @@ async fn connection(
     }
     *info.waker.lock() = None;
     let _ = sock.shutdown().await;
+    conn.listener
 }
 
 /// Writes `out` to the client (see `conn::flush`), counted in the tenant's `bytes_written`.
