@@ -77,7 +77,7 @@ step "end-to-end: the python suites against redis-server (checks that every asse
 python3 -m pytest -q -p no:cacheprovider tests/python --peer redis
 
 step "end-to-end: the memcached suite against Debian's memcached (checks that every assertion is memcached's behaviour)"
-python3 -m pytest -q -p no:cacheprovider tests/python/test_memcached.py --peer memcached
+python3 -m pytest -q -p no:cacheprovider tests/python/test_memcached.py tests/python/test_memcached_auth.py --peer memcached
 
 step "end-to-end: redis-cli smoke test"
 bash tests/redis_cli_smoke.sh "$locus_bin"

@@ -371,17 +371,28 @@ def start_redis(redis_args: list[str] | None = None) -> ServerProcess:
     return ServerProcess("redis", argv, port, wd).start()
 
 
-def memcached_ok(port: int, timeout: float = 1.0) -> bool:
-    """True once something on `port` answers memcached's `version`."""
+def _memcached_version_reply(port: int, timeout: float) -> bytes:
+    """What something on `port` first answers to memcached's `version` (b"" if nothing)."""
     try:
         with socket.create_connection((HOST, port), timeout=timeout) as s:
             s.sendall(b"version\r\n")
-            return s.recv(64).startswith(b"VERSION ")
+            return s.recv(64)
     except OSError:
-        return False
+        return b""
 
 
-def start_memcached(extra_args: list[str] | None = None) -> ServerProcess:
+def memcached_ok(port: int, timeout: float = 1.0) -> bool:
+    """True once something on `port` answers memcached's `version`."""
+    return _memcached_version_reply(port, timeout).startswith(b"VERSION ")
+
+
+def memcached_answers(port: int, timeout: float = 1.0) -> bool:
+    """True once something on `port` answers a memcached line at all (an authenticating server
+    refuses `version` with `CLIENT_ERROR unauthenticated`)."""
+    return _memcached_version_reply(port, timeout).endswith(b"\r\n")
+
+
+def start_memcached(extra_args: list[str] | None = None, probe=memcached_ok) -> ServerProcess:
     """Debian's memcached on a free port (TCP only), for the memcached protocol suite's peer run."""
     b = shutil.which("memcached")
     if not b:
@@ -390,7 +401,7 @@ def start_memcached(extra_args: list[str] | None = None) -> ServerProcess:
     argv = [b, "-p", str(port), "-U", "0", "-l", HOST] + list(extra_args or [])
     if os.geteuid() == 0:
         argv += ["-u", "root"]
-    return ServerProcess("memcached", argv, port, new_workdir(), probe=memcached_ok).start()
+    return ServerProcess("memcached", argv, port, new_workdir(), probe=probe).start()
 
 
 def start_locus(config_toml: str, port: int, extra_ports: dict[str, int] | None = None,

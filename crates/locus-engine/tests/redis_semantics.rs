@@ -470,3 +470,44 @@ fn free_competition_is_redis_with_one_database_per_tenant() {
     assert_eq!(e.stats().items, 20);
     e.check_invariants();
 }
+
+#[test]
+fn reclaim_expired_removes_only_expired_items_of_the_chosen_classes() {
+    let (mut e, clock) = engine_with(small(256));
+    let t = tenant(&mut e, "a", Policy::AllkeysLru);
+    let other = tenant(&mut e, "b", Policy::AllkeysLru);
+    let now = e.now_ms();
+    let soon = SetOptions {
+        expire: Expire::AtMs(now + 1_000),
+        ..SetOptions::default()
+    };
+    for i in 0..300 {
+        e.set(t, &key(i), &val(i, 8), soon).unwrap();
+        e.set(other, &key(i), &val(i, 8), soon).unwrap();
+    }
+    e.set(t, b"big", &val(1, 3000), soon).unwrap();
+    e.set(t, b"kept", b"v", SetOptions::default()).unwrap();
+    let small_class = e.class_for(key(0).len(), 8).unwrap();
+    clock.advance_ms(2_000);
+    // Nothing reclaimed before the crawl: expired items stay stored until met.
+    assert_eq!(e.len(t), 302);
+    let (mut cursor, mut reclaimed) = (0, 0);
+    loop {
+        let (next, n) = e.reclaim_expired(t, cursor, 16, |c| c == small_class);
+        reclaimed += n;
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    assert_eq!(reclaimed, 300);
+    assert_eq!(
+        e.len(t),
+        2,
+        "the big item's class was not crawled; kept never expires"
+    );
+    assert_eq!(e.len(other), 300, "another tenant's items are not touched");
+    let (_, n) = e.reclaim_expired(t, 0, 1_000, |_| true);
+    assert_eq!(n, 1);
+    e.check_invariants();
+}

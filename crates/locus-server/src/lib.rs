@@ -196,11 +196,11 @@ impl Server {
         };
         let mut mc_wanted: Vec<(u16, memcache::McListener)> = Vec::new();
         if let Some(p) = cfg.memcached.port {
-            mc_wanted.push((p, memcache::McListener { tenant: None }));
+            mc_wanted.push((p, memcache::McListener::new(None)));
         }
         for (s, id) in cfg.tenant_sections().iter().zip(&ids) {
             if let Some(p) = s.memcached_port {
-                mc_wanted.push((p, memcache::McListener { tenant: Some(*id) }));
+                mc_wanted.push((p, memcache::McListener::new(Some(*id))));
             }
         }
         let mut mc_listeners = Vec::new();

@@ -308,6 +308,48 @@ impl Engine {
     /// The cursor is a (page, slot) position; items never move while they live, so every key
     /// present for the whole scan is returned at least once (Redis's guarantee).
     pub fn scan(&mut self, t: TenantId, cursor: u64, count: usize, out: &mut Vec<Vec<u8>>) -> u64 {
+        self.walk(t, cursor, count, |eng, _, h, expired| {
+            if !expired {
+                out.push(eng.store.key(h).to_vec());
+            }
+            !expired
+        })
+    }
+
+    /// One bounded step of a crawl over tenant `t`'s items (memcached's `lru_crawler crawl`):
+    /// removes the expired items of the classes `crawled` accepts among about `count` visited
+    /// ones, from `cursor` (0 to start) on. Returns the next cursor (0 when done) and how many
+    /// items it removed.
+    pub fn reclaim_expired(
+        &mut self,
+        t: TenantId,
+        cursor: u64,
+        count: usize,
+        crawled: impl Fn(ClassId) -> bool,
+    ) -> (u64, u64) {
+        let mut reclaimed = 0;
+        let next = self.walk(t, cursor, count, |eng, ti, h, expired| {
+            let (pi, _) = eng.store.split(h);
+            if expired && crawled(ClassId(eng.store.pages[pi].class)) {
+                eng.expire_item(ti, h);
+                reclaimed += 1;
+            }
+            true
+        });
+        (next, reclaimed)
+    }
+
+    /// Walks tenant `t`'s live items in storage order from `cursor`, calling
+    /// `visit(engine, tenant, handle, expired)` on each until it has returned `true` `count`
+    /// times (or 64 × `count` items were visited); returns the cursor to resume from, 0 at the
+    /// end. `visit` may unlink the item it is given (items never move, so the walk stays valid).
+    fn walk(
+        &mut self,
+        t: TenantId,
+        cursor: u64,
+        count: usize,
+        mut visit: impl FnMut(&mut Self, usize, u32, bool) -> bool,
+    ) -> u64 {
         let ti = t.0;
         let bits = self.store.slot_bits;
         let mut pg = (cursor >> bits) as usize;
@@ -329,8 +371,7 @@ impl Engine {
                     visited += 1;
                     if self.store.is_live(h) {
                         let expired = self.expiry(ti as usize, h).is_some_and(|at| at <= now);
-                        if !expired {
-                            out.push(self.store.key(h).to_vec());
+                        if visit(self, ti as usize, h, expired) {
                             got += 1;
                         }
                     }

@@ -15,6 +15,8 @@
 //! * [`text`]: the classic text commands (`get`, `set`, `incr`, `flush_all`, `stats`, ...).
 //! * [`meta`]: the meta commands (`mg`, `ms`, `md`, `ma`, `me`, `mn`), their flags and base64 keys.
 //! * [`reply`]: [`ReplyWriter`], byte-exact replies of both protocols.
+//! * [`auth`]: the ASCII authentication exchange (memcached's `-Y`) a connection goes through
+//!   before its first command, when the server asks for it.
 //!
 //! # Contract
 //!
@@ -83,19 +85,22 @@
 //! key's current item, so a stale value does not survive the failed update.
 //!
 //! Commands memcached has that are not parsed here (they answer `ERROR`, as an unknown command):
-//! `watch`, `lru`, `extstore`, `refresh_certs` and the debug-build commands. The SASL/ascii
-//! authentication exchange is the server's business (it is a `set` before authentication).
+//! `watch`, `lru`, `extstore`, `refresh_certs` and the debug-build commands. The ASCII
+//! authentication exchange is read by [`parse_auth`] instead of [`parse`] until the connection
+//! has authenticated; SASL (a binary-protocol exchange) is not parsed.
 
+pub mod auth;
 pub mod meta;
 pub mod reply;
 pub mod text;
 pub mod token;
 
+pub use auth::{AuthStep, parse_auth, secrets_equal};
 pub use meta::{
     ArithmeticMode, MetaCommand, MetaFlag, MetaFlags, MetaKey, MetaRequest, SetMode, base64_decode,
     base64_encode,
 };
-pub use reply::{MetaDebugLine, MetaLine, MetaStatus, ReplyWriter};
+pub use reply::{MetaDebugLine, MetaLine, MetaStatus, MetadumpItem, ReplyWriter};
 pub use text::{AutomoveSetting, Keys, LruCrawler, Store, StoreMode};
 pub use token::{KEY_MAX_LENGTH, Tokens, is_valid_key};
 

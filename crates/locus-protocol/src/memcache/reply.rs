@@ -10,6 +10,7 @@
 
 use super::MemcacheError;
 use super::meta::{MetaRequest, base64_encode};
+use super::token::is_valid_key;
 
 /// The status codes of meta replies (besides `VA`, [`ReplyWriter::meta_value`], and `MN`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,6 +106,45 @@ impl<'a> ReplyWriter<'a> {
     /// `END\r\n`: the end of a retrieval or of a `stats` listing.
     pub fn end(&mut self) {
         self.status(b"END");
+    }
+
+    /// One `lru_crawler metadump` line, as memcached 1.6.18 writes it (ended by `\n` alone):
+    /// `key=<uri-encoded key> exp=<unix time, -1 for never> la=<unix time of last access>
+    /// cas=<cas> fetch=<yes|no> cls=<class id> size=<bytes>`.
+    pub fn metadump_line(&mut self, item: &MetadumpItem<'_>) {
+        self.out.extend_from_slice(b"key=");
+        uri_encode(item.key, self.out);
+        self.out.extend_from_slice(b" exp=");
+        match item.exp {
+            Some(at) => push_u64(self.out, at),
+            None => self.out.extend_from_slice(b"-1"),
+        }
+        self.out.extend_from_slice(b" la=");
+        push_u64(self.out, item.last_access);
+        self.out.extend_from_slice(b" cas=");
+        push_u64(self.out, item.cas);
+        self.out.extend_from_slice(if item.fetched {
+            b" fetch=yes cls="
+        } else {
+            b" fetch=no cls="
+        });
+        push_u64(self.out, u64::from(item.class));
+        self.out.extend_from_slice(b" size=");
+        push_u64(self.out, item.size);
+        self.out.push(b'\n');
+    }
+
+    /// One `lru_crawler mgdump` line: `mg <key>\r\n`, or `mg <base64 key> b\r\n` for a key
+    /// the text protocol cannot carry (memcached 1.6's current format).
+    pub fn mgdump_line(&mut self, key: &[u8]) {
+        self.out.extend_from_slice(b"mg ");
+        if is_valid_key(key) {
+            self.out.extend_from_slice(key);
+            self.out.extend_from_slice(b"\r\n");
+        } else {
+            base64_encode(key, self.out);
+            self.out.extend_from_slice(b" b\r\n");
+        }
     }
 
     /// `STORED\r\n`.
@@ -537,5 +577,73 @@ mod tests {
         assert!(w.is_empty());
         w.ok();
         assert_eq!(w.len(), 4);
+    }
+}
+
+/// What a `lru_crawler metadump` line says about one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetadumpItem<'a> {
+    /// The key (URI-encoded on the line).
+    pub key: &'a [u8],
+    /// Absolute expiry, Unix seconds; `None`: never.
+    pub exp: Option<u64>,
+    /// Last access, Unix seconds.
+    pub last_access: u64,
+    /// The CAS unique.
+    pub cas: u64,
+    /// Fetched since it was stored.
+    pub fetched: bool,
+    /// Its slab class id.
+    pub class: u32,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// memcached's `uriencode`: letters, digits and `-._~` as they are, every other byte `%XX`.
+fn uri_encode(src: &[u8], out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in src {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod dump_tests {
+    use super::*;
+
+    #[test]
+    fn metadump_and_mgdump_lines() {
+        let mut out = Vec::new();
+        let mut w = ReplyWriter::new(&mut out);
+        w.metadump_line(&MetadumpItem {
+            key: b"a b/c~",
+            exp: None,
+            last_access: 1700000000,
+            cas: 7,
+            fetched: true,
+            class: 1,
+            size: 96,
+        });
+        w.metadump_line(&MetadumpItem {
+            key: b"k",
+            exp: Some(1700000100),
+            last_access: 5,
+            cas: 8,
+            fetched: false,
+            class: 12,
+            size: 1184,
+        });
+        w.mgdump_line(b"plain");
+        w.mgdump_line(b"sp ace");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "key=a%20b%2Fc~ exp=-1 la=1700000000 cas=7 fetch=yes cls=1 size=96\n\
+             key=k exp=1700000100 la=5 cas=8 fetch=no cls=12 size=1184\n\
+             mg plain\r\nmg c3AgYWNl b\r\n"
+        );
     }
 }

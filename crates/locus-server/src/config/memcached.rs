@@ -47,6 +47,10 @@ pub struct MemcachedSection {
     /// Smallest chunk's room for key, value and flags (memcached's `-n`); the first class is
     /// this plus memcached's 48-byte item header.
     pub chunk_size: u32,
+    /// ASCII authentication (memcached's `-Y`): a connection must first send a `set` whose data
+    /// is `<user> <password>` of a `[[tenant]]` its listener serves, and is then bound to that
+    /// tenant. Off: no authentication, as memcached without `-Y`.
+    pub auth: bool,
     /// The slab controller of the memcached tenants (a name of `locus_control::NAMES`, or
     /// `none`: memcached without `slab_automove`). Default `lama` when `[controller]` names
     /// none; the engine runs one controller, so naming both is an error.
@@ -68,6 +72,7 @@ impl Default for MemcachedSection {
             max_item_size: ByteSize(DEFAULT_MC_ITEM_SIZE),
             growth_factor: DEFAULT_MC_GROWTH_FACTOR,
             chunk_size: DEFAULT_MC_CHUNK_SIZE,
+            auth: false,
             controller: None,
             interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
             max_moves: ControlConfig::default().max_moves,
@@ -163,6 +168,18 @@ impl MemcachedSection {
             && let Err(errs) = self.build_controller(&cfg.controller)
         {
             p.extend(errs);
+        }
+        if self.auth
+            && cfg.memcached_enabled()
+            && !cfg
+                .tenants
+                .iter()
+                .any(|t| t.user.is_some() && t.password.is_some())
+        {
+            p.push(
+                "memcached.auth: no [[tenant]] has a user and password to authenticate with"
+                    .to_string(),
+            );
         }
         let mut ports = std::collections::HashMap::new();
         if let Some(port) = self.port.filter(|&p| p != 0) {

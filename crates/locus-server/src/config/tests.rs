@@ -282,3 +282,21 @@ controller = "lama"
         .to_string();
     assert!(bad.contains("memcached.name: unknown controller"), "{bad}");
 }
+
+#[test]
+fn memcached_auth_needs_a_tenant_with_credentials() {
+    let err = ServerConfig::from_toml("[memcached]\nport = 11299\nauth = true\n", "x")
+        .unwrap()
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("memcached.auth: no [[tenant]] has a user and password"),
+        "{err}"
+    );
+    let ok = "[memcached]\nport = 11299\nauth = true\n\n[[tenant]]\nname = \"a\"\nuser = \"u\"\npassword = \"p\"\n";
+    ServerConfig::from_toml(ok, "x")
+        .unwrap()
+        .validate()
+        .unwrap();
+}

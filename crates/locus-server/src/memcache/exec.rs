@@ -18,6 +18,19 @@ pub struct McConn {
     pub listener: McListener,
     /// `quit`, or an error memcached closes on: close after writing the replies.
     pub close: bool,
+    /// An `lru_crawler` crawl or dump to run before the next request.
+    pub crawl: Option<super::crawler::Crawl>,
+}
+
+impl McConn {
+    /// A new connection on `listener`.
+    pub fn new(listener: McListener) -> Self {
+        Self {
+            listener,
+            close: false,
+            crawl: None,
+        }
+    }
 }
 
 /// Everything a request may touch.
@@ -55,6 +68,7 @@ impl<'a> McCtx<'a> {
 
 /// Executes one request, appending its reply to `out`.
 pub fn execute(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
+    let pipelined = !out.is_empty();
     let mut w = ReplyWriter::new(out);
     match req {
         Request::Get { keys, cas } => {
@@ -148,11 +162,7 @@ pub fn execute(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
             }
             reply_unless(*noreply, &mut w, ReplyWriter::ok);
         }
-        Request::LruCrawler(_) => {
-            // memcached's crawler reclaims expired items in the background; the engine's active
-            // expiry does that here, and metadump/mgdump would list items: refused.
-            w.line(b"ERROR lru_crawler is not supported by Locus");
-        }
+        Request::LruCrawler(c) => super::crawler::command(cx, &mut w, c, pipelined),
         Request::CacheMemlimit { megabytes, noreply } => {
             cache_memlimit(cx, &mut w, *megabytes, *noreply);
         }

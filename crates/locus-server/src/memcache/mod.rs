@@ -19,6 +19,7 @@
 //! command reads or changes another tenant's items or counters.
 
 pub mod control;
+pub mod crawler;
 pub mod exec;
 pub mod item;
 mod meta;
@@ -79,6 +80,10 @@ pub struct Counters {
     pub touch_hits: AtomicU64,
     /// `touch_misses`.
     pub touch_misses: AtomicU64,
+    /// `auth_cmds`: authentication attempts.
+    pub auth_cmds: AtomicU64,
+    /// `auth_errors`: failed ones.
+    pub auth_errors: AtomicU64,
     /// `store_too_large`.
     pub store_too_large: AtomicU64,
     /// `store_no_memory`.
@@ -124,6 +129,8 @@ impl Counters {
             &self.cas_badval,
             &self.touch_hits,
             &self.touch_misses,
+            &self.auth_cmds,
+            &self.auth_errors,
             &self.store_too_large,
             &self.store_no_memory,
             &self.total_items,
@@ -169,11 +176,20 @@ pub struct McTenant {
     pub automove: Arc<AtomicBool>,
     /// `verbosity` (kept and shown by `stats settings`; Locus logs nothing per command).
     pub verbosity: AtomicU64,
+    /// `lru_crawler` settings.
+    pub crawler: crawler::CrawlerSettings,
+    /// The tenant's `user` and `password`, when it has both (ASCII authentication).
+    credentials: Option<(String, String)>,
+    /// Whether the shared `[memcached] port` reaches this tenant.
+    on_shared_port: bool,
 }
 
 impl McTenant {
     fn new(automove: Arc<AtomicBool>) -> Self {
         Self {
+            crawler: crawler::CrawlerSettings::default(),
+            credentials: None,
+            on_shared_port: false,
             counters: Counters::default(),
             class_ops: Mutex::new(Vec::new()),
             cas: AtomicU64::new(0),
@@ -201,11 +217,26 @@ impl McTenant {
     }
 }
 
-/// Where one memcached listener routes.
+/// Where one memcached connection routes: its listener's tenant, and the tenant it has
+/// authenticated as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct McListener {
     /// The tenant of a `memcached_port` (every key, every command); `None` for the shared port.
     pub tenant: Option<TenantId>,
+    /// The tenant whose credentials the connection presented (`[memcached] auth`): only its
+    /// keys are served, and it is the connection's scope. `None` before authentication and
+    /// without `auth`.
+    pub bound: Option<TenantId>,
+}
+
+impl McListener {
+    /// A listener's routing, before any authentication.
+    pub fn new(tenant: Option<TenantId>) -> Self {
+        Self {
+            tenant,
+            bound: None,
+        }
+    }
 }
 
 /// The memcached side of the server: built once at bind, shared by the memcached connections.
@@ -224,6 +255,8 @@ pub struct McState {
     pub chunk_size: u32,
     /// Whether the shared port exists.
     pub shared_port: bool,
+    /// `[memcached] auth`: connections authenticate before their first command.
+    pub auth: bool,
 }
 
 impl McState {
@@ -244,7 +277,12 @@ impl McState {
                 tenants.resize_with(i + 1, || None);
             }
             if reached {
-                tenants[i] = Some(McTenant::new(Arc::new(AtomicBool::new(true))));
+                let mut mt = McTenant::new(Arc::new(AtomicBool::new(true)));
+                mt.credentials = s.user.clone().zip(s.password.clone());
+                mt.on_shared_port = shared_port
+                    && (tenancy.default == Some(*id)
+                        || (tenancy.mode == TenancyMode::Prefix && s.prefix.is_some()));
+                tenants[i] = Some(mt);
             }
         }
         Self {
@@ -258,7 +296,47 @@ impl McState {
             growth_factor: cfg.memcached.growth_factor,
             chunk_size: cfg.memcached.chunk_size,
             shared_port,
+            auth: cfg.memcached.auth,
         }
+    }
+
+    /// ASCII authentication on `listener`: the memcached tenant it serves whose user and
+    /// password these are (a tenant's credentials open only its own tenant, on a listener that
+    /// reaches it). Counts `auth_cmds`, and `auth_errors` on failure, for the tenant the
+    /// listener serves (the shared port: the tenant reached, else its default tenant), so no
+    /// tenant sees another's attempts.
+    pub fn authenticate(
+        &self,
+        listener: McListener,
+        user: &[u8],
+        password: &[u8],
+    ) -> Option<TenantId> {
+        let found = self.tenant_ids().into_iter().find(|&t| {
+            let Some(mt) = self.tenant(t) else {
+                return false;
+            };
+            let reaches = match listener.tenant {
+                Some(own) => own == t,
+                None => mt.on_shared_port,
+            };
+            reaches
+                && mt.credentials.as_ref().is_some_and(|(u, p)| {
+                    // Both compared whole, so timing does not tell which part was wrong.
+                    let user_ok = locus_protocol::memcache::secrets_equal(u.as_bytes(), user);
+                    let pass_ok = locus_protocol::memcache::secrets_equal(p.as_bytes(), password);
+                    user_ok & pass_ok
+                })
+        });
+        let counted = found
+            .or_else(|| self.scope(listener))
+            .and_then(|t| self.tenant(t));
+        if let Some(mt) = counted {
+            Counters::bump(&mt.counters.auth_cmds);
+            if found.is_none() {
+                Counters::bump(&mt.counters.auth_errors);
+            }
+        }
+        found
     }
 
     /// The memcached tenants' ids.
@@ -288,13 +366,14 @@ impl McState {
             None if self.tenancy.mode == TenancyMode::Prefix => self.tenancy.for_key(key),
             None => self.tenancy.default,
         }?;
-        self.tenant(t).is_some().then_some(t)
+        (self.tenant(t).is_some() && listener.bound.is_none_or(|b| b == t)).then_some(t)
     }
 
     /// The tenant whose counters, flush and slabs a connection on `listener` acts on.
     pub fn scope(&self, listener: McListener) -> Option<TenantId> {
         listener
-            .tenant
+            .bound
+            .or(listener.tenant)
             .or(self.tenancy.default)
             .filter(|t| self.tenant(*t).is_some())
     }

@@ -87,8 +87,8 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat_u64("touch_misses", get(|c| &c.touch_misses));
     w.stat_u64("store_too_large", get(|c| &c.store_too_large));
     w.stat_u64("store_no_memory", get(|c| &c.store_no_memory));
-    w.stat_u64("auth_cmds", 0);
-    w.stat_u64("auth_errors", 0);
+    w.stat_u64("auth_cmds", get(|c| &c.auth_cmds));
+    w.stat_u64("auth_errors", get(|c| &c.auth_errors));
     w.stat_u64("bytes_read", get(|c| &c.bytes_read));
     w.stat_u64("bytes_written", get(|c| &c.bytes_written));
     w.stat_u64("limit_maxbytes", limit_maxbytes(cx, scope));
@@ -290,7 +290,10 @@ fn settings(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat_u64("tcp_backlog", u64::from(cfg.server.tcp_backlog));
     w.stat("binding_protocol", b"ascii");
     w.stat("auth_enabled_sasl", b"no");
-    w.stat("auth_enabled_ascii", b"no");
+    w.stat(
+        "auth_enabled_ascii",
+        if cx.mc.auth { b"yes".as_slice() } else { b"no" },
+    );
     w.stat_u64("item_size_max", cx.mc.limits.max_item_size as u64);
     w.stat("slab_reassign", b"yes");
     let automove = scope
@@ -303,9 +306,22 @@ fn settings(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
         cx.mc.controller.as_deref().unwrap_or("none").as_bytes(),
     );
     w.stat_u64("slab_chunk_max", cx.eng.config().page_size / 2);
-    w.stat("lru_crawler", b"no");
+    let crawler = scope.and_then(|t| cx.mc.tenant(t)).map(|m| &m.crawler);
+    let enabled = crawler.is_none_or(|c| c.enabled.load(Ordering::Relaxed));
+    w.stat(
+        "lru_crawler",
+        if enabled { b"yes".as_slice() } else { b"no" },
+    );
+    w.stat_u64(
+        "lru_crawler_sleep",
+        crawler.map_or(100, |c| u64::from(c.sleep_us.load(Ordering::Relaxed))),
+    );
+    w.stat_u64(
+        "lru_crawler_tocrawl",
+        crawler.map_or(0, |c| u64::from(c.tocrawl.load(Ordering::Relaxed))),
+    );
     w.stat("flush_enabled", b"yes");
-    w.stat("dump_enabled", b"no");
+    w.stat("dump_enabled", b"yes");
     w.stat_u64("idle_timeout", cfg.server.timeout.0.as_secs());
     w.end();
 }

@@ -3,10 +3,11 @@
 //! execute up to [`MAX_BATCH`] of them under one engine lock, write the replies; a data block a
 //! refused storage command declared is swallowed as it arrives, as memcached's `conn_swallow`.
 
-use locus_protocol::memcache::{self, ErrorKind, ReplyWriter as McWriter};
+use locus_protocol::memcache::{self, AuthStep, ErrorKind, ReplyWriter as McWriter};
 
 use super::conn::{READ_CHUNK, flush, register};
 use super::*;
+use crate::memcache::crawler;
 use crate::memcache::exec::{self as mc_exec, McConn, McCtx};
 use crate::memcache::{Counters, McListener, McState};
 
@@ -51,14 +52,9 @@ pub async fn accept_loop(
         tokio::spawn(async move {
             let info = register(&sh, &sock, addr);
             let id = info.id;
-            let scope = mc.scope(route).and_then(|t| mc.tenant(t).map(|m| (t, m)));
-            if let Some((t, m)) = scope {
-                info.tenant.store(t.0, Ordering::Relaxed);
-                Counters::bump(&m.counters.curr_connections);
-                Counters::bump(&m.counters.total_connections);
-            }
-            connection(&sh, &mc, sock, &info, route).await;
-            if let Some((_, m)) = scope {
+            count_connection(&mc, &info, route);
+            let last = connection(&sh, &mc, sock, &info, route).await;
+            if let Some(m) = counted_tenant(&mc, last) {
                 m.counters.curr_connections.fetch_sub(1, Ordering::Relaxed);
             }
             sh.clients.lock().remove(&id);
@@ -67,21 +63,35 @@ pub async fn accept_loop(
     }
 }
 
+/// The tenant whose connection gauges and byte counters a connection routed by `l` counts in:
+/// its scope, and, with `[memcached] auth`, only once it is bound (an unauthenticated
+/// connection on the shared port belongs to no tenant yet).
+fn counted_tenant(mc: &McState, l: McListener) -> Option<&crate::memcache::McTenant> {
+    if mc.auth && l.bound.is_none() {
+        return None;
+    }
+    mc.scope(l).and_then(|t| mc.tenant(t))
+}
+
+/// Counts a connection (new, or just authenticated) in its tenant's gauges.
+fn count_connection(mc: &McState, info: &ClientInfo, l: McListener) {
+    if let (Some(m), Some(t)) = (counted_tenant(mc, l), mc.scope(l)) {
+        info.tenant.store(t.0, Ordering::Relaxed);
+        Counters::bump(&m.counters.curr_connections);
+        Counters::bump(&m.counters.total_connections);
+    }
+}
+
+/// Serves one connection; returns its routing at the end (with the tenant it authenticated as).
 async fn connection(
     shared: &Shared,
     mc: &McState,
     mut sock: TcpStream,
     info: &ClientInfo,
     route: McListener,
-) {
-    let mut conn = McConn {
-        listener: route,
-        close: false,
-    };
-    let counters = mc
-        .scope(route)
-        .and_then(|t| mc.tenant(t))
-        .map(|m| &m.counters);
+) -> McListener {
+    let mut conn = McConn::new(route);
+    let mut counters = counted_tenant(mc, route).map(|m| &m.counters);
     let mut stop = StopSignal::new(info, shared, false);
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
@@ -138,21 +148,46 @@ async fn connection(
                 &mut swallow,
             );
             consumed += n;
-            if n == 0 || conn.close || consumed == inbuf.len() {
-                break;
+            if counters.is_none() && conn.listener.bound.is_some() {
+                // Just authenticated: from now on the connection is its tenant's.
+                count_connection(mc, info, conn.listener);
+                counters = counted_tenant(mc, conn.listener).map(|m| &m.counters);
             }
-            if out.len() >= OUTPUT_FLUSH {
-                if let Some(c) = counters {
-                    c.bytes_written
-                        .fetch_add(out.len() as u64, Ordering::Relaxed);
+            // An lru_crawler crawl or dump runs to its end before the next request is read,
+            // one engine-lock step at a time.
+            while let Some(mut crawl) = conn.crawl.take() {
+                let done = {
+                    let mut eng = shared.engine();
+                    crawler::step(&mut eng, mc, &mut crawl, &mut out)
+                };
+                if !done {
+                    conn.crawl = Some(crawl);
                 }
-                if flush(shared, info, &mut sock, &mut out, out_limit)
-                    .await
-                    .is_err()
+                if (out.len() >= OUTPUT_FLUSH || done)
+                    && send(shared, info, &mut sock, &mut out, out_limit, counters)
+                        .await
+                        .is_err()
                 {
                     gone = true;
                     break;
                 }
+                if info.killed() || shared.is_shutting_down() {
+                    break;
+                }
+            }
+            if gone {
+                break;
+            }
+            if n == 0 || conn.close || consumed == inbuf.len() {
+                break;
+            }
+            if out.len() >= OUTPUT_FLUSH
+                && send(shared, info, &mut sock, &mut out, out_limit, counters)
+                    .await
+                    .is_err()
+            {
+                gone = true;
+                break;
             }
         }
         if gone {
@@ -160,17 +195,12 @@ async fn connection(
         }
         inbuf.drain(..consumed);
         info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
-        if !out.is_empty() {
-            if let Some(c) = counters {
-                c.bytes_written
-                    .fetch_add(out.len() as u64, Ordering::Relaxed);
-            }
-            if flush(shared, info, &mut sock, &mut out, out_limit)
+        if !out.is_empty()
+            && send(shared, info, &mut sock, &mut out, out_limit, counters)
                 .await
                 .is_err()
-            {
-                break;
-            }
+        {
+            break;
         }
         if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
             inbuf.shrink_to(READ_CHUNK);
@@ -181,6 +211,47 @@ async fn connection(
     }
     *info.waker.lock() = None;
     let _ = sock.shutdown().await;
+    conn.listener
+}
+
+/// Writes `out` to the client (see `conn::flush`), counted in the tenant's `bytes_written`.
+async fn send(
+    shared: &Shared,
+    info: &ClientInfo,
+    sock: &mut TcpStream,
+    out: &mut Vec<u8>,
+    limit: crate::config::OutputLimit,
+    counters: Option<&Counters>,
+) -> Result<(), ()> {
+    if let Some(c) = counters {
+        c.bytes_written
+            .fetch_add(out.len() as u64, Ordering::Relaxed);
+    }
+    flush(shared, info, sock, out, limit).await
+}
+
+/// One step of the ASCII authentication exchange (`[memcached] auth`) at the start of `buf`:
+/// replies as memcached and binds the connection to the tenant whose credentials it sent.
+/// Returns the bytes consumed, 0 while the request is incomplete.
+fn authenticate(mc: &McState, conn: &mut McConn, buf: &[u8], out: &mut Vec<u8>) -> usize {
+    let Some((step, n)) = memcache::parse_auth(buf, &mc.limits) else {
+        return 0;
+    };
+    let mut w = McWriter::new(out);
+    match step {
+        AuthStep::Credentials { user, password } => {
+            match mc.authenticate(conn.listener, user, password) {
+                Some(t) => {
+                    conn.listener.bound = Some(t);
+                    w.stored();
+                }
+                None => w.line(AuthStep::FAILURE.as_bytes()),
+            }
+        }
+        AuthStep::Refused(line) => w.line(line.as_bytes()),
+        AuthStep::Close => conn.close = true,
+    }
+    n
 }
 
 /// Parses and executes up to [`MAX_BATCH`] requests of `buf` under one engine lock, appending
@@ -197,7 +268,17 @@ fn process(
     let mut pos = 0;
     let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
     let mut done = 0;
-    while pos < buf.len() && done < MAX_BATCH && !conn.close {
+    while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {
+        if mc.auth && conn.listener.bound.is_none() {
+            match authenticate(mc, conn, &buf[pos..], out) {
+                0 => break,
+                n => {
+                    pos += n;
+                    done += 1;
+                    continue;
+                }
+            }
+        }
         match memcache::parse(&buf[pos..], &mc.limits) {
             Ok(None) => break,
             Ok(Some((req, n))) => {

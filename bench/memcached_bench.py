@@ -1,0 +1,227 @@
+"""Locus's memcached listener against memcached 1.6 (`-t 2`), side by side in one run (issue #13).
+
+Run through bench/memcached.sh (see there for the options). For every repeat, each server in turn
+(Locus, memcached, Locus, ...) is started fresh on free loopback ports with the same memory limit,
+then:
+
+* throughput: bench/mcload.c (built by memcached.sh; MCLOAD names the binary) loads 100,000 keys
+  of 100-byte values, then drives the server for SECONDS with 2 threads and 50 connections, one
+  request in flight per connection (unpipelined): 90% `get` / 10% `set` of uniform random keys,
+  and separately `get` of 16 random keys. Every reply is checked (all gets must hit). Reported:
+  requests/s (and keys/s for the multi-get), and the CPU seconds the server and the client used
+  per 100k requests (from /proc and getrusage), which say where the time goes on a shared
+  machine. (Debian's memaslap was the first choice; its keys start with 0x10 bytes, which Locus
+  refuses as memcached's protocol.txt says keys hold no control characters.)
+* memory: 1,000,000 items of 100-byte values under 8-byte keys are stored with pipelined
+  `set ... noreply` over one connection, then the server's RSS (/proc/PID/status VmRSS) less its
+  RSS before loading, per item stored (`curr_items` is checked).
+
+Prints markdown tables of min / median / max over the repeats and the Locus / memcached ratio of
+the medians. Only the standard library; servers are stopped by the PIDs this script started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import HOST, LOCUS_BIN, BenchError, free_port, mmm  # noqa: E402
+
+MCLOAD = os.environ.get("MCLOAD", "")
+
+
+class Server:
+    """One server process started by this script, with its memcached port."""
+
+    def __init__(self, kind: str, maxmemory_mb: int, workdir: str):
+        self.kind = kind
+        self.port = free_port()
+        if kind == "memcached":
+            argv = ["memcached", "-p", str(self.port), "-U", "0", "-l", HOST, "-t", "2",
+                    "-m", str(maxmemory_mb), "-c", "4096"]
+            if os.geteuid() == 0:
+                argv += ["-u", "root"]
+        else:
+            resp = free_port()
+            cfg = os.path.join(workdir, f"locus-{self.port}.toml")
+            with open(cfg, "w") as f:
+                f.write(f'[server]\nbind = "{HOST}"\nport = {resp}\nthreads = 2\n\n'
+                        f"[memory]\nmaxmemory = {maxmemory_mb * 1024 * 1024}\n\n"
+                        f"[memcached]\nport = {self.port}\n")
+            argv = [LOCUS_BIN, "serve", "--config", cfg]
+        self.log = open(os.path.join(workdir, f"{kind}-{self.port}.log"), "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not self._answers():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise BenchError(f"{kind} did not start: {argv}")
+            time.sleep(0.05)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection((HOST, self.port), timeout=1) as s:
+                s.sendall(b"version\r\n")
+                return s.recv(64).startswith(b"VERSION")
+        except OSError:
+            return False
+
+    def rss_bytes(self) -> int:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise BenchError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stats(self) -> dict[str, str]:
+        with socket.create_connection((HOST, self.port), timeout=10) as s:
+            s.sendall(b"stats\r\n")
+            buf = b""
+            while not buf.endswith(b"END\r\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        return {p[1]: p[2] for p in (ln.split(" ", 2) for ln in buf.decode().splitlines())
+                if len(p) == 3 and p[0] == "STAT"}
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+def mcload(srv: Server, seconds: int, multiget: int) -> dict[str, float]:
+    """One mcload run: requests/s, keys/s, and CPU seconds per 100k requests of server and client."""
+    argv = [MCLOAD, HOST, str(srv.port), "50", "2", str(seconds), "100000", "100", str(multiget)]
+    cpu0 = srv.cpu_seconds()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu1 = srv.cpu_seconds()
+    m = re.search(r"requests=(\d+) keys=(\d+) seconds=([\d.]+) rps=(\d+) kps=(\d+) misses=(\d+)",
+                  run.stdout)
+    if run.returncode != 0 or not m:
+        raise BenchError(f"mcload failed on {srv.kind}: {run.stdout}{run.stderr}")
+    if int(m.group(6)) != 0:
+        raise BenchError(f"{srv.kind} missed {m.group(6)} keys it was given")
+    per = 100_000 / max(int(m.group(1)), 1)
+    client = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    return {"tps": float(m.group(4)), "kps": float(m.group(5)),
+            "server_cpu": (cpu1 - cpu0) * per, "client_cpu": client * per}
+
+
+def load(srv: Server, items: int, value_bytes: int) -> float:
+    """Stores `items` items with pipelined noreply sets; returns RSS growth per stored item."""
+    before = srv.rss_bytes()
+    value = b"v" * value_bytes
+    with socket.create_connection((HOST, srv.port), timeout=60) as s:
+        batch = 2000
+        for start in range(0, items, batch):
+            s.sendall(b"".join(b"set k%07d 0 0 %d noreply\r\n%s\r\n" % (i, value_bytes, value)
+                               for i in range(start, min(items, start + batch))))
+        s.sendall(b"version\r\n")
+        buf = b""
+        while b"\r\n" not in buf:
+            chunk = s.recv(4096)
+            if not chunk:
+                raise BenchError(f"{srv.kind} closed the loading connection")
+            buf += chunk
+        if not buf.startswith(b"VERSION"):
+            raise BenchError(f"{srv.kind} answered {buf[:80]!r} while loading")
+    time.sleep(0.5)  # let the allocator settle before reading RSS
+    stored = int(srv.stats()["curr_items"])
+    if stored != items:
+        raise BenchError(f"{srv.kind} holds {stored} of {items} items (raise --maxmemory-mb)")
+    return (srv.rss_bytes() - before) / stored
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--items", type=int, default=1_000_000)
+    ap.add_argument("--value-bytes", type=int, default=100)
+    ap.add_argument("--maxmemory-mb", type=int, default=1024)
+    ap.add_argument("--servers", default="locus memcached")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--skip-memory", action="store_true")
+    a = ap.parse_args()
+    if not MCLOAD and not a.skip_throughput:
+        raise BenchError("MCLOAD is not set (run bench/memcached.sh, which builds bench/mcload.c)")
+    servers = a.servers.split()
+    work = tempfile.mkdtemp(prefix="locus-mcbench-")
+    tput: dict[tuple[str, int], list[dict[str, float]]] = {}
+    mem: dict[str, list[float]] = {}
+    for r in range(a.repeats):
+        for kind in servers:
+            if not a.skip_throughput:
+                for division in (1, 16):
+                    srv = Server(kind, a.maxmemory_mb, work)
+                    try:
+                        res = mcload(srv, a.seconds, division)
+                    finally:
+                        srv.stop()
+                    tput.setdefault((kind, division), []).append(res)
+                    print(f"repeat {r + 1} {kind} get x{division}: {res['tps']:.0f} req/s "
+                          f"(server {res['server_cpu']:.2f} / client {res['client_cpu']:.2f} "
+                          f"CPU s per 100k ops)", file=sys.stderr)
+            if not a.skip_memory:
+                srv = Server(kind, a.maxmemory_mb, work)
+                try:
+                    per_item = load(srv, a.items, a.value_bytes)
+                finally:
+                    srv.stop()
+                mem.setdefault(kind, []).append(per_item)
+                print(f"repeat {r + 1} {kind}: {per_item:.1f} B/item", file=sys.stderr)
+    if tput:
+        print("| server | workload | requests/s (min / median / max) | keys/s (median) | "
+              "server CPU s per 100k req | client CPU s per 100k req |")
+        print("|---|---|---|---|---|---|")
+        for (kind, division), runs in sorted(tput.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            print(f"| {kind} | {'90% get / 10% set' if division == 1 else f'get of {division} keys'} | "
+                  f"{mmm([x['tps'] for x in runs], '{:.0f}')} | "
+                  f"{statistics.median(x['kps'] for x in runs):.0f} | "
+                  f"{mmm([x['server_cpu'] for x in runs], '{:.2f}')} | "
+                  f"{mmm([x['client_cpu'] for x in runs], '{:.2f}')} |")
+        if "locus" in servers and "memcached" in servers:
+            for division in (1, 16):
+                lo = statistics.median(x["tps"] for x in tput[("locus", division)])
+                mc = statistics.median(x["tps"] for x in tput[("memcached", division)])
+                print(f"\nLocus / memcached median requests/s, get x{division}: {lo / mc:.2f}x")
+    if mem:
+        print(f"\n| server | RSS per item, {a.items:,} x {a.value_bytes} B (min / median / max) |")
+        print("|---|---|")
+        for kind, xs in mem.items():
+            print(f"| {kind} | {mmm(xs, '{:.1f}')} B |")
+        if "locus" in mem and "memcached" in mem:
+            ratio = statistics.median(mem["locus"]) / statistics.median(mem["memcached"])
+            print(f"\nLocus / memcached median bytes per item: {ratio:.2f}x")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
