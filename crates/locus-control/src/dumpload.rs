@@ -25,10 +25,15 @@ use std::collections::VecDeque;
 use std::str::FromStr;
 
 /// What the driver should do for one tenant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum DumpLoadAction {
-    /// Move the tenant's hottest items out of memory into its stash.
-    Dump,
+    /// Move the tenant's items out of memory into its stash, but for the most recent `keep`
+    /// fraction of them (what its valley rate still uses: the window's minimum over its maximum
+    /// count under `auto`; 0 under a schedule).
+    Dump {
+        /// Fraction of the items (most recent first) left in memory, in `[0, 1]`.
+        keep: f64,
+    },
     /// Put the stashed items back.
     Load,
 }
@@ -190,6 +195,9 @@ pub struct PeriodDetector {
     /// A bucket count above this, while dumped, is a rise (half way from the valley to the peak
     /// of the window at the dump).
     rise_count: u64,
+    /// Whether the next valley may dump: false from a load until a bucket above `rise_count`
+    /// (a load made ahead of the rise is still in the valley, which must not dump it again).
+    armed: bool,
 }
 
 impl PeriodDetector {
@@ -207,6 +215,7 @@ impl PeriodDetector {
             rises: VecDeque::new(),
             predicted: None,
             rise_count: 0,
+            armed: true,
         }
     }
 
@@ -231,9 +240,11 @@ impl PeriodDetector {
         self.count += 1;
     }
 
-    /// Counts one GET of the tenant: a miss (`hit == false`) extends the consecutive-miss run (a hit ends it).
+    /// Counts one GET of the tenant (misses since the last dump).
     pub fn get(&mut self, hit: bool) {
-        self.misses = if hit { 0 } else { self.misses + 1 };
+        if !hit {
+            self.misses += 1;
+        }
     }
 
     /// Closes the buckets that ended before `now_us` (idle buckets count 0).
@@ -265,6 +276,9 @@ impl PeriodDetector {
         let mean = self.history.iter().sum::<u64>() as f64 / self.history.len() as f64;
         let range = (max - min) as f64;
         let swings = full && range > self.cfg.swing * mean;
+        if count > self.rise_count {
+            self.armed = true;
+        }
         let near_min = count as f64 <= min as f64 + self.cfg.valley_tolerance * range;
         self.valley_run = if swings && near_min {
             self.valley_run + 1
@@ -284,12 +298,14 @@ impl PeriodDetector {
                 let predicted = self
                     .predicted
                     .is_some_and(|at| now_us.saturating_add(self.cfg.lead_us) >= at);
-                // pRedis's reactive load (100 consecutive misses), taken only when the rate has
-                // risen too: a valley's few requests miss in a row as well.
+                // pRedis loads after 100 consecutive misses; here after `load_misses` misses since
+                // the dump *and* a bucket count half way back to the peak: the valley's own
+                // misses (it refills its small hot set) would trigger the first alone, and its
+                // hits break any run of consecutive misses.
                 let rose = self.misses >= self.cfg.load_misses && self.count > self.rise_count;
                 !(predicted || rose)
             }
-            DumpLoadMode::Auto => self.valley_run >= self.cfg.valley_buckets.max(1),
+            DumpLoadMode::Auto => self.armed && self.valley_run >= self.cfg.valley_buckets.max(1),
         };
         match (self.dumped, want_dumped) {
             (false, true) => {
@@ -299,12 +315,21 @@ impl PeriodDetector {
                     .history
                     .iter()
                     .fold((u64::MAX, 0), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-                self.rise_count = min.min(max) + max.saturating_sub(min) / 2;
-                Some(DumpLoadAction::Dump)
+                let min = min.min(max);
+                self.rise_count = min + (max - min) / 2;
+                // A schedule dumps at the start of its window, before any quiet bucket: the
+                // operator said the tenant is idle, so everything goes.
+                let keep = if max > 0 && self.mode == DumpLoadMode::Auto {
+                    min as f64 / max as f64
+                } else {
+                    0.0
+                };
+                Some(DumpLoadAction::Dump { keep })
             }
             (true, false) => {
                 self.dumped = false;
                 self.valley_run = 0;
+                self.armed = false;
                 self.note_rise(now_us);
                 Some(DumpLoadAction::Load)
             }
@@ -409,7 +434,7 @@ mod tests {
         let acts = drive(&mut d, 500, diurnal);
         let dumps: Vec<u64> = acts
             .iter()
-            .filter(|a| a.1 == DumpLoadAction::Dump)
+            .filter(|a| matches!(a.1, DumpLoadAction::Dump { .. }))
             .map(|a| a.0 / 1_000)
             .collect();
         let loads: Vec<u64> = acts
@@ -452,7 +477,7 @@ mod tests {
         let want: Vec<(u64, DumpLoadAction)> = (0..3)
             .flat_map(|day| {
                 [
-                    (day * 100 + 50, DumpLoadAction::Dump),
+                    (day * 100 + 50, DumpLoadAction::Dump { keep: 0.0 }),
                     (day * 100 + 97, DumpLoadAction::Load),
                 ]
             })
