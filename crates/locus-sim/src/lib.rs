@@ -23,11 +23,14 @@
 //! Components: [`experiment`] (file format, validation with key paths, golden scaling),
 //! [`workload`] (generators, traces, phases, interleaving), [`run`] (one controller's replay, the
 //! speed references), [`exact`] (exact curves and the oracles' plans), [`report`] (table, CSV,
-//! JSON), [`seeds`] (several seeds: mean ± sd, min/max per figure), [`plot`] (allocation, K and hit ratio over time, SVG and PNG via `locus-plot`).
+//! JSON), [`seeds`] (several seeds: mean ± sd, min/max per figure), [`plot`] (allocation, K and hit
+//! ratio over time, SVG and PNG via `locus-plot`), [`dumpload`] (pRedis's automatic dump/load of
+//! periodic tenants, carried out on the engine).
 //!
 //! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
 //! #14), no policy logic of its own.
 
+pub mod dumpload;
 pub mod exact;
 pub mod experiment;
 pub mod plot;

@@ -163,6 +163,8 @@ pub struct RunResult {
     /// Whether the controller profiled on a thread of its own (never for one with nothing to
     /// profile, such as `shared` or the oracles).
     pub offload: bool,
+    /// pRedis dump/load actions carried out (empty when every tenant's `dump_load` is `never`).
+    pub dump_load: Vec<crate::dumpload::DumpLoadEvent>,
 }
 
 /// CPU time of the calling thread in nanoseconds (Linux: `/proc/thread-self/schedstat`).
@@ -319,6 +321,7 @@ pub fn run(
     let started = Instant::now();
     let cpu_start = thread_cpu_ns();
     let penalty_seed = exp.seed ^ PENALTY_SEED;
+    let mut dump_load = crate::dumpload::DumpLoad::new(exp, entry);
     while wl.next(&mut item)? {
         if item.phase != phase {
             phase = item.phase;
@@ -337,11 +340,14 @@ pub fn run(
         key_bytes(&mut key, r.key, r.key_size);
         let vlen = (r.value_size.min(value.len() as u64)) as usize;
         let tr = &mut res[t];
+        // (GET outcome, whether the request wrote or deleted the key) for dump/load.
+        let mut outcome = (None, true);
         match r.op {
             Op::Get => {
                 tr.gets += 1;
                 let mut pen = 0.0;
                 let hit = engine.get(tid, &key).is_some();
+                outcome = (Some(hit), !hit);
                 if hit {
                     tr.hits += 1;
                     clock.advance_us(hit_tick[t]);
@@ -390,6 +396,17 @@ pub fn run(
                 tr.deletes += 1;
                 engine.delete(tid, &key);
             }
+        }
+        if let Some(dl) = dump_load.as_mut() {
+            dl.on_request(
+                &mut engine,
+                t,
+                &key,
+                outcome.0,
+                outcome.1,
+                item.time_us,
+                index,
+            );
         }
         index += 1;
         in_phase += 1;
@@ -463,6 +480,7 @@ pub fn run(
         requests_per_sec: if wall > 0.0 { index as f64 / wall } else { 0.0 },
         replay_cpu_secs,
         offload: engine.controller_offloaded(),
+        dump_load: dump_load.map(|d| d.into_events()).unwrap_or_default(),
     })
 }
 

@@ -40,8 +40,8 @@ struct GenStream {
     exp_seed: u64,
     /// (experiment tenant index, base options, rate).
     tenants: Vec<(usize, BTreeMap<String, String>, f64)>,
-    /// (requests, overrides per tenant index) per phase.
-    phases: Vec<(u64, Overrides)>,
+    /// (requests, overrides per tenant index, rate overrides per tenant index) per phase.
+    phases: Vec<(u64, Overrides, BTreeMap<usize, f64>)>,
     phase: usize,
     current: Option<Generator>,
     /// Time at which the current phase started (µs) and the last time seen.
@@ -51,14 +51,15 @@ struct GenStream {
 
 impl GenStream {
     fn open_phase(&mut self) -> Result<(), SimError> {
-        let (requests, overrides) = &self.phases[self.phase];
+        let (requests, overrides, rates) = &self.phases[self.phase];
         let mut cfgs = Vec::new();
         for (ti, base, rate) in &self.tenants {
             let mut o = base.clone();
             if let Some(ov) = overrides.get(ti) {
                 o.extend(ov.clone());
             }
-            let cfg = generator_config(&o, *ti as u32, *rate).map_err(|e| SimError::Workload {
+            let rate = rates.get(ti).copied().unwrap_or(*rate);
+            let cfg = generator_config(&o, *ti as u32, rate).map_err(|e| SimError::Workload {
                 what: format!("tenant {ti} generator, phase {}", self.phase),
                 message: e,
             })?;
@@ -223,11 +224,11 @@ impl Workload {
             .collect();
         if !gens.is_empty() {
             let phases = if exp.phases.is_empty() {
-                vec![(exp.requests.unwrap_or(0), BTreeMap::new())]
+                vec![(exp.requests.unwrap_or(0), BTreeMap::new(), BTreeMap::new())]
             } else {
                 exp.phases
                     .iter()
-                    .map(|p| (p.requests, p.overrides.clone()))
+                    .map(|p| (p.requests, p.overrides.clone(), p.rates.clone()))
                     .collect()
             };
             weights.push(gens.iter().map(|g| g.2).sum());

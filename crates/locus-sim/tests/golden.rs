@@ -233,7 +233,7 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
     out
 }
 
-/// `LOCUS_REPLACE=label,…`: those controllers run as `shared` (no settings).
+/// `LOCUS_REPLACE=label,…`: those controllers run as `shared` (no settings, no dump/load).
 fn replaced(mut exp: Experiment, labels: &[String]) -> Experiment {
     for c in &mut exp.controllers {
         if labels.contains(&c.label) {
@@ -244,6 +244,7 @@ fn replaced(mut exp: Experiment, labels: &[String]) -> Experiment {
                 policy: None,
                 samples: None,
                 evpool_size: None,
+                dump_load: Some(locus_control::DumpLoadMode::Never),
             };
         }
     }

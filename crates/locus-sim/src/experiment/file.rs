@@ -32,6 +32,19 @@ pub(super) struct RawExperiment {
     #[serde(default, rename = "phase")]
     phases: Vec<RawPhase>,
     golden: Option<RawGolden>,
+    dump_load: Option<RawDumpLoad>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDumpLoad {
+    bucket: Option<toml::Value>,
+    window: Option<usize>,
+    valley_tolerance: Option<f64>,
+    valley_buckets: Option<usize>,
+    swing: Option<f64>,
+    load_misses: Option<u64>,
+    lead: Option<toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -42,6 +55,7 @@ struct RawController {
     policy: Option<String>,
     samples: Option<u32>,
     evpool_size: Option<u32>,
+    dump_load: Option<String>,
     #[serde(default)]
     settings: toml::Table,
 }
@@ -60,6 +74,7 @@ struct RawTenant {
     policy: Option<String>,
     samples: Option<u32>,
     evpool_size: Option<u32>,
+    dump_load: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -437,6 +452,11 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
                 ),
             );
         }
+        let dump_load = c.dump_load.as_ref().and_then(|s| {
+            s.parse()
+                .map_err(|e| p.add(&format!("{path}.dump_load"), e))
+                .ok()
+        });
         controllers.push(ControllerRun {
             label,
             name: c.name.clone(),
@@ -444,6 +464,7 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             policy,
             samples: c.samples,
             evpool_size: c.evpool_size,
+            dump_load,
         });
     }
     if let Some(n) = raw.seeds
@@ -589,6 +610,12 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
                 p.add(&path, e);
             }
         }
+        let dump_load = t.dump_load.as_ref().map_or(Default::default(), |s| {
+            s.parse().unwrap_or_else(|e| {
+                p.add(&format!("{path}.dump_load"), e);
+                Default::default()
+            })
+        });
         tenants.push(Tenant {
             name: t.name.clone(),
             rate,
@@ -599,6 +626,7 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             policy,
             samples: cfg.samples,
             evpool_size: cfg.evpool_size,
+            dump_load,
         });
     }
     // Several tenants reading one file must each select a tenant-column value.
@@ -636,7 +664,9 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             p.add(&format!("{path}.requests"), "must be at least 1");
         }
         let mut overrides = BTreeMap::new();
+        let mut rates = BTreeMap::new();
         for (tname, table) in &ph.tenants {
+            let mut table = table.clone();
             let Some(ti) = tenants.iter().position(|t| &t.name == tname) else {
                 p.add(&format!("{path}.tenant.{tname}"), "no tenant of that name");
                 continue;
@@ -648,6 +678,18 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
                 );
                 continue;
             };
+            // A phase may change a tenant's rate (a daily cycle); the generator options may not.
+            if let Some(v) = table.remove("rate") {
+                match v.as_float().or_else(|| v.as_integer().map(|i| i as f64)) {
+                    Some(r) if r.is_finite() && r >= 0.0 => {
+                        rates.insert(ti, r);
+                    }
+                    _ => p.add(
+                        &format!("{path}.tenant.{tname}.rate"),
+                        format!("{v} is not a rate >= 0"),
+                    ),
+                }
+            }
             match generator_options(&toml::Value::Table(table.clone())) {
                 Ok(o) => {
                     let mut merged = base.clone();
@@ -664,6 +706,7 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             name: ph.name.clone().unwrap_or_else(|| format!("phase{i}")),
             requests: req,
             overrides,
+            rates,
         });
     }
     if !phases.is_empty() && !has_generators {
@@ -706,10 +749,53 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
         }
     });
 
+    let mut dump_load = locus_control::DumpLoadConfig::default();
+    if let Some(d) = &raw.dump_load {
+        let mut us = |v: &Option<toml::Value>, key: &str, into: &mut u64| {
+            if let Some(v) = v {
+                match micros_value(v) {
+                    Ok(x) if x >= 1.0 => *into = x as u64,
+                    Ok(x) => p.add(&format!("dump_load.{key}"), format!("{x} µs is too short")),
+                    Err(e) => p.add(&format!("dump_load.{key}"), e),
+                }
+            }
+        };
+        us(&d.bucket, "bucket", &mut dump_load.bucket_us);
+        us(&d.lead, "lead", &mut dump_load.lead_us);
+        if let Some(w) = d.window {
+            if w == 0 {
+                p.add("dump_load.window", "must be at least 1");
+            }
+            dump_load.window = w;
+        }
+        if let Some(v) = d.valley_buckets {
+            dump_load.valley_buckets = v;
+        }
+        for (key, v, into) in [
+            (
+                "valley_tolerance",
+                d.valley_tolerance,
+                &mut dump_load.valley_tolerance,
+            ),
+            ("swing", d.swing, &mut dump_load.swing),
+        ] {
+            if let Some(x) = v {
+                if !(x.is_finite() && x >= 0.0) {
+                    p.add(&format!("dump_load.{key}"), format!("{x} must be >= 0"));
+                }
+                *into = x;
+            }
+        }
+        if let Some(m) = d.load_misses {
+            dump_load.load_misses = m;
+        }
+    }
+
     if !p.0.is_empty() {
         return Err(p.0);
     }
     Ok(Experiment {
+        dump_load,
         name: raw.name,
         description: raw.description,
         memory,

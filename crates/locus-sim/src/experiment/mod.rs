@@ -177,6 +177,8 @@ pub struct Tenant {
     pub samples: u32,
     /// Eviction pool size (16 = Redis, 0 = textbook K-LRU).
     pub evpool_size: u32,
+    /// pRedis's dump/load of this tenant (`dump_load`: auto, never, or a schedule).
+    pub dump_load: locus_control::DumpLoadMode,
 }
 
 /// A controller to run.
@@ -194,6 +196,8 @@ pub struct ControllerRun {
     pub samples: Option<u32>,
     /// Eviction pool size of every tenant in this run.
     pub evpool_size: Option<u32>,
+    /// `dump_load` of every tenant in this run (overrides the tenants' `dump_load`).
+    pub dump_load: Option<locus_control::DumpLoadMode>,
 }
 
 /// Settings of the simulator's `oracle` entry (it computes its curves itself).
@@ -239,6 +243,8 @@ pub struct Phase {
     pub requests: u64,
     /// Option overrides per tenant index.
     pub overrides: BTreeMap<usize, BTreeMap<String, String>>,
+    /// Request rate overrides per tenant index (a tenant's `rate` in this phase).
+    pub rates: BTreeMap<usize, f64>,
 }
 
 /// How requests of several streams are merged.
@@ -308,6 +314,8 @@ pub struct Experiment {
     pub phases: Vec<Phase>,
     /// Golden-test scaling.
     pub golden: Option<Golden>,
+    /// The dump/load detector's knobs (`[dump_load]`).
+    pub dump_load: locus_control::DumpLoadConfig,
     /// Directory relative trace paths are resolved against.
     pub dir: PathBuf,
 }
