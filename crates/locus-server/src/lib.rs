@@ -29,6 +29,7 @@
 pub mod config;
 pub mod exec;
 pub mod glob;
+pub mod malloc;
 pub mod memcache;
 pub mod metrics;
 pub mod server;

@@ -117,6 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         print!("{}", cfg.to_toml());
         return Ok(());
     }
+    locus_server::malloc::tune_allocator();
     let file = args.config.as_ref().map(|p| p.display().to_string());
     let server = Server::bind(cfg, Arc::new(SystemClock), file)
         .context("cannot start the server")?
