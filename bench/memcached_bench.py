@@ -171,18 +171,19 @@ def main() -> int:
     ap.add_argument("--servers", default="locus memcached")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
-    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=BINARY[,offload]",
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=BINARY[,offload|,inline]",
                     help="another Locus to measure in the same run under LABEL (name it in "
-                         "--servers): its binary, and ',offload' for [memcached] offload = true (else false; "
-                         "plain 'locus' keeps the server's default)")
+                         "--servers): its binary; ',offload' / ',inline' write [memcached] offload = true / "
+                         "false, nothing keeps the binary's default")
     a = ap.parse_args()
     variants: dict[str, tuple[str, bool | None]] = {}
     for v in a.variant:
         label, _, rest = v.partition("=")
         binary, _, flag = rest.partition(",")
-        if not label or not binary or flag not in ("", "offload"):
-            raise BenchError(f"--variant {v!r}: want LABEL=BINARY[,offload]")
-        variants[label] = (binary, flag == "offload")
+        modes = {"": None, "offload": True, "inline": False}
+        if not label or not binary or flag not in modes:
+            raise BenchError(f"--variant {v!r}: want LABEL=BINARY[,offload|,inline]")
+        variants[label] = (binary, modes[flag])
     if not MCLOAD and not a.skip_throughput:
         raise BenchError("MCLOAD is not set (run bench/memcached.sh, which builds bench/mcload.c)")
     servers = a.servers.split()
