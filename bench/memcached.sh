@@ -7,6 +7,8 @@
 #
 #   bench/memcached.sh [--repeats 3] [--seconds 10] [--items 1000000] [--maxmemory-mb 1024]
 #                      [--servers "locus memcached"] [--skip-throughput] [--skip-memory]
+#                      [--variant LABEL=BINARY[,offload|,inline]]   (another Locus, named in --servers;
+#                      [memcached] offload = true / false, or the binary's default)
 #
 # Builds the release binary first unless LOCUS_BIN is set. Not run in CI.
 set -euo pipefail

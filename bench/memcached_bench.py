@@ -44,8 +44,10 @@ MCLOAD = os.environ.get("MCLOAD", "")
 class Server:
     """One server process started by this script, with its memcached port."""
 
-    def __init__(self, kind: str, maxmemory_mb: int, workdir: str):
+    def __init__(self, kind: str, maxmemory_mb: int, workdir: str,
+                 variants: dict[str, tuple[str, bool | None]] | None = None):
         self.kind = kind
+        binary, offload = (variants or {}).get(kind, (LOCUS_BIN, None))
         self.port = free_port()
         if kind == "memcached":
             argv = ["memcached", "-p", str(self.port), "-U", "0", "-l", HOST, "-t", "2",
@@ -58,8 +60,9 @@ class Server:
             with open(cfg, "w") as f:
                 f.write(f'[server]\nbind = "{HOST}"\nport = {resp}\nthreads = 2\n\n'
                         f"[memory]\nmaxmemory = {maxmemory_mb * 1024 * 1024}\n\n"
-                        f"[memcached]\nport = {self.port}\n")
-            argv = [LOCUS_BIN, "serve", "--config", cfg]
+                        f"[memcached]\nport = {self.port}\n"
+                        + ("" if offload is None else f"offload = {str(offload).lower()}\n"))
+            argv = [binary, "serve", "--config", cfg]
         self.log = open(os.path.join(workdir, f"{kind}-{self.port}.log"), "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
@@ -168,7 +171,19 @@ def main() -> int:
     ap.add_argument("--servers", default="locus memcached")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--variant", action="append", default=[], metavar="LABEL=BINARY[,offload|,inline]",
+                    help="another Locus to measure in the same run under LABEL (name it in "
+                         "--servers): its binary; ',offload' / ',inline' write [memcached] offload = true / "
+                         "false, nothing keeps the binary's default")
     a = ap.parse_args()
+    variants: dict[str, tuple[str, bool | None]] = {}
+    for v in a.variant:
+        label, _, rest = v.partition("=")
+        binary, _, flag = rest.partition(",")
+        modes = {"": None, "offload": True, "inline": False}
+        if not label or not binary or flag not in modes:
+            raise BenchError(f"--variant {v!r}: want LABEL=BINARY[,offload|,inline]")
+        variants[label] = (binary, modes[flag])
     if not MCLOAD and not a.skip_throughput:
         raise BenchError("MCLOAD is not set (run bench/memcached.sh, which builds bench/mcload.c)")
     servers = a.servers.split()
@@ -179,7 +194,7 @@ def main() -> int:
         for kind in servers:
             if not a.skip_throughput:
                 for division in (1, 16):
-                    srv = Server(kind, a.maxmemory_mb, work)
+                    srv = Server(kind, a.maxmemory_mb, work, variants)
                     try:
                         res = mcload(srv, a.seconds, division)
                     finally:
@@ -189,7 +204,7 @@ def main() -> int:
                           f"(server {res['server_cpu']:.2f} / client {res['client_cpu']:.2f} "
                           f"CPU s per 100k ops)", file=sys.stderr)
             if not a.skip_memory:
-                srv = Server(kind, a.maxmemory_mb, work)
+                srv = Server(kind, a.maxmemory_mb, work, variants)
                 try:
                     per_item = load(srv, a.items, a.value_bytes)
                 finally:
@@ -206,11 +221,12 @@ def main() -> int:
                   f"{statistics.median(x['kps'] for x in runs):.0f} | "
                   f"{mmm([x['server_cpu'] for x in runs], '{:.2f}')} | "
                   f"{mmm([x['client_cpu'] for x in runs], '{:.2f}')} |")
-        if "locus" in servers and "memcached" in servers:
-            for division in (1, 16):
-                lo = statistics.median(x["tps"] for x in tput[("locus", division)])
-                mc = statistics.median(x["tps"] for x in tput[("memcached", division)])
-                print(f"\nLocus / memcached median requests/s, get x{division}: {lo / mc:.2f}x")
+        if "memcached" in servers:
+            for kind in (k for k in servers if k != "memcached"):
+                for division in (1, 16):
+                    lo = statistics.median(x["tps"] for x in tput[(kind, division)])
+                    mc = statistics.median(x["tps"] for x in tput[("memcached", division)])
+                    print(f"\n{kind} / memcached median requests/s, get x{division}: {lo / mc:.2f}x")
     if mem:
         print(f"\n| server | RSS per item, {a.items:,} x {a.value_bytes} B (min / median / max) |")
         print("|---|---|")

@@ -29,8 +29,6 @@
 //! the small-item classes' curves flat: LAMA settled at 60% of the slab oracle's gain.)
 //! Runs the engine in [`locus_engine::ClassMode::Manual`] (memcached: class-local eviction).
 
-use std::collections::HashMap;
-
 use locus_alloc::{DpProblem, solve_dp};
 use locus_mrc::{Footprint, Profiler};
 
@@ -98,10 +96,12 @@ impl Default for LamaConfig {
 pub struct Lama {
     cfg: LamaConfig,
     tracker: ClassTracker,
-    profilers: HashMap<(u32, u16), ProfilerBox>,
-    /// Largest item (+ header) seen per class: the chunk-size estimate for a class that owns no
-    /// page yet (the view lists only classes with pages or items).
-    seen_chunk: HashMap<u16, u32>,
+    /// Footprint profilers by pool, then by class (`None`: the class has seen no access).
+    /// Indexed, not hashed: `on_access` runs for every request.
+    profilers: Vec<Vec<Option<ProfilerBox>>>,
+    /// Largest item (+ header) seen per class, 0 for none: the chunk-size estimate for a class
+    /// that owns no page yet (the view lists only classes with pages or items).
+    seen_chunk: Vec<u32>,
     /// Decision intervals the current profiling window spans.
     window_intervals: u64,
 }
@@ -121,15 +121,27 @@ impl Lama {
         Lama {
             cfg,
             tracker: ClassTracker::default(),
-            profilers: HashMap::new(),
-            seen_chunk: HashMap::new(),
+            profilers: Vec::new(),
+            seen_chunk: Vec::new(),
             window_intervals: 0,
         }
     }
 
+    /// The largest item (+ header) `class` has seen, if any.
+    fn seen(&self, class: ClassId) -> Option<u32> {
+        self.seen_chunk
+            .get(class.0 as usize)
+            .copied()
+            .filter(|&b| b > 0)
+    }
+
     /// Miss ratios of (pool, class) at 0..=max pages.
     fn miss_ratios(&self, pool: PoolId, class: ClassId, slots: u64, max: u64) -> Option<Vec<f64>> {
-        let p = self.profilers.get(&(pool.0, class.0))?;
+        let p = self
+            .profilers
+            .get(pool.0 as usize)?
+            .get(class.0 as usize)?
+            .as_ref()?;
         let caps: Vec<f64> = (0..=max).map(|j| (j * slots) as f64).collect();
         let cap = if self.cfg.edge_cap <= 0.0 {
             f64::INFINITY
@@ -170,8 +182,7 @@ impl Lama {
             if (w.misses as f64) < MIN_MISS_SHARE * total as f64 {
                 return true;
             }
-            let Some(chunk) = view_chunk(ps, c).or_else(|| self.seen_chunk.get(&c.0).copied())
-            else {
+            let Some(chunk) = view_chunk(ps, c).or_else(|| self.seen(c)) else {
                 return true;
             };
             let s = class_pages(ps, c);
@@ -203,9 +214,7 @@ impl Lama {
         let mut risk = Vec::with_capacity(classes.len());
         for &c in &classes {
             let w = self.tracker.get(pool, c);
-            let chunk = view_chunk(ps, c)
-                .or_else(|| self.seen_chunk.get(&c.0).copied())
-                .unwrap_or(0);
+            let chunk = view_chunk(ps, c).or_else(|| self.seen(c)).unwrap_or(0);
             let cur = class_pages(ps, c);
             current.push(cur);
             risk.push(w.requests as f64 / cur.max(1) as f64);
@@ -342,6 +351,14 @@ pub fn window_mrc(
 }
 
 /// The chunk size of class `c` if the pool knows it.
+/// `v[i]`, growing `v` with defaults to reach it.
+fn grow_to<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
+    if v.len() <= i {
+        v.resize_with(i + 1, T::default);
+    }
+    &mut v[i]
+}
+
 fn view_chunk(ps: &super::PoolState, c: ClassId) -> Option<u32> {
     ps.classes
         .iter()
@@ -356,19 +373,18 @@ impl Controller for Lama {
 
     fn on_access(&mut self, a: &Access) {
         if let Some((class, op)) = self.tracker.access(a) {
+            let c = class.0 as usize;
             let est = a.size.saturating_add(locus_engine::ITEM_HEADER_BYTES);
-            let e = self.seen_chunk.entry(class.0).or_insert(est);
-            *e = (*e).max(est);
+            let seen = grow_to(&mut self.seen_chunk, c);
+            *seen = (*seen).max(est);
             let rate = self.cfg.sample_rate;
-            let p = self
-                .profilers
-                .entry((a.pool.0, class.0))
-                .or_insert_with(|| {
-                    ProfilerBox(
-                        Footprint::new(rate, u64::from(class.0))
-                            .expect("sample_rate validated at build"),
-                    )
-                });
+            let pool = grow_to(&mut self.profilers, a.pool.0 as usize);
+            let p = grow_to(pool, c).get_or_insert_with(|| {
+                ProfilerBox(
+                    Footprint::new(rate, u64::from(class.0))
+                        .expect("sample_rate validated at build"),
+                )
+            });
             p.0.access(a.key_hash, a.size, op);
         }
     }
@@ -394,7 +410,7 @@ impl Controller for Lama {
             self.decide_pool(view, p.pool, &mut d);
         }
         self.tracker.reset();
-        for p in self.profilers.values_mut() {
+        for p in self.profilers.iter_mut().flatten().flatten() {
             // Footprint restarts (its only decay); a fresh window per repartition.
             let _ = p.0.decay(0.0);
         }

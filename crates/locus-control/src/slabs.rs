@@ -9,9 +9,8 @@
 //! Tail ages (Facebook's age balancing) come from a spatially sampled last-access table: when a
 //! sampled key is evicted, its age since last access is the age of that class's LRU tail.
 
-use std::collections::HashMap;
-
 use locus_mrc::Op;
+use locus_mrc::sampling::U64Map;
 
 use locus_engine::control::{Access, AccessKind, ControlView, Evicted, PageMove, PoolState};
 use locus_engine::ids::{ClassId, PoolId};
@@ -46,11 +45,17 @@ impl ClassWindow {
 }
 
 /// Per (pool, class) windows, the pending-miss table and the sampled last-access table.
+///
+/// The tables sit on every access's path (under the engine lock when the controller runs
+/// inline), so they are indexed by pool and hashed with `U64Map`'s hasher, not SipHash: key
+/// hashes are already uniform and come from the engine, not from an attacker choosing buckets.
 #[derive(Debug, Default)]
 pub(crate) struct ClassTracker {
     windows: Vec<Vec<ClassWindow>>,
-    pending: HashMap<(u32, u64), ()>,
-    last_access: HashMap<u64, u64>,
+    /// Pending misses per pool (key hashes); `pending_len` counts them over all pools.
+    pending: Vec<U64Map<()>>,
+    pending_len: usize,
+    last_access: U64Map<u64>,
 }
 
 impl ClassTracker {
@@ -73,21 +78,27 @@ impl ClassTracker {
     pub fn access(&mut self, a: &Access) -> Option<(ClassId, Op)> {
         match a.kind {
             AccessKind::GetMiss => {
-                if self.pending.len() >= MAX_PENDING {
-                    self.pending.clear();
+                if self.pending_len >= MAX_PENDING {
+                    self.pending.iter_mut().for_each(U64Map::clear);
+                    self.pending_len = 0;
                 }
-                self.pending.insert((a.pool.0, a.key_hash), ());
+                let p = a.pool.0 as usize;
+                if self.pending.len() <= p {
+                    self.pending.resize_with(p + 1, U64Map::default);
+                }
+                if self.pending[p].insert(a.key_hash, ()).is_none() {
+                    self.pending_len += 1;
+                }
                 None
             }
             AccessKind::Delete => {
-                self.pending.remove(&(a.pool.0, a.key_hash));
+                self.unpend(a.pool, a.key_hash);
                 None
             }
             AccessKind::GetHit | AccessKind::Set => {
                 let class = a.class?;
                 self.touch_age(a.key_hash, a.now_us);
-                let filled = a.kind == AccessKind::Set
-                    && self.pending.remove(&(a.pool.0, a.key_hash)).is_some();
+                let filled = a.kind == AccessKind::Set && self.unpend(a.pool, a.key_hash);
                 let w = self.window(a.pool, class);
                 w.requests += 1;
                 if filled {
@@ -101,6 +112,16 @@ impl ClassTracker {
                 Some((class, op))
             }
         }
+    }
+
+    /// Forgets a pending miss of `key_hash` in `pool`; whether there was one.
+    fn unpend(&mut self, pool: PoolId, key_hash: u64) -> bool {
+        let gone = self
+            .pending
+            .get_mut(pool.0 as usize)
+            .is_some_and(|m| m.remove(&key_hash).is_some());
+        self.pending_len -= usize::from(gone);
+        gone
     }
 
     fn touch_age(&mut self, key_hash: u64, now_us: u64) {

@@ -60,6 +60,12 @@ pub struct MemcachedSection {
     pub interval: TextOrNumber,
     /// Page moves per decision.
     pub max_moves: u32,
+    /// Run the slab controller's per-access profiling on a thread of its own, fed in batches
+    /// (as `[controller] offload`): the request path then only appends each access to a buffer,
+    /// under the engine lock, instead of updating LAMA's footprint tables there. Decisions are
+    /// the same as inline; the CPU is spent on another core. Default on (BENCHMARKS.md,
+    /// memcached section: inline LAMA cost 0.65x memcached's 16-key gets, offloaded 1.06x).
+    pub offload: bool,
     /// `[memcached.settings]`: the slab controller's own settings.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, toml::Value>,
@@ -76,6 +82,7 @@ impl Default for MemcachedSection {
             controller: None,
             interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
             max_moves: ControlConfig::default().max_moves,
+            offload: true,
             settings: BTreeMap::new(),
         }
     }
@@ -123,7 +130,7 @@ impl MemcachedSection {
             ControlConfig {
                 interval,
                 max_moves: self.max_moves,
-                offload: false,
+                offload: self.offload,
             },
         )))
     }

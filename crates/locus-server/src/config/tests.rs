@@ -284,6 +284,21 @@ controller = "lama"
 }
 
 #[test]
+fn memcached_slab_controller_is_offloaded_unless_turned_off() {
+    let offload = |text: &str| {
+        let c = ServerConfig::from_toml(text, "x").unwrap();
+        let (_, run) = c
+            .memcached
+            .build_controller(&c.controller)
+            .unwrap()
+            .unwrap();
+        run.offload
+    };
+    assert!(offload("[memcached]\nport = 11211\n"));
+    assert!(!offload("[memcached]\nport = 11211\noffload = false\n"));
+}
+
+#[test]
 fn memcached_auth_needs_a_tenant_with_credentials() {
     let err = ServerConfig::from_toml("[memcached]\nport = 11299\nauth = true\n", "x")
         .unwrap()
