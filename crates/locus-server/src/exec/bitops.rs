@@ -208,7 +208,7 @@ pub fn setbit(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 v[byte] &= !mask;
             }
             store(ctx, t, key, &v, Expire::Keep)?;
-            ctx.shared.touch_watched(t, key);
+            ctx.shared.key_changed(t, key);
             notify(ctx.shared, t, ctx.conn.db, STRING, "setbit", key);
             v.len()
         }
@@ -369,14 +369,14 @@ pub fn bitop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let dest = &a[2][..];
     if res.is_empty() {
         if ctx.eng.delete(t, dest) {
-            ctx.shared.touch_watched(t, dest);
+            ctx.shared.key_changed(t, dest);
             ctx.shared.note_encoding("bitop", t, &[dest]);
             notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dest);
         }
     } else {
         check_fits(ctx, dest, res.len() as u64)?;
         store(ctx, t, dest, &res, Expire::Persist)?;
-        ctx.shared.touch_watched(t, dest);
+        ctx.shared.key_changed(t, dest);
         notify(ctx.shared, t, ctx.conn.db, STRING, "set", dest);
         note_raw(ctx, t, dest, res.len());
     }
@@ -669,7 +669,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, read_only: bool) -> CmdR
         store(ctx, t, key, &v, Expire::Keep)?;
     }
     if changes > 0 {
-        ctx.shared.touch_watched(t, key);
+        ctx.shared.key_changed(t, key);
         notify(ctx.shared, t, ctx.conn.db, STRING, "setbit", key);
     }
     note_raw(ctx, t, key, v.len());

@@ -350,8 +350,10 @@ fn run_counted(
         notify::publish_key_events(ctx.shared, ctx.eng);
     }
     ran?;
-    if spec.is_write {
-        // Redis's `dirty` (rdb_changes_since_last_save, save points), one per write command.
+    // Redis's `dirty` (rdb_changes_since_last_save, save points): one per write command that
+    // changed something; the commands that report their own writes count each change they
+    // make (`Shared::key_changed`), so a SETBIT that sets a bit already set counts nothing.
+    if spec.is_write && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start)) {
         ctx.shared.snapshots().note_write();
     }
     // Clients blocked on a key this write names are served after the command (exec/blocking).

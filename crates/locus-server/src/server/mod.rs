@@ -667,6 +667,14 @@ impl Shared {
         self.shutdown.subscribe()
     }
 
+    /// A command that reports its own writes changed `key` of `tenant`: one change counted for
+    /// the snapshots (Redis's `dirty`: rdb_changes_since_last_save, save points), and its
+    /// watchers touched.
+    pub fn key_changed(&self, tenant: TenantId, key: &[u8]) {
+        self.snapshots().note_write();
+        self.touch_watched(tenant, key);
+    }
+
     /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey).
     pub fn touch_watched(&self, tenant: TenantId, key: &[u8]) {
         if self.watch_count.load(Ordering::Relaxed) == 0 {

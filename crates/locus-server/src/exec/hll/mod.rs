@@ -105,7 +105,7 @@ pub fn pfadd(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if updated {
         v.invalidate();
         store(ctx, t, key, v.bytes())?;
-        ctx.shared.touch_watched(t, key);
+        ctx.shared.key_changed(t, key);
         notify(ctx.shared, t, ctx.conn.db, STRING, "pfadd", key);
         if old.is_none() {
             unshared(ctx, t, key, v.bytes().len());
@@ -150,7 +150,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             // Same length, so the engine rewrites it in place; were it refused, the count
             // still stands (Redis never refuses PFCOUNT for memory).
             if store(ctx, t, key, &v).is_ok() {
-                ctx.shared.touch_watched(t, key);
+                ctx.shared.key_changed(t, key);
             }
             card
         }
@@ -191,7 +191,7 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     }
     v.invalidate();
     store(ctx, t, dest, v.bytes())?;
-    ctx.shared.touch_watched(t, dest);
+    ctx.shared.key_changed(t, dest);
     notify(ctx.shared, t, ctx.conn.db, STRING, "pfadd", dest);
     unshared(ctx, t, dest, v.bytes().len());
     ctx.w.ok();

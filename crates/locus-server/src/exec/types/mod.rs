@@ -74,9 +74,9 @@ pub fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], class: u32, event: &str, d
     }
 }
 
-/// A write changed `key`: WATCH sees it.
+/// A write changed `key`: one change for the snapshots' count, and WATCH sees it.
 pub fn touched(ctx: &Ctx<'_>, t: TenantId, key: &[u8]) {
-    ctx.shared.touch_watched(t, key);
+    ctx.shared.key_changed(t, key);
 }
 
 /// Like [`read`] without touching or counting the access (type checks, sizes).

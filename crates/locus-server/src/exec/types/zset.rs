@@ -29,7 +29,7 @@ use super::list::mpop_args;
 use super::packed::Packed;
 use super::set::Set;
 use super::skiplist::SkipList;
-use super::{alloc, check_type, peek, read, write};
+use super::{alloc, check_type, peek, read, touched, write};
 use crate::glob::glob_match;
 
 /// `zset-max-listpack-entries`.
@@ -658,11 +658,6 @@ fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], event: &str, deleted: bool) {
     if deleted {
         notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
     }
-}
-
-/// A write changed `key`: WATCH sees it.
-fn touched(ctx: &Ctx<'_>, t: TenantId, key: &[u8]) {
-    ctx.shared.touch_watched(t, key);
 }
 
 /// Members, with their scores when asked: pairs nested in RESP3, flat in RESP2.
