@@ -240,6 +240,18 @@ impl PeriodDetector {
         self.count += 1;
     }
 
+    /// Counts `n` requests of the tenant at `now_us` at once (a server feeding the detector from
+    /// its counters once per tick).
+    pub fn requests(&mut self, now_us: u64, n: u64) {
+        self.roll(now_us);
+        self.count += n;
+    }
+
+    /// Counts `n` GET misses of the tenant at once.
+    pub fn misses(&mut self, n: u64) {
+        self.misses += n;
+    }
+
     /// Counts one GET of the tenant (misses since the last dump).
     pub fn get(&mut self, hit: bool) {
         if !hit {

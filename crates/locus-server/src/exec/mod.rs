@@ -353,6 +353,17 @@ fn run_counted(
     if spec.is_write {
         // Redis's `dirty` (rdb_changes_since_last_save, save points), one per write command.
         ctx.shared.snapshots().note_write();
+        // A dumped tenant's keys written or deleted now must not come back at its load
+        // (even a DEL that found nothing: the key may be in the dump file).
+        if let Some(t) = ctx.tenant
+            && ctx.shared.dumploads().any_dumped()
+        {
+            let keys: Vec<&[u8]> = key_positions(spec, args.len())
+                .map(|k| &args[k][..])
+                .collect();
+            let flush = spec.name == "flushdb" || spec.name == "flushall";
+            ctx.shared.dumploads().note_write(t, &keys, flush);
+        }
     }
     // Clients blocked on a key this write names are served after the command (exec/blocking).
     if spec.is_write
