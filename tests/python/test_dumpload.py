@@ -113,6 +113,11 @@ def test_schedule_dumps_frees_memory_for_the_other_tenant_and_loads_back(snap):
             assert (s["state"], int(s["dumps"]), s["items_dumped"]) == ("dumped", dumps0 + 1, "9000"), s
             assert tenant_items(root, "a") == 0
             assert (snap / "a.locus-dump").exists()
+            got = root.call("LOCUS.TENANT", "a", "GET", "dump_load*")
+            assert dict(zip(got[::2], got[1::2])) == {
+                b"dump_load": SCHEDULE.encode(), b"dump_load-state": b"dumped"}, got
+            assert root.call("LOCUS.TENANT", "b", "GET", "dump_load") == [b"dump_load", b"never"]
+            assert root.call("LOCUS.TENANT", "a", "SET", "dump_load", "never").startswith("ERR")
             assert a.call("GET", "a5") is None
             # While dumped: a1 rewritten, a2 deleted (not in memory: DEL finds nothing).
             assert a.call("SET", "a1", "new") == "OK"
@@ -139,6 +144,7 @@ def test_schedule_dumps_frees_memory_for_the_other_tenant_and_loads_back(snap):
             assert a.call("TTL", "a4") == -1
             # Tenants are a security boundary: b sees nothing of a's dump/load.
             assert "dumpload_a" not in info(b, "dumpload")
+            assert b.call("LOCUS.TENANT", "a", "GET", "dump_load").startswith("NOPERM")
             assert info(b, "all").get("dumpload_a") is None
     finally:
         srv.stop()
