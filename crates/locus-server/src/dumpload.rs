@@ -60,6 +60,9 @@ struct TenantDl {
     last_load_ms: u64,
     items_dumped: u64,
     items_loaded: u64,
+    /// How long the last dump and load held the engine lock (µs).
+    dump_usec: u64,
+    load_usec: u64,
     last_error: String,
 }
 
@@ -82,6 +85,10 @@ pub struct Status {
     pub items_dumped: u64,
     /// Items the last load put back.
     pub items_loaded: u64,
+    /// How long the last dump held the engine lock (µs): every tenant waited that long.
+    pub dump_usec: u64,
+    /// How long the last load held the engine lock (µs).
+    pub load_usec: u64,
     /// The last failure ("" if none).
     pub last_error: String,
 }
@@ -118,6 +125,8 @@ impl DumpLoads {
                 last_load_ms: 0,
                 items_dumped: 0,
                 items_loaded: 0,
+                dump_usec: 0,
+                load_usec: 0,
                 last_error: String::new(),
             })
             .collect();
@@ -165,6 +174,8 @@ impl DumpLoads {
             last_load_ms: d.last_load_ms,
             items_dumped: d.items_dumped,
             items_loaded: d.items_loaded,
+            dump_usec: d.dump_usec,
+            load_usec: d.load_usec,
             last_error: d.last_error.clone(),
         })
     }
@@ -184,9 +195,16 @@ impl DumpLoads {
             d.seen = Some((reqs, st.misses));
             d.det.requests(now_us, reqs.saturating_sub(r0));
             d.det.misses(st.misses.saturating_sub(m0));
+            let began = std::time::Instant::now();
             match d.det.tick(now_us) {
-                Some(DumpLoadAction::Dump { keep }) => lines.push(dump(eng, d, dir, keep, now_ms)),
-                Some(DumpLoadAction::Load) => lines.push(load(eng, d, dir, now_ms)),
+                Some(DumpLoadAction::Dump { keep }) => {
+                    lines.push(dump(eng, d, dir, keep, now_ms));
+                    d.dump_usec = began.elapsed().as_micros() as u64;
+                }
+                Some(DumpLoadAction::Load) => {
+                    lines.push(load(eng, d, dir, now_ms));
+                    d.load_usec = began.elapsed().as_micros() as u64;
+                }
                 None => {}
             }
         }
