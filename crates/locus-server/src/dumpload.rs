@@ -7,8 +7,9 @@
 //!      Dump { keep } ─► walk the tenant (least recent first), write all but the most recent
 //!                       `keep` share to <dir>/<tenant>.locus-dump (snapshot format, temp +
 //!                       rename), delete them: their pages go back to the other tenants
-//!      Load          ─► read the whole file and check it, restore its items (skipping keys
-//!                       written or deleted meanwhile, and keys present), remove the file
+//!      Load          ─► read the whole file and check it, then restore its items LOAD_SLICE
+//!                       per step (skipping keys written or deleted meanwhile, and keys
+//!                       present); at the end remove the file
 //!  write command of a dumped tenant ─► note_write(): its keys are superseded
 //! ```
 //!
@@ -18,8 +19,9 @@
 //! honoured); after a crash, the start loads the dump files left (skipping keys the snapshot
 //! already restored).
 //!
-//! Not done yet: the walk, the file write and the restore happen in one step under the engine
-//! lock (a stall of the order of the tenant's item count, measured nowhere yet), and under a
+//! Not done yet: the dump's walk and file write happen in one step under the engine lock (a
+//! stall of the order of the tenant's item count, BENCHMARKS.md; so do the load's file read and
+//! check, its restore is sliced), and under a
 //! partitioning controller the tenant's target is not lowered while dumped (its freed pages go
 //! to the others through the controller's own measurements).
 
@@ -60,18 +62,33 @@ struct TenantDl {
     last_load_ms: u64,
     items_dumped: u64,
     items_loaded: u64,
-    /// How long the last dump and load held the engine lock (µs).
+    /// How long the last dump held the engine lock, and the longest step of the last load (µs).
     dump_usec: u64,
     load_usec: u64,
     last_error: String,
+    /// A load under way: the file's items, checked, restored `LOAD_SLICE` per step.
+    pending: Option<PendingLoad>,
 }
+
+/// A load carried out over several steps of the tick task.
+#[derive(Debug)]
+struct PendingLoad {
+    items: snapshot::ReadItems,
+    next: usize,
+    done: snapshot::Loaded,
+    path: PathBuf,
+}
+
+/// Items a load restores per step of the tick task (`hz` steps a second): the stall a load
+/// costs the other tenants is one slice, not the whole file.
+pub const LOAD_SLICE: usize = 5_000;
 
 /// What INFO shows of one tenant.
 #[derive(Debug, Clone)]
 pub struct Status {
     /// `never`, `auto` or the schedule as configured.
     pub mode: String,
-    /// `dumped` or `resident`.
+    /// `dumped`, `loading` or `resident`.
     pub state: &'static str,
     /// Dumps and loads carried out.
     pub dumps: u64,
@@ -128,6 +145,7 @@ impl DumpLoads {
                 dump_usec: 0,
                 load_usec: 0,
                 last_error: String::new(),
+                pending: None,
             })
             .collect();
         Self {
@@ -154,7 +172,10 @@ impl DumpLoads {
             return;
         }
         let mut ts = self.tenants.lock();
-        if let Some(d) = ts.iter_mut().find(|d| d.id == t && d.det.dumped()) {
+        if let Some(d) = ts
+            .iter_mut()
+            .find(|d| d.id == t && (d.det.dumped() || d.pending.is_some()))
+        {
             if flush {
                 d.flushed = true;
             }
@@ -167,7 +188,13 @@ impl DumpLoads {
         let ts = self.tenants.lock();
         ts.iter().find(|d| d.id == t).map(|d| Status {
             mode: d.mode_text.clone(),
-            state: if d.det.dumped() { "dumped" } else { "resident" },
+            state: if d.det.dumped() {
+                "dumped"
+            } else if d.pending.is_some() {
+                "loading"
+            } else {
+                "resident"
+            },
             dumps: d.dumps,
             loads: d.loads,
             last_dump_ms: d.last_dump_ms,
@@ -198,18 +225,31 @@ impl DumpLoads {
             let began = std::time::Instant::now();
             match d.det.tick(now_us) {
                 Some(DumpLoadAction::Dump { keep }) => {
+                    // A load still under way finishes first (its items are the tenant's).
+                    if d.pending.is_some() {
+                        lines.extend(load_slice(eng, d, usize::MAX, now_ms));
+                    }
                     lines.push(dump(eng, d, dir, keep, now_ms));
                     d.dump_usec = began.elapsed().as_micros() as u64;
                 }
                 Some(DumpLoadAction::Load) => {
-                    lines.push(load(eng, d, dir, now_ms));
+                    if let Some(line) = load(eng, d, dir, now_ms) {
+                        lines.push(line);
+                    }
                     d.load_usec = began.elapsed().as_micros() as u64;
                 }
-                None => {}
+                None => {
+                    if d.pending.is_some() {
+                        lines.extend(load_slice(eng, d, LOAD_SLICE, now_ms));
+                        d.load_usec = d.load_usec.max(began.elapsed().as_micros() as u64);
+                    }
+                }
             }
         }
-        self.any_dumped
-            .store(ts.iter().any(|d| d.det.dumped()), Ordering::Relaxed);
+        self.any_dumped.store(
+            ts.iter().any(|d| d.det.dumped() || d.pending.is_some()),
+            Ordering::Relaxed,
+        );
         lines
     }
 
@@ -218,11 +258,15 @@ impl DumpLoads {
     pub fn load_all_back(&self, eng: &mut Engine, dir: &Path) -> Vec<String> {
         let now_ms = eng.now_ms();
         let mut ts = self.tenants.lock();
-        let lines = ts
-            .iter_mut()
-            .filter(|d| d.det.dumped())
-            .map(|d| load(eng, d, dir, now_ms))
-            .collect();
+        let mut lines = Vec::new();
+        for d in ts.iter_mut() {
+            if d.det.dumped() {
+                lines.extend(load(eng, d, dir, now_ms));
+            }
+            if d.pending.is_some() {
+                lines.extend(load_slice(eng, d, usize::MAX, now_ms));
+            }
+        }
         self.any_dumped.store(false, Ordering::Relaxed);
         lines
     }
@@ -265,48 +309,76 @@ fn dump(eng: &mut Engine, d: &mut TenantDl, dir: &Path, keep: f64, now_ms: u64) 
     }
 }
 
-/// Carries out a load of `d`: its file, checked whole, back into memory but for superseded
-/// and present keys; then the file is removed (or set aside when corrupt).
-fn load(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64) -> String {
+/// Starts a load of `d`: reads and checks its file whole; the items go back in slices
+/// ([`load_slice`], the first one now). A file failing its checks is set aside.
+fn load(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64) -> Option<String> {
     let path = dump_path(dir, &d.name);
-    let superseded = std::mem::take(&mut d.superseded);
-    let flushed = std::mem::replace(&mut d.flushed, false);
     if !path.exists() {
-        return format!("dump_load: tenant {}: no dump file to load", d.name);
+        d.superseded.clear();
+        return Some(format!(
+            "dump_load: tenant {}: no dump file to load",
+            d.name
+        ));
     }
     match snapshot::read_items(&path, &d.name) {
         Ok(items) => {
-            let l = if flushed {
-                snapshot::Loaded::default()
-            } else {
-                items.restore_into(eng, d.id, |eng, k| {
-                    superseded.contains(k) || eng.exists(d.id, k)
-                })
-            };
-            let _ = std::fs::remove_file(&path);
-            d.loads += 1;
-            d.last_load_ms = now_ms;
-            d.items_loaded = l.items;
-            d.last_error.clear();
-            format!(
-                "dump_load: tenant {}: loaded {} keys back from {} ({} expired meanwhile, {} refused for memory)",
-                d.name,
-                l.items,
-                path.display(),
-                l.expired,
-                l.dropped
-            )
+            d.pending = Some(PendingLoad {
+                items,
+                next: 0,
+                done: snapshot::Loaded::default(),
+                path,
+            });
+            load_slice(eng, d, LOAD_SLICE, now_ms)
         }
         Err(e) => {
+            d.superseded.clear();
+            d.flushed = false;
             let moved = snapshot::set_aside(&path, now_ms);
             d.last_error = format!("{} is corrupt {e}", path.display());
             d.items_loaded = 0;
-            format!(
+            Some(format!(
                 "dump_load: tenant {}: {}; {moved}; nothing loaded",
                 d.name, d.last_error
-            )
+            ))
         }
     }
+}
+
+/// Restores up to `n` more items of `d`'s load under way, skipping keys written or deleted
+/// since the dump and keys present; at the end, removes the file and returns the log line.
+fn load_slice(eng: &mut Engine, d: &mut TenantDl, n: usize, now_ms: u64) -> Option<String> {
+    let p = d.pending.as_mut()?;
+    let end = p.next.saturating_add(n).min(p.items.len());
+    if !d.flushed {
+        let (id, superseded) = (d.id, &d.superseded);
+        p.items.restore_range(
+            eng,
+            id,
+            p.next..end,
+            |eng, k| superseded.contains(k) || eng.exists(id, k),
+            &mut p.done,
+        );
+    }
+    p.next = end;
+    if end < p.items.len() {
+        return None;
+    }
+    let p = d.pending.take()?;
+    d.superseded.clear();
+    d.flushed = false;
+    let _ = std::fs::remove_file(&p.path);
+    d.loads += 1;
+    d.last_load_ms = now_ms;
+    d.items_loaded = p.done.items;
+    d.last_error.clear();
+    Some(format!(
+        "dump_load: tenant {}: loaded {} keys back from {} ({} expired meanwhile, {} refused for memory)",
+        d.name,
+        p.done.items,
+        p.path.display(),
+        p.done.expired,
+        p.done.dropped
+    ))
 }
 
 /// At start-up (after the snapshot load): loads the dump files a crash left, skipping keys

@@ -345,6 +345,7 @@ fn count_restore(
 
 /// A file's items read whole and checked, not yet stored (a dump file is checked to its end
 /// before anything goes into a tenant that kept serving meanwhile).
+#[derive(Debug)]
 pub struct ReadItems {
     /// The records' bodies with their tags and offsets, in file order.
     records: Vec<(u8, Vec<u8>, u64)>,
@@ -392,13 +393,28 @@ impl ReadItems {
     /// Stores the items into tenant `t` in file order, with the recency of a fresh write,
     /// but for those whose key `skip` names.
     pub fn restore_into(
-        self,
+        &self,
         eng: &mut Engine,
         t: TenantId,
-        mut skip: impl FnMut(&mut Engine, &[u8]) -> bool,
+        skip: impl FnMut(&mut Engine, &[u8]) -> bool,
     ) -> Loaded {
         let mut done = Loaded::default();
-        for (tag, buf, at) in &self.records {
+        self.restore_range(eng, t, 0..self.records.len(), skip, &mut done);
+        done
+    }
+
+    /// [`ReadItems::restore_into`] of the items in `range` only (a load in slices), counted
+    /// into `done`.
+    pub fn restore_range(
+        &self,
+        eng: &mut Engine,
+        t: TenantId,
+        range: std::ops::Range<usize>,
+        mut skip: impl FnMut(&mut Engine, &[u8]) -> bool,
+        done: &mut Loaded,
+    ) {
+        let end = range.end.min(self.records.len());
+        for (tag, buf, at) in &self.records[range.start.min(end)..end] {
             // Checked by `read_items`.
             let Ok((key, value, meta)) = decode_item(*tag, buf, *at) else {
                 continue;
@@ -407,11 +423,10 @@ impl ReadItems {
                 continue;
             }
             let stored = eng.restore(t, key, value, meta, RecencyKind::Logical);
-            if count_restore(&mut done, stored).is_err() {
+            if count_restore(done, stored).is_err() {
                 done.dropped += 1;
             }
         }
-        done
     }
 }
 
