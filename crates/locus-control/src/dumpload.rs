@@ -38,6 +38,14 @@ pub enum DumpLoadAction {
     Load,
 }
 
+impl DumpLoadAction {
+    /// How many of a tenant's `n` items (walked least recent first) a dump with `keep` moves
+    /// out: all but the most recent `keep` share. The simulator and the server both count so.
+    pub fn dumped_count(n: usize, keep: f64) -> usize {
+        n - (n as f64 * keep.clamp(0.0, 1.0)).round() as usize
+    }
+}
+
 /// An operator-given schedule: idle windows repeating every `period_us`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdleSchedule {

@@ -280,8 +280,9 @@ fn dump(eng: &mut Engine, d: &mut TenantDl, dir: &Path, keep: f64, now_ms: u64) 
     // Least recent first (under an LRU list; index order otherwise).
     let mut keys: Vec<Vec<u8>> = Vec::new();
     eng.for_each_item(d.id, |k, _, _| keys.push(k.to_vec()));
-    let kept = (keys.len() as f64 * keep.clamp(0.0, 1.0)).round() as usize;
-    keys.truncate(keys.len() - kept);
+    let total = keys.len();
+    keys.truncate(DumpLoadAction::dumped_count(total, keep));
+    let kept = total - keys.len();
     let chosen: HashSet<&[u8]> = keys.iter().map(|k| &k[..]).collect();
     let path = dump_path(dir, &d.name);
     let _ = std::fs::create_dir_all(dir);
