@@ -38,6 +38,14 @@ pub enum DumpLoadAction {
     Load,
 }
 
+impl DumpLoadAction {
+    /// How many of a tenant's `n` items (walked least recent first) a dump with `keep` moves
+    /// out: all but the most recent `keep` share. The simulator and the server both count so.
+    pub fn dumped_count(n: usize, keep: f64) -> usize {
+        n - (n as f64 * keep.clamp(0.0, 1.0)).round() as usize
+    }
+}
+
 /// An operator-given schedule: idle windows repeating every `period_us`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IdleSchedule {
@@ -238,6 +246,18 @@ impl PeriodDetector {
     pub fn request(&mut self, now_us: u64) {
         self.roll(now_us);
         self.count += 1;
+    }
+
+    /// Counts `n` requests of the tenant at `now_us` at once (a server feeding the detector from
+    /// its counters once per tick).
+    pub fn requests(&mut self, now_us: u64, n: u64) {
+        self.roll(now_us);
+        self.count += n;
+    }
+
+    /// Counts `n` GET misses of the tenant at once.
+    pub fn misses(&mut self, n: u64) {
+        self.misses += n;
     }
 
     /// Counts one GET of the tenant (misses since the last dump).

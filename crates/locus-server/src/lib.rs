@@ -27,6 +27,7 @@
 //! or [`Server::spawn`] (in-process, used by tests, with an injectable clock).
 
 pub mod config;
+pub mod dumpload;
 pub mod exec;
 pub mod glob;
 pub mod malloc;
@@ -134,6 +135,23 @@ impl Server {
                 std::path::Path::new(cfg.snapshot.dir.trim()),
             )
         });
+        // Dump files a crash left (pRedis's dump/load): back in, after the snapshot.
+        let mut load_report = load_report;
+        if cfg.snapshot.enabled() {
+            let named: Vec<(TenantId, String)> =
+                tenancy.names.iter().map(|(n, t)| (*t, n.clone())).collect();
+            let lines = dumpload::load_leftovers(
+                &mut engine,
+                &named,
+                std::path::Path::new(cfg.snapshot.dir.trim()),
+            );
+            if !lines.is_empty() {
+                load_report
+                    .get_or_insert_with(snapshot::LoadReport::default)
+                    .lines
+                    .extend(lines);
+            }
+        }
         let mut mc = memcache::McState::new(&cfg, &ids, &tenancy);
         if cfg.memcached_enabled() {
             let ctl = cfg
@@ -328,7 +346,7 @@ impl Server {
                     wait_for_signal().await;
                     // A clean stop saves first when `[snapshot] on_shutdown` says so; a failed
                     // save still stops (the operator asked for the process to end).
-                    let _ = server::save_before_shutdown(&sh, &sh.engine(), false);
+                    let _ = server::save_before_shutdown(&sh, &mut sh.engine(), false);
                     sh.request_shutdown();
                 });
             }

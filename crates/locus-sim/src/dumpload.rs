@@ -159,8 +159,9 @@ fn dump(engine: &mut Engine, t: TenantId, stash: &mut Stash, keep: f64) -> (u64,
             stash.items.push((k.to_vec(), v.to_vec(), meta));
         }
     });
-    let kept = (stash.items.len() as f64 * keep.clamp(0.0, 1.0)).round() as usize;
-    stash.items.truncate(stash.items.len() - kept);
+    stash
+        .items
+        .truncate(DumpLoadAction::dumped_count(stash.items.len(), keep));
     let mut bytes = 0u64;
     for (k, v, _) in &stash.items {
         engine.delete(t, k);

@@ -17,12 +17,14 @@ use locus_engine::{Engine, EngineConfig, LruClockMode, PartitionMode, Policy, Te
 use serde::{Deserialize, Serialize};
 
 mod controller;
+mod dumpload;
 mod memcached;
 mod metrics;
 mod sections;
 mod snapshot;
 
 pub use controller::*;
+pub use dumpload::*;
 pub use memcached::*;
 pub use metrics::*;
 pub use sections::*;
@@ -77,6 +79,8 @@ pub struct ServerConfig {
     pub memcached: MemcachedSection,
     /// `[snapshot]`: snapshot files, save points, saving at shutdown and loading at start.
     pub snapshot: SnapshotSection,
+    /// `[dump_load]`: the periodicity detector of tenants with `dump_load = "auto"`.
+    pub dump_load: DumpLoadSection,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -282,6 +286,7 @@ impl ServerConfig {
         self.validate_controller(&mut p);
         p.extend(self.metrics.problems());
         p.extend(self.snapshot.problems());
+        self.dump_load_problems(&mut p);
         self.memcached.validate(self, &mut p);
         if p.is_empty() {
             Ok(())

@@ -411,4 +411,8 @@ pub struct TenantSection {
     /// from a GET miss to the SET of the same key).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub penalty_us: Option<f64>,
+    /// pRedis's automatic dump/load: `"never"` (absent), `"auto"` or a schedule such as
+    /// `"every 24h idle 1h-7h lead 10m"` (see [`crate::dumpload`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dump_load: Option<String>,
 }

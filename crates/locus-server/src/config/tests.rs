@@ -315,3 +315,35 @@ fn memcached_auth_needs_a_tenant_with_credentials() {
         .validate()
         .unwrap();
 }
+
+#[test]
+fn dump_load_settings_are_validated_with_their_key() {
+    let text = r#"
+[dump_load]
+bucket = "0s"
+window = 1
+[[tenant]]
+name = "a"
+dump_load = "sometimes"
+[[tenant]]
+name = "b"
+dump_load = "auto"
+"#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("dump_load.bucket: must be > 0"), "{e}");
+    assert!(e.contains("dump_load.window: 1 is not >= 2"), "{e}");
+    assert!(
+        e.contains("tenant[0].dump_load (a): dump_load 'sometimes'"),
+        "{e}"
+    );
+    assert!(e.contains("needs [snapshot] dir"), "{e}");
+    let ok = "[snapshot]\ndir = \"/tmp/x\"\n[tenancy]\nmode = \"user\"\n[[tenant]]\nname = \"a\"\n\
+              user = \"a\"\npassword = \"a\"\ndump_load = \"every 24h idle 1h-7h lead 10m\"\n";
+    let c = ServerConfig::from_toml(ok, "f").unwrap();
+    c.validate().unwrap();
+    assert!(matches!(
+        c.dump_load_modes().unwrap()[0],
+        locus_control::DumpLoadMode::Schedule(_)
+    ));
+}

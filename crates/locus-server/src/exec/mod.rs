@@ -355,6 +355,17 @@ fn run_counted(
     // make (`Shared::key_changed`), so a SETBIT that sets a bit already set counts nothing.
     if spec.is_write && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start)) {
         ctx.shared.snapshots().note_write();
+        // A dumped tenant's keys written or deleted now must not come back at its load
+        // (even a DEL that found nothing: the key may be in the dump file).
+        if let Some(t) = ctx.tenant
+            && ctx.shared.dumploads().any_dumped()
+        {
+            let keys: Vec<&[u8]> = key_positions(spec, args.len())
+                .map(|k| &args[k][..])
+                .collect();
+            let flush = spec.name == "flushdb" || spec.name == "flushall";
+            ctx.shared.dumploads().note_write(t, &keys, flush);
+        }
     }
     // Clients blocked on a key this write names are served after the command (exec/blocking).
     if spec.is_write

@@ -470,6 +470,8 @@ pub struct Shared {
     coarse_ms: AtomicU64,
     /// SAVE / BGSAVE state, the change count, the running child.
     snapshots: crate::snapshot::Snapshots,
+    /// pRedis's automatic dump/load of the tenants whose `dump_load` is not `never`.
+    dumploads: crate::dumpload::DumpLoads,
 }
 
 impl std::fmt::Debug for Shared {
@@ -580,7 +582,9 @@ impl Shared {
         config_file: Option<String>,
     ) -> Self {
         let start_ms = clock.now_ms();
+        let dumploads = dump_loads(&config, &tenancy);
         Self {
+            dumploads,
             engine: Mutex::new(engine),
             clock,
             tenancy,
@@ -604,6 +608,11 @@ impl Shared {
             coarse_ms: AtomicU64::new(start_ms),
             snapshots: crate::snapshot::Snapshots::new(start_ms),
         }
+    }
+
+    /// pRedis's dump/load state (tick task, write hook, INFO).
+    pub fn dumploads(&self) -> &crate::dumpload::DumpLoads {
+        &self.dumploads
     }
 
     /// Snapshot state (SAVE, BGSAVE, LASTSAVE, INFO persistence).
@@ -880,7 +889,7 @@ impl Shared {
 ///
 /// # Errors
 /// Why the save failed, or that snapshots are off when `force`.
-pub fn save_before_shutdown(shared: &Shared, eng: &Engine, force: bool) -> Result<(), String> {
+pub fn save_before_shutdown(shared: &Shared, eng: &mut Engine, force: bool) -> Result<(), String> {
     let Some((tenants, dir)) = shared.snapshot_targets() else {
         return if force {
             Err("snapshots are off ([snapshot] dir is empty)".to_string())
@@ -892,7 +901,35 @@ pub fn save_before_shutdown(shared: &Shared, eng: &Engine, force: bool) -> Resul
     if !force && !shared.config().snapshot.on_shutdown {
         return Ok(());
     }
+    // Dumped tenants' items go back into memory first, so the snapshot holds them and the
+    // keys written or deleted while dumped are honoured.
+    for line in shared.dumploads().load_all_back(eng, &dir) {
+        eprintln!("{line}");
+    }
     shared.snapshots().save(eng, &tenants, &dir)
+}
+
+/// The dump/load state of `config`'s tenants (validated: a bad setting counts as `never`).
+fn dump_loads(config: &ServerConfig, tenancy: &Tenancy) -> crate::dumpload::DumpLoads {
+    let (Ok(cfg), Ok(modes)) = (config.dump_load.detector_config(), config.dump_load_modes())
+    else {
+        return crate::dumpload::DumpLoads::default();
+    };
+    let tenants = config
+        .tenant_sections()
+        .into_iter()
+        .zip(modes)
+        .filter_map(|(sec, mode)| {
+            let id = tenancy
+                .names
+                .iter()
+                .find(|(n, _)| *n == sec.name)
+                .map(|(_, t)| *t)?;
+            let text = sec.dump_load.unwrap_or_else(|| "never".to_string());
+            Some((id, sec.name, text, mode))
+        })
+        .collect();
+    crate::dumpload::DumpLoads::new(cfg, tenants)
 }
 
 /// The background task: `hz` times a second, tick the engine and sweep expired keys.
@@ -918,6 +955,12 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             let now = shared.clock().now_ms();
             if shared.snapshots().poll(now, &points) {
                 let _ = shared.snapshots().bgsave(&eng, &tenants, &dir);
+            }
+            // pRedis's dump/load: feed the detectors, dump or load a tenant when due.
+            if shared.dumploads().enabled() {
+                for line in shared.dumploads().step(&mut eng, &dir) {
+                    eprintln!("{line}");
+                }
             }
         }
     }

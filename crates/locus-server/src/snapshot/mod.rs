@@ -103,14 +103,31 @@ pub fn file_path(dir: &Path, tenant: &str) -> PathBuf {
 /// The first I/O error or an object without a codec, as a message with the file name; the
 /// previous file is untouched then.
 pub fn write_tenant(eng: &Engine, t: TenantId, name: &str, dir: &Path) -> Result<u64, String> {
-    let path = file_path(dir, name);
+    write_selected(eng, t, name, &file_path(dir, name), &|_| true)
+}
+
+/// Writes the items of tenant `t` whose key `select` accepts to `path` (in the snapshot
+/// format, through a temporary file renamed over it, as [`write_tenant`]); returns the items
+/// written. pRedis's dump files ([`crate::dumpload`]) are written this way.
+///
+/// # Errors
+/// As [`write_tenant`].
+pub fn write_selected(
+    eng: &Engine,
+    t: TenantId,
+    name: &str,
+    path: &Path,
+    select: &dyn Fn(&[u8]) -> bool,
+) -> Result<u64, String> {
     let tmp = PathBuf::from(format!("{}.tmp.{}", path.display(), std::process::id()));
-    let r = write_file(eng, t, name, &tmp);
+    let r = write_file(eng, t, name, &tmp, select);
     let r = r.and_then(|n| {
-        fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}"))?;
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| format!("fsync of the directory: {e}"))?;
+        fs::rename(&tmp, path).map_err(|e| format!("rename: {e}"))?;
+        if let Some(dir) = path.parent() {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| format!("fsync of the directory: {e}"))?;
+        }
         Ok(n)
     });
     if r.is_err() {
@@ -119,7 +136,13 @@ pub fn write_tenant(eng: &Engine, t: TenantId, name: &str, dir: &Path) -> Result
     r.map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn write_file(eng: &Engine, t: TenantId, name: &str, tmp: &Path) -> Result<u64, String> {
+fn write_file(
+    eng: &Engine,
+    t: TenantId,
+    name: &str,
+    tmp: &Path,
+    select: &dyn Fn(&[u8]) -> bool,
+) -> Result<u64, String> {
     let now = eng.now_ms();
     let file = File::create(tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -137,7 +160,7 @@ fn write_file(eng: &Engine, t: TenantId, name: &str, tmp: &Path) -> Result<u64, 
     let mut items = 0u64;
     let mut failed: Option<String> = None;
     eng.for_each_item(t, |key, value, meta| {
-        if failed.is_some() || meta.expire_at_ms.is_some_and(|at| at <= now) {
+        if failed.is_some() || meta.expire_at_ms.is_some_and(|at| at <= now) || !select(key) {
             return;
         }
         format::item_head(&mut body, key, meta.expire_at_ms, meta.stamp);
@@ -260,6 +283,30 @@ pub fn load_from(
     r
 }
 
+/// One item record decoded: key, value, metadata.
+type Decoded<'a> = (&'a [u8], RestoreValue<'a>, ItemMeta);
+
+/// Decodes the item record `tag`/`buf` found at byte `at`.
+fn decode_item(tag: u8, buf: &[u8], at: u64) -> Result<Decoded<'_>, format::FormatError> {
+    let bad = |what: String| format::FormatError { offset: at, what };
+    let mut body = Body::new(buf);
+    let (key, expire_at_ms, stamp) = format::read_item_head(&mut body).map_err(bad)?;
+    let meta = ItemMeta {
+        expire_at_ms,
+        stamp,
+    };
+    let value = if tag == TAG_STRING {
+        RestoreValue::Str(body.remaining())
+    } else {
+        let codec =
+            types::codec_of_tag(tag).ok_or_else(|| bad(format!("unknown record tag {tag}")))?;
+        let obj = (codec.decode)(&mut body).map_err(bad)?;
+        body.finish().map_err(bad)?;
+        RestoreValue::Obj(obj)
+    };
+    Ok((key, value, meta))
+}
+
 fn load_records(
     eng: &mut Engine,
     t: TenantId,
@@ -269,32 +316,118 @@ fn load_records(
     let mut buf = Vec::new();
     let mut done = Loaded::default();
     while let Some((tag, at)) = reader.next(&mut buf)? {
-        let bad = |what: String| format::FormatError { offset: at, what };
-        let mut body = Body::new(&buf);
-        let (key, expire_at_ms, stamp) = format::read_item_head(&mut body).map_err(bad)?;
-        let meta = ItemMeta {
-            expire_at_ms,
-            stamp,
-        };
-        let stored = if tag == TAG_STRING {
-            eng.restore(t, key, RestoreValue::Str(body.remaining()), meta, kind)
-        } else {
-            let codec =
-                types::codec_of_tag(tag).ok_or_else(|| bad(format!("unknown record tag {tag}")))?;
-            let obj = (codec.decode)(&mut body).map_err(bad)?;
-            body.finish().map_err(bad)?;
-            eng.restore(t, key, RestoreValue::Obj(obj), meta, kind)
-        };
-        match stored {
-            Ok(true) => done.items += 1,
-            Ok(false) => done.expired += 1,
-            // Refused for memory (a smaller budget than when saved, `noeviction`): the item is
-            // dropped, as an eviction would have dropped it, and counted.
-            Err(locus_engine::EngineError::OutOfMemory) => done.dropped += 1,
-            Err(e) => return Err(bad(format!("item refused: {e}"))),
-        }
+        let (key, value, meta) = decode_item(tag, &buf, at)?;
+        let stored = eng.restore(t, key, value, meta, kind);
+        count_restore(&mut done, stored)
+            .map_err(|what| format::FormatError { offset: at, what })?;
     }
     Ok(done)
+}
+
+/// Counts one [`Engine::restore`] outcome in `done`.
+///
+/// # Errors
+/// A refusal other than for memory, as a message.
+fn count_restore(
+    done: &mut Loaded,
+    stored: Result<bool, locus_engine::EngineError>,
+) -> Result<(), String> {
+    match stored {
+        Ok(true) => done.items += 1,
+        Ok(false) => done.expired += 1,
+        // Refused for memory (a smaller budget than when saved, `noeviction`): the item is
+        // dropped, as an eviction would have dropped it, and counted.
+        Err(locus_engine::EngineError::OutOfMemory) => done.dropped += 1,
+        Err(e) => return Err(format!("item refused: {e}")),
+    }
+    Ok(())
+}
+
+/// A file's items read whole and checked, not yet stored (a dump file is checked to its end
+/// before anything goes into a tenant that kept serving meanwhile).
+#[derive(Debug)]
+pub struct ReadItems {
+    /// The records' bodies with their tags and offsets, in file order.
+    records: Vec<(u8, Vec<u8>, u64)>,
+}
+
+/// Reads and checks tenant `name`'s file at `path` (every record, the checksums, the end
+/// record, and that every item decodes).
+///
+/// # Errors
+/// A [`format::FormatError`] with the offset of the bad record.
+pub fn read_items(path: &Path, name: &str) -> Result<ReadItems, format::FormatError> {
+    let ferr = |what: String| format::FormatError { offset: 0, what };
+    let file = File::open(path).map_err(|e| ferr(format!("cannot open: {e}")))?;
+    let size = file
+        .metadata()
+        .map_err(|e| ferr(format!("cannot stat: {e}")))?
+        .len();
+    let (header, mut reader) = Reader::open(BufReader::with_capacity(1 << 20, file), size)?;
+    if header.tenant != name {
+        return Err(ferr(format!(
+            "holds tenant {:?}, not {name:?}",
+            header.tenant
+        )));
+    }
+    let mut records = Vec::new();
+    let mut buf = Vec::new();
+    while let Some((tag, at)) = reader.next(&mut buf)? {
+        decode_item(tag, &buf, at)?;
+        records.push((tag, std::mem::take(&mut buf), at));
+    }
+    Ok(ReadItems { records })
+}
+
+impl ReadItems {
+    /// Items read.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether none were read.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Stores the items into tenant `t` in file order, with the recency of a fresh write,
+    /// but for those whose key `skip` names.
+    pub fn restore_into(
+        &self,
+        eng: &mut Engine,
+        t: TenantId,
+        skip: impl FnMut(&mut Engine, &[u8]) -> bool,
+    ) -> Loaded {
+        let mut done = Loaded::default();
+        self.restore_range(eng, t, 0..self.records.len(), skip, &mut done);
+        done
+    }
+
+    /// [`ReadItems::restore_into`] of the items in `range` only (a load in slices), counted
+    /// into `done`.
+    pub fn restore_range(
+        &self,
+        eng: &mut Engine,
+        t: TenantId,
+        range: std::ops::Range<usize>,
+        mut skip: impl FnMut(&mut Engine, &[u8]) -> bool,
+        done: &mut Loaded,
+    ) {
+        let end = range.end.min(self.records.len());
+        for (tag, buf, at) in &self.records[range.start.min(end)..end] {
+            // Checked by `read_items`.
+            let Ok((key, value, meta)) = decode_item(*tag, buf, *at) else {
+                continue;
+            };
+            if skip(eng, key) {
+                continue;
+            }
+            let stored = eng.restore(t, key, value, meta, RecencyKind::Logical);
+            if count_restore(done, stored).is_err() {
+                done.dropped += 1;
+            }
+        }
+    }
 }
 
 /// Loads every tenant's snapshot from `dir` (start-up): removes temporary files a crash left,
@@ -334,11 +467,7 @@ pub fn load_all(eng: &mut Engine, tenants: &[(TenantId, String)], dir: &Path) ->
             }
             Err(e) => {
                 rep.corrupt += 1;
-                let aside = PathBuf::from(format!("{}.corrupt-{}", path.display(), eng.now_ms()));
-                let moved = match fs::rename(&path, &aside) {
-                    Ok(()) => format!("set aside as {}", aside.display()),
-                    Err(re) => format!("could not be set aside: {re}"),
-                };
+                let moved = set_aside(&path, eng.now_ms());
                 rep.lines.push(format!(
                     "tenant {name}: {} is corrupt {e}; {moved}; the tenant starts empty",
                     path.display()
@@ -348,6 +477,16 @@ pub fn load_all(eng: &mut Engine, tenants: &[(TenantId, String)], dir: &Path) ->
     }
     eng.reset_stats();
     rep
+}
+
+/// Renames a file that failed its checks to `<name>.corrupt-<now_ms>` (set aside, never
+/// deleted); returns what happened, for the operator.
+pub fn set_aside(path: &Path, now_ms: u64) -> String {
+    let aside = PathBuf::from(format!("{}.corrupt-{now_ms}", path.display()));
+    match fs::rename(path, &aside) {
+        Ok(()) => format!("set aside as {}", aside.display()),
+        Err(re) => format!("could not be set aside: {re}"),
+    }
 }
 
 /// A BGSAVE child.

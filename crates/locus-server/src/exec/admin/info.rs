@@ -291,6 +291,31 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             );
         }
     }
+    // pRedis's dump/load, one line per tenant (of the caller's scope) that uses it.
+    if (want("dumpload") || all) && sh.dumploads().enabled() {
+        sep(&mut out);
+        out.push_str("# Dumpload\r\n");
+        for (t, _) in &tstats {
+            if let Some(d) = sh.dumploads().status(*t) {
+                let _ = write!(
+                    out,
+                    "dumpload_{}:mode={},state={},dumps={},loads={},last_dump_ms={},last_load_ms={},items_dumped={},items_loaded={},last_dump_usec={},last_load_usec={},last_error={}\r\n",
+                    sh.tenancy().name(*t),
+                    d.mode.replace([',', ' '], "_"),
+                    d.state,
+                    d.dumps,
+                    d.loads,
+                    d.last_dump_ms,
+                    d.last_load_ms,
+                    d.items_dumped,
+                    d.items_loaded,
+                    d.dump_usec,
+                    d.load_usec,
+                    d.last_error.replace(['\r', '\n', ','], " "),
+                );
+            }
+        }
+    }
     if want("locus") || want("controller") {
         sep(&mut out);
         locus_section(&mut out, ctx.eng, ctx.shared, scope);

@@ -9,11 +9,13 @@ use crate::glob::glob_match;
 
 use super::config::{POLICY_CHOICES, memory_value};
 
-const TENANT_OPTIONS: [&str; 4] = [
+const TENANT_OPTIONS: [&str; 6] = [
     "maxmemory",
     "minmemory",
     "maxmemory-policy",
     "maxmemory-samples",
+    "dump_load",
+    "dump_load-state",
 ];
 
 pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<String> {
@@ -23,6 +25,18 @@ pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<Str
         "minmemory" => c.min_bytes.to_string(),
         "maxmemory-policy" => c.policy.name().to_string(),
         "maxmemory-samples" => c.samples.to_string(),
+        // pRedis's dump/load: the setting, and whether the tenant is dumped now.
+        "dump_load" => ctx
+            .shared
+            .dumploads()
+            .status(t)
+            .map_or_else(|| "never".to_string(), |s| s.mode),
+        "dump_load-state" => ctx
+            .shared
+            .dumploads()
+            .status(t)
+            .map_or("resident", |s| s.state)
+            .to_string(),
         _ => return None,
     })
 }
@@ -136,6 +150,11 @@ pub(super) fn set_option(
             ctx.eng
                 .set_samples(t, k as u32)
                 .map_err(|e| fail(e.to_string()))?;
+        }
+        "dump_load" | "dump_load-state" => {
+            return Err(fail(
+                "read-only: set in the configuration ([[tenant]] dump_load)".into(),
+            ));
         }
         _ => return Err(bad_opt()),
     }
