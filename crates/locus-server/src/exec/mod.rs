@@ -355,8 +355,11 @@ fn run_counted(
     // make (`Shared::key_changed`), so a SETBIT that sets a bit already set counts nothing.
     if spec.is_write && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start)) {
         ctx.shared.snapshots().note_write();
-        // A dumped tenant's keys written or deleted now must not come back at its load
-        // (even a DEL that found nothing: the key may be in the dump file).
+    }
+    if spec.is_write {
+        // A dumped tenant's keys written or deleted now must not come back at its load (even
+        // a DEL that found nothing, or a write whose reply says it changed nothing: the key
+        // may be in the dump file).
         if let Some(t) = ctx.tenant
             && ctx.shared.dumploads().any_dumped()
         {
