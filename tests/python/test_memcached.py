@@ -465,6 +465,11 @@ def test_lru_crawler_settings_and_errors(mc):
     assert mc.lines(b"lru_crawler crawl all\r\n") == [b"OK"]
     assert mc.stats(b"settings")["lru_crawler"] == "yes"
     assert mc.lines(b"lru_crawler disable\r\n") == [b"OK"]
+    # memcached stops its crawler thread after answering (a crawl may still be finishing), so
+    # the setting reads "no" once that thread has stopped: wait for it, within two seconds.
+    deadline = time.monotonic() + 2
+    while mc.stats(b"settings")["lru_crawler"] != "no" and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert mc.stats(b"settings")["lru_crawler"] == "no"
     assert metadump(mc) == b"CLIENT_ERROR lru crawler disabled"
     assert mc.lines(b"lru_crawler crawl all\r\n") == [b"CLIENT_ERROR lru crawler disabled"]
