@@ -554,8 +554,11 @@ def test_an_absurd_negative_random_count_is_refused(r):
     with repeats) below -16 Mi is refused instead of exhausting the process (Redis streams it)."""
     r.zadd("z", {"a": 1})
     r.hset("h", "f", "v")
+    r.sadd("s", "m")
     assert len(r.zrandmember("z", -1000)) == 1000
-    for cmd in [("ZRANDMEMBER", "z", -(1 << 24) - 1), ("HRANDFIELD", "h", -4611686018427387903)]:
+    assert len(r.srandmember("s", -1000)) == 1000
+    for cmd in [("ZRANDMEMBER", "z", -(1 << 24) - 1), ("HRANDFIELD", "h", -4611686018427387903),
+                ("SRANDMEMBER", "s", -(1 << 24) - 1)]:
         with pytest.raises(ResponseError, match="is refused"):
             r.execute_command(*cmd)
     with raises("value is out of range"):

@@ -528,7 +528,7 @@ pub fn random_below(n: u64) -> u64 {
     RNG.with(|r| r.borrow_mut().below(n))
 }
 
-/// The most picks a negative HRANDFIELD / ZRANDMEMBER count may ask for (16 Mi).
+/// The most picks a negative HRANDFIELD / ZRANDMEMBER / SRANDMEMBER count may ask for (16 Mi).
 pub const MAX_REPEATED_PICKS: i64 = 1 << 24;
 
 /// Parses `key [count [WORD]]` of HRANDFIELD / ZRANDMEMBER: (count, whether `word` was given).
@@ -549,14 +549,23 @@ pub fn rand_args(a: Args<'_, '_>, word: &str) -> Result<(Option<i64>, bool), Cmd
     {
         return Err(CmdError::msg("ERR value is out of range"));
     }
-    // A negative count repeats picks: its reply is built whole in memory, outside every
-    // tenant's budget, so an absurd one is refused rather than let exhaust the process.
+    check_repeated_picks(count)?;
+    Ok((count, a.len() == 4))
+}
+
+/// A negative count (HRANDFIELD, ZRANDMEMBER, SRANDMEMBER) repeats picks: its reply is built
+/// whole in memory under the engine lock, outside every tenant's budget, so an absurd one is
+/// refused rather than let exhaust the process and stall the other tenants.
+///
+/// # Errors
+/// A count below -[`MAX_REPEATED_PICKS`].
+pub fn check_repeated_picks(count: Option<i64>) -> Result<(), CmdError> {
     if count.is_some_and(|c| c < -MAX_REPEATED_PICKS) {
         return Err(CmdError::msg(format!(
             "ERR count below -{MAX_REPEATED_PICKS} is refused (the reply would not fit in memory)"
         )));
     }
-    Ok((count, a.len() == 4))
+    Ok(())
 }
 
 /// Positions to answer HRANDFIELD / ZRANDMEMBER with among `n` elements (`n` > 0): one for no

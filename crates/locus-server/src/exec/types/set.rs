@@ -657,6 +657,7 @@ pub fn srandmember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         None => None,
     };
+    super::hash::check_repeated_picks(count)?;
     let found = with_set(ctx, t, &a[1], |s, w| {
         let n = s.len();
         match count {
