@@ -217,7 +217,7 @@ impl Hash {
                     None => false,
                 }
             }
-            Hash::Table(t, elems) => match t.shift_remove(field) {
+            Hash::Table(t, elems) => match t.swap_remove(field) {
                 Some(v) => {
                     *elems -= pair_bytes(field, &v);
                     if t.capacity() > 64 && t.len() < t.capacity() / 4 {
@@ -630,47 +630,104 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// Parses a collection SCAN's `cursor [MATCH pattern] [COUNT count]`: (cursor, pattern).
+/// A collection SCAN's `cursor [MATCH pattern] [COUNT count]`.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanArgs<'x> {
+    /// Where to resume (0 = from the start).
+    pub cursor: u64,
+    /// `MATCH`'s glob, if given.
+    pub pattern: Option<&'x [u8]>,
+    /// `COUNT`: how many entries one call looks at (Redis's default 10).
+    pub count: usize,
+}
+
+impl ScanArgs<'_> {
+    /// Whether `elem` passes `MATCH`.
+    pub fn matches(&self, elem: &[u8]) -> bool {
+        self.pattern
+            .is_none_or(|p| p == b"*" || glob_match(p, elem, false))
+    }
+}
+
+/// Parses a collection SCAN's `cursor [MATCH pattern] [COUNT count]`.
 ///
 /// # Errors
 /// Redis's `invalid cursor` and syntax errors.
-pub fn scan_args<'x>(a: Args<'x, '_>, from: usize) -> Result<(u64, Option<&'x [u8]>), CmdError> {
+pub fn scan_args<'x>(a: Args<'x, '_>, from: usize) -> Result<ScanArgs<'x>, CmdError> {
     let cursor: u64 = std::str::from_utf8(&a[from])
         .ok()
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
-    let mut pat = None;
+    let mut out = ScanArgs {
+        cursor,
+        pattern: None,
+        count: 10,
+    };
     let mut i = from + 1;
     while i < a.len() {
         let Some(v) = a.get(i + 1) else {
             return Err(CmdError::Syntax);
         };
         if is(&a[i], "match") {
-            pat = Some(&v[..]);
+            out.pattern = Some(&v[..]);
         } else if is(&a[i], "count") {
-            if int_arg(v)? < 1 {
+            let n = int_arg(v)?;
+            if n < 1 {
                 return Err(CmdError::Syntax);
             }
+            out.count = usize::try_from(n).unwrap_or(usize::MAX);
         } else {
             return Err(CmdError::Syntax);
         }
         i += 2;
     }
-    Ok((cursor, pat))
+    Ok(out)
 }
 
-/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: the whole hash in one call (cursor 0), as
-/// Redis answers for a listpack; every field present throughout is returned.
+/// One step of a collection SCAN over a table whose entries keep their index until removed, a
+/// removal moving the last entry into the hole (`swap_remove`): the indices to visit and the
+/// cursor to return.
+///
+/// The walk goes downward, from the end to index 0, and the cursor is the exclusive upper bound
+/// of what is left. An entry not yet visited sits below the cursor and can only move when it is
+/// the last one, into a lower hole: so every entry present from the first call to the last is
+/// returned (visited entries may come again when moved down, as Redis allows), and a removal
+/// never makes the walk skip one. The walk ends (cursor 0) when index 0 was visited.
+pub fn table_scan_step(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    let hi = match usize::try_from(cursor) {
+        Ok(0) => len,
+        Ok(c) => c.min(len),
+        Err(_) => len,
+    };
+    let lo = hi.saturating_sub(count);
+    (lo..hi, lo as u64)
+}
+
+/// `HSCAN key cursor [MATCH pattern] [COUNT count]`: a packed hash whole in one call (cursor 0),
+/// as Redis answers for a listpack; a hash table `COUNT` entries a call (see
+/// [`table_scan_step`]), so a large hash is never copied whole under the engine lock.
 pub fn hscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let (_, pat) = scan_args(a, 2)?;
-    let pairs = read::<Hash, _>(ctx, t, &a[1], owned_pairs)?.unwrap_or_default();
-    let pairs: Vec<_> = pairs
-        .into_iter()
-        .filter(|(f, _)| pat.is_none_or(|p| p == b"*" || glob_match(p, f, false)))
-        .collect();
+    let sa = scan_args(a, 2)?;
+    type Step = (u64, Vec<(Vec<u8>, Vec<u8>)>);
+    let step = |h: &Hash| -> Step {
+        let keep = |(f, v): (&[u8], &[u8])| sa.matches(f).then(|| (f.to_vec(), v.to_vec()));
+        match h {
+            Hash::Packed(_) => (0, h.pairs().into_iter().filter_map(keep).collect()),
+            Hash::Table(tb, _) => {
+                let (range, next) = table_scan_step(tb.len(), sa.cursor, sa.count);
+                let pairs = range
+                    .rev()
+                    .filter_map(|i| tb.get_index(i))
+                    .filter_map(|(f, v)| keep((f, v)))
+                    .collect();
+                (next, pairs)
+            }
+        }
+    };
+    let (next, pairs) = read::<Hash, _>(ctx, t, &a[1], step)?.unwrap_or_default();
     ctx.w.array(2);
-    ctx.w.bulk(b"0");
+    ctx.w.bulk(next.to_string().as_bytes());
     ctx.w.array(pairs.len() * 2);
     for (f, v) in &pairs {
         ctx.w.bulk(f);
@@ -682,6 +739,44 @@ pub fn hscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_walk_returns_every_entry_present_throughout_swap_removals() {
+        let mut rng = locus_common::Rng::new(5);
+        for round in 0..50u64 {
+            let mut t: indexmap::IndexSet<u64> = (0..400).collect();
+            let mut stayed: std::collections::HashSet<u64> = (0..400).collect();
+            let (mut cursor, mut seen, mut next_new) =
+                (0u64, std::collections::HashSet::new(), 1000);
+            let mut calls = 0;
+            loop {
+                let (range, next) = table_scan_step(t.len(), cursor, 1 + rng.below(30) as usize);
+                seen.extend(range.map(|i| t[i]));
+                cursor = next;
+                calls += 1;
+                if cursor == 0 {
+                    break;
+                }
+                for _ in 0..rng.below(6) {
+                    if !t.is_empty() {
+                        let i = rng.below(t.len() as u64) as usize;
+                        let gone = t.swap_remove_index(i).unwrap();
+                        stayed.remove(&gone);
+                    }
+                }
+                for _ in 0..rng.below(4) {
+                    t.insert(next_new);
+                    next_new += 1;
+                }
+            }
+            assert!(stayed.is_subset(&seen), "round {round}");
+            assert!(calls > 10);
+        }
+        // The cursor past the end of a shrunken table resumes at its end; a huge one too.
+        assert_eq!(table_scan_step(5, 100, 2), (3..5, 3));
+        assert_eq!(table_scan_step(5, u64::MAX, 10), (0..5, 0));
+        assert_eq!(table_scan_step(0, 0, 10), (0..0, 0));
+    }
 
     #[test]
     fn a_hash_converts_past_the_packed_limits_and_keeps_every_field() {

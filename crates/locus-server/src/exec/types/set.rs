@@ -19,9 +19,8 @@ use locus_protocol::ReplyWriter;
 
 use super::super::notify::{GENERIC, SET, notify};
 use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
-use super::hash::{random_below, scan_args};
+use super::hash::{ScanArgs, random_below, scan_args, table_scan_step};
 use super::{alloc, check_type, peek, touched, write};
-use crate::glob::glob_match;
 
 /// `set-max-intset-entries`.
 fn max_intset() -> usize {
@@ -901,25 +900,41 @@ pub fn sintercard(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: the whole set in one call (cursor 0), as
-/// Redis answers for an intset; every member present throughout is returned.
+/// `SSCAN key cursor [MATCH pattern] [COUNT count]`: an intset whole in one call (cursor 0), as
+/// Redis answers for one; a hash table `COUNT` members a call (see [`table_scan_step`]), so a
+/// large set is never copied whole under the engine lock.
 pub fn sscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     // As Redis: the cursor is read first, then the key, and the options only for a set.
     scan_args(&a[..3], 2)?;
-    let Some(members) = with_set(ctx, t, &a[1], |s, _| s.members())? else {
-        ctx.w.array(2);
-        ctx.w.bulk(b"0");
-        ctx.w.array(0);
-        return Ok(());
+    let opts = scan_args(a, 2);
+    let step = |s: &Set, sa: ScanArgs<'_>| -> (u64, Vec<Vec<u8>>) {
+        match s {
+            Set::Ints(_) => (
+                0,
+                s.iter()
+                    .map(Member::to_vec)
+                    .filter(|m| sa.matches(m))
+                    .collect(),
+            ),
+            Set::Table(tb, _) => {
+                let (range, next) = table_scan_step(tb.len(), sa.cursor, sa.count);
+                let members = range
+                    .rev()
+                    .filter_map(|i| tb.get_index(i))
+                    .filter(|m| sa.matches(m))
+                    .map(|m| m.to_vec())
+                    .collect();
+                (next, members)
+            }
+        }
     };
-    let (_, pat) = scan_args(a, 2)?;
-    let members: Vec<Vec<u8>> = members
-        .into_iter()
-        .filter(|m| pat.is_none_or(|p| p == b"*" || glob_match(p, m, false)))
-        .collect();
+    let (next, members) = match with_set(ctx, t, &a[1], |s, _| opts.map(|sa| step(s, sa)))? {
+        None => (0, Vec::new()),
+        Some(r) => r?,
+    };
     ctx.w.array(2);
-    ctx.w.bulk(b"0");
+    ctx.w.bulk(next.to_string().as_bytes());
     reply_array(&mut ctx.w, &members);
     Ok(())
 }

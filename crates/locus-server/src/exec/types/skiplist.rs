@@ -17,6 +17,8 @@ use super::alloc;
 
 const NIL: u32 = u32::MAX;
 const HEAD: u32 = 0;
+/// `back` of a node whose slot is on the free list.
+const FREED: u32 = u32::MAX - 1;
 /// The most levels a node has (Redis's `ZSKIPLIST_MAXLEVEL`).
 pub const MAX_LEVEL: usize = 32;
 
@@ -321,8 +323,26 @@ impl SkipList {
         self.heap -= member_bytes(n.member.len()) + up_bytes(n.levels());
         let member = std::mem::take(&mut n.member);
         n.up = Box::default();
+        n.back = FREED;
         self.free.push(x);
         (member, n.score)
+    }
+
+    /// One step of ZSCAN over the node slots: calls `f` with the live members in slots
+    /// `cursor..cursor + count` (slot 1 on when `cursor` is 0) and returns the next cursor, 0 after
+    /// the last slot. A live node never changes slot, so every member present throughout a walk
+    /// is visited; a member added meanwhile may take a slot already passed, and be missed, as
+    /// Redis allows.
+    pub fn scan_slots(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        let n = self.nodes.len();
+        let start = usize::try_from(cursor).map_or(n, |c| c.max(HEAD as usize + 1).min(n));
+        let end = start.saturating_add(count).min(n);
+        for node in &self.nodes[start..end] {
+            if node.back != FREED {
+                f(&node.member, node.score);
+            }
+        }
+        if end >= n { 0 } else { end as u64 }
     }
 
     /// How many leading members (in order) satisfy `pred`, which holds for a prefix of the
@@ -399,6 +419,50 @@ impl SkipList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_walk_returns_every_member_present_throughout() {
+        let mut rng = locus_common::Rng::new(11);
+        for round in 0..20u64 {
+            let mut s = SkipList::new();
+            let mut live: std::collections::HashSet<Vec<u8>> = Default::default();
+            for i in 0..500u64 {
+                let m = format!("m{i}").into_bytes();
+                s.insert(&m, (i % 13) as f64);
+                live.insert(m);
+            }
+            let mut stayed = live.clone();
+            let (mut cursor, mut seen, mut added) = (0u64, std::collections::HashSet::new(), 0);
+            loop {
+                let count = 1 + rng.below(40) as usize;
+                cursor = s.scan_slots(cursor, count, |m, _| {
+                    seen.insert(m.to_vec());
+                });
+                if cursor == 0 {
+                    break;
+                }
+                for _ in 0..3 {
+                    let victim = live
+                        .iter()
+                        .nth(rng.below(live.len() as u64) as usize)
+                        .cloned();
+                    if let Some(v) = victim {
+                        assert!(s.remove(&v).is_some());
+                        live.remove(&v);
+                        stayed.remove(&v);
+                    }
+                }
+                for _ in 0..2 {
+                    let m = format!("n{round}-{added}").into_bytes();
+                    added += 1;
+                    s.insert(&m, 1.0);
+                    live.insert(m);
+                }
+            }
+            assert!(stayed.is_subset(&seen), "round {round}");
+            assert!(seen.iter().all(|m| !m.is_empty()));
+        }
+    }
 
     #[test]
     fn ranks_and_ranges_match_a_sorted_vector() {

@@ -30,7 +30,6 @@ use super::packed::Packed;
 use super::set::Set;
 use super::skiplist::SkipList;
 use super::{alloc, check_type, peek, read, touched, write};
-use crate::glob::glob_match;
 
 /// `zset-max-listpack-entries`.
 fn max_entries() -> usize {
@@ -1613,18 +1612,35 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: the whole sorted set in one call (cursor
-/// 0); scores as `%.17g` strings in both protocols, as Redis answers.
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a packed sorted set whole in one call
+/// (cursor 0), as Redis answers for a listpack; a skiplist `COUNT` node slots a call (see
+/// [`SkipList::scan_slots`]), so a large sorted set is never copied whole under the engine lock.
 pub fn zscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    let (_, pat) = scan_args(a, 2)?;
+    let sa = scan_args(a, 2)?;
     let t = ctx.t()?;
-    let pairs = read::<Zset, _>(ctx, t, &a[1], Zset::pairs)?.unwrap_or_default();
-    let pairs: Vec<_> = pairs
-        .into_iter()
-        .filter(|(m, _)| pat.is_none_or(|p| p == b"*" || glob_match(p, m, false)))
-        .collect();
+    let step = |z: &Zset| -> (u64, Vec<Pair>) {
+        match z {
+            Zset::Packed(_) => (
+                0,
+                z.pairs()
+                    .into_iter()
+                    .filter(|(m, _)| sa.matches(m))
+                    .collect(),
+            ),
+            Zset::Skip(s) => {
+                let mut out = Vec::new();
+                let next = s.scan_slots(sa.cursor, sa.count, |m, sc| {
+                    if sa.matches(m) {
+                        out.push((m.to_vec(), sc));
+                    }
+                });
+                (next, out)
+            }
+        }
+    };
+    let (next, pairs) = read::<Zset, _>(ctx, t, &a[1], step)?.unwrap_or_default();
     ctx.w.array(2);
-    ctx.w.bulk(b"0");
+    ctx.w.bulk(next.to_string().as_bytes());
     ctx.w.array(pairs.len() * 2);
     for (m, s) in &pairs {
         ctx.w.bulk(m);
