@@ -20,7 +20,7 @@ pub fn bytes(n: usize) -> u64 {
     heap(n)
 }
 
-/// Buckets a hashbrown table (std's `HashMap`, indexmap's index) has for `cap` items.
+/// Buckets a hashbrown table (std's `HashMap`, [`super::entries::Entries`]'s index) has for `cap` items.
 #[inline]
 pub fn buckets(cap: usize) -> usize {
     match cap {

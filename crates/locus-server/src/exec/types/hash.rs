@@ -3,18 +3,16 @@
 //!
 //! A small hash (at most `hash-max-listpack-entries` fields, none longer than
 //! `hash-max-listpack-value` bytes) is one packed buffer of field, value, field, value (Redis's `listpack`); a larger one
-//! is an insertion-ordered hash table (`hashtable`) keyed with a per-process random hash (a
-//! tenant cannot make another's lookups slow by choosing colliding fields). Conversion is one
-//! way, as in Redis.
+//! is a hash table (`hashtable`, [`Entries`]: each field and its value in one allocation) keyed
+//! with a per-process random hash (a tenant cannot make another's lookups slow by choosing
+//! colliding fields). Conversion is one way, as in Redis.
 
-use std::collections::hash_map::RandomState;
-
-use indexmap::IndexMap;
 use locus_engine::Object;
 
 use super::super::longdouble::LongDouble;
 use super::super::notify::{GENERIC, HASH, notify};
 use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
+use super::entries::{self, Entries, HashEntry};
 use super::packed::Packed;
 use super::{alloc, read, write};
 use crate::glob::glob_match;
@@ -29,10 +27,7 @@ fn max_value() -> usize {
     super::limits::HASH_VALUE.usize()
 }
 
-type Table = IndexMap<Box<[u8]>, Box<[u8]>, RandomState>;
-
-/// One table entry as indexmap stores it: the hash, the field, the value.
-type Bucket = (u64, Box<[u8]>, Box<[u8]>);
+type Table = Entries<HashEntry>;
 
 /// A Redis hash.
 #[derive(Debug, Clone)]
@@ -49,12 +44,8 @@ impl Default for Hash {
     }
 }
 
-fn table_charge(cap: usize, elems: u64) -> u64 {
-    alloc::table::<usize>(cap) + alloc::vec::<Bucket>(cap) + elems
-}
-
 fn pair_bytes(f: &[u8], v: &[u8]) -> u64 {
-    alloc::bytes(f.len()) + alloc::bytes(v.len())
+    alloc::bytes(HashEntry::len(f, v))
 }
 
 impl Hash {
@@ -84,7 +75,7 @@ impl Hash {
                 }
                 None
             }
-            Hash::Table(t, _) => t.get(field).map(|v| &**v),
+            Hash::Table(t, _) => t.get(field).map(|e| HashEntry::split(e).1),
         }
     }
 
@@ -99,7 +90,7 @@ impl Hash {
                 }
                 out
             }
-            Hash::Table(t, _) => t.iter().map(|(f, v)| (&**f, &**v)).collect(),
+            Hash::Table(t, _) => t.iter().map(HashEntry::split).collect(),
         }
     }
 
@@ -110,10 +101,7 @@ impl Hash {
                 let mut it = p.iter().skip(2 * i);
                 (it.next().unwrap_or_default(), it.next().unwrap_or_default())
             }
-            Hash::Table(t, _) => t
-                .get_index(i)
-                .map(|(f, v)| (&**f, &**v))
-                .unwrap_or_default(),
+            Hash::Table(t, _) => t.get_index(i).map(HashEntry::split).unwrap_or_default(),
         }
     }
 
@@ -130,31 +118,24 @@ impl Hash {
             Hash::Packed(p) if !long && self.len() + n <= max_entries() => p.grow_bound(2 * n, raw),
             Hash::Packed(_) => {
                 // Converts: the whole table, its existing pairs boxed, and the new ones.
+                // Growing from room for the packed pairs to `need` doubles at most twice over
+                // what it ends at, the old vector and index held beside the new.
                 let existing: u64 = self.pairs().iter().map(|(f, v)| pair_bytes(f, v)).sum();
-                let cap = alloc::buckets(self.len() + n) * 7 / 8 + 8;
-                table_charge(cap, existing + boxed)
+                let need = self.len() + n;
+                entries::tables_charge(3 * need, 3 * need) + existing + boxed
             }
-            Hash::Table(t, _) => {
-                let cap = alloc::grown(t.capacity(), t.len() + n);
-                // Growth reallocates: old and new tables, briefly, are both held.
-                let tables = if cap > t.capacity() {
-                    table_charge(cap, 0)
-                } else {
-                    0
-                };
-                tables + boxed
-            }
+            Hash::Table(t, _) => t.grow_bound(n) + boxed,
         }
     }
 
     fn convert_to_table(&mut self) {
         if let Hash::Packed(p) = self {
-            let mut t = Table::with_capacity_and_hasher(p.len() / 2 + 1, RandomState::new());
+            let mut t = Table::with_capacity(p.len() / 2 + 1);
             let mut elems = 0;
             let mut it = p.iter();
             while let (Some(f), Some(v)) = (it.next(), it.next()) {
                 elems += pair_bytes(f, v);
-                t.insert(f.into(), v.into());
+                t.insert_new(HashEntry::encode(f, v));
             }
             *self = Hash::Table(t, elems);
         }
@@ -186,15 +167,16 @@ impl Hash {
         let Hash::Table(t, elems) = self else {
             return false;
         };
-        match t.get_mut(field) {
-            Some(v) => {
-                *elems = *elems - alloc::bytes(v.len()) + alloc::bytes(value.len());
-                *v = value.into();
+        let entry = HashEntry::encode(field, value);
+        *elems += alloc::bytes(entry.len());
+        match t.find(field) {
+            Some(i) => {
+                let old = t.replace(i, entry);
+                *elems -= alloc::bytes(old.len());
                 false
             }
             None => {
-                *elems += pair_bytes(field, value);
-                t.insert(field.into(), value.into());
+                t.insert_new(entry);
                 true
             }
         }
@@ -218,11 +200,8 @@ impl Hash {
                 }
             }
             Hash::Table(t, elems) => match t.swap_remove(field) {
-                Some(v) => {
-                    *elems -= pair_bytes(field, &v);
-                    if t.capacity() > 64 && t.len() < t.capacity() / 4 {
-                        t.shrink_to_fit();
-                    }
+                Some(e) => {
+                    *elems -= alloc::bytes(e.len());
                     true
                 }
                 None => false,
@@ -244,7 +223,7 @@ impl Object for Hash {
     fn charge(&self) -> u64 {
         match self {
             Hash::Packed(p) => p.charge(),
-            Hash::Table(t, elems) => table_charge(t.capacity(), *elems),
+            Hash::Table(t, elems) => t.tables_charge() + *elems,
         }
     }
     fn len(&self) -> usize {
@@ -719,7 +698,7 @@ pub fn hscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 let pairs = range
                     .rev()
                     .filter_map(|i| tb.get_index(i))
-                    .filter_map(|(f, v)| keep((f, v)))
+                    .filter_map(|e| keep(HashEntry::split(e)))
                     .collect();
                 (next, pairs)
             }
@@ -744,14 +723,18 @@ mod tests {
     fn a_table_walk_returns_every_entry_present_throughout_swap_removals() {
         let mut rng = locus_common::Rng::new(5);
         for round in 0..50u64 {
-            let mut t: indexmap::IndexSet<u64> = (0..400).collect();
+            let mut t: Entries<entries::Whole> = Entries::with_capacity(0);
+            for i in 0..400u64 {
+                t.insert_new(i.to_be_bytes().into());
+            }
+            let num = |e: &[u8]| u64::from_be_bytes(e.try_into().expect("8 bytes"));
             let mut stayed: std::collections::HashSet<u64> = (0..400).collect();
             let (mut cursor, mut seen, mut next_new) =
                 (0u64, std::collections::HashSet::new(), 1000);
             let mut calls = 0;
             loop {
                 let (range, next) = table_scan_step(t.len(), cursor, 1 + rng.below(30) as usize);
-                seen.extend(range.map(|i| t[i]));
+                seen.extend(range.filter_map(|i| t.get_index(i)).map(num));
                 cursor = next;
                 calls += 1;
                 if cursor == 0 {
@@ -760,12 +743,12 @@ mod tests {
                 for _ in 0..rng.below(6) {
                     if !t.is_empty() {
                         let i = rng.below(t.len() as u64) as usize;
-                        let gone = t.swap_remove_index(i).unwrap();
-                        stayed.remove(&gone);
+                        let gone = t.swap_remove_index(i).expect("in range");
+                        stayed.remove(&num(&gone));
                     }
                 }
                 for _ in 0..rng.below(4) {
-                    t.insert(next_new);
+                    t.insert_new(u64::to_be_bytes(next_new).into());
                     next_new += 1;
                 }
             }

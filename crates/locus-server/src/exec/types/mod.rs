@@ -8,6 +8,7 @@
 //! Redis deletes an empty collection). A key holding another type answers `WRONGTYPE`.
 
 pub mod alloc;
+pub mod entries;
 pub mod hash;
 pub mod limits;
 pub mod list;

@@ -11,14 +11,13 @@
 //! absent destination absent touch nothing).
 
 use std::collections::HashSet;
-use std::collections::hash_map::RandomState;
 
-use indexmap::IndexSet;
 use locus_engine::{Object, TenantId};
 use locus_protocol::ReplyWriter;
 
 use super::super::notify::{GENERIC, SET, notify};
 use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
+use super::entries::{self, Entries, Whole};
 use super::hash::{ScanArgs, random_below, scan_args, table_scan_step};
 use super::{alloc, check_type, peek, touched, write};
 
@@ -27,10 +26,7 @@ fn max_intset() -> usize {
     super::limits::SET_INTSET.usize()
 }
 
-type Table = IndexSet<Box<[u8]>, RandomState>;
-
-/// One table entry as indexmap stores it: the hash and the member.
-type Bucket = (u64, Box<[u8]>);
+type Table = Entries<Whole>;
 
 /// A member as the set holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -229,10 +225,6 @@ fn int_of(m: &[u8]) -> Option<i64> {
     parse_i64(m)
 }
 
-fn table_charge(cap: usize, elems: u64) -> u64 {
-    alloc::table::<usize>(cap) + alloc::vec::<Bucket>(cap) + elems
-}
-
 fn int_len(i: i64) -> usize {
     itoa::Buffer::new().format(i).len()
 }
@@ -255,7 +247,7 @@ impl Set {
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
             Set::Ints(v) => int_of(m).is_some_and(|i| v.search(i).is_ok()),
-            Set::Table(t, _) => t.contains(m),
+            Set::Table(t, _) => t.find(m).is_some(),
         }
     }
 
@@ -263,7 +255,7 @@ impl Set {
     pub fn at(&self, i: usize) -> Member<'_> {
         match self {
             Set::Ints(v) => Member::Int(v.get(i)),
-            Set::Table(t, _) => Member::Str(t.get_index(i).map_or(&[][..], |m| &m[..])),
+            Set::Table(t, _) => Member::Str(t.get_index(i).unwrap_or_default()),
         }
     }
 
@@ -271,7 +263,7 @@ impl Set {
     pub fn iter(&self) -> impl Iterator<Item = Member<'_>> {
         let (ints, strs) = match self {
             Set::Ints(v) => (Some(v.iter().map(Member::Int)), None),
-            Set::Table(t, _) => (None, Some(t.iter().map(|m| Member::Str(&m[..])))),
+            Set::Table(t, _) => (None, Some(t.iter().map(Member::Str))),
         };
         ints.into_iter().flatten().chain(strs.into_iter().flatten())
     }
@@ -295,31 +287,22 @@ impl Set {
                 // Converts: the whole table (the buckets of everything it may hold bound its
                 // capacity), the integers boxed as strings, and the new members.
                 let existing: u64 = v.iter().map(|i| alloc::bytes(int_len(i))).sum();
-                let cap = alloc::buckets(v.len() + n);
-                v.grow_bound(n) + table_charge(cap, existing + boxed)
+                let need = v.len() + n;
+                v.grow_bound(n) + entries::tables_charge(3 * need, 3 * need) + existing + boxed
             }
-            Set::Table(t, _) => {
-                let cap = alloc::buckets(alloc::grown(t.capacity(), t.len() + n));
-                // Growth reallocates: old and new tables, briefly, are both held.
-                let tables = if t.len() + n > t.capacity() {
-                    table_charge(cap, 0)
-                } else {
-                    0
-                };
-                tables + boxed
-            }
+            Set::Table(t, _) => t.grow_bound(n) + boxed,
         }
     }
 
     fn convert_to_table(&mut self, room: usize) {
         if let Set::Ints(v) = self {
-            let mut t = Table::with_capacity_and_hasher(v.len() + room, RandomState::new());
+            let mut t = Table::with_capacity(v.len() + room);
             let mut elems = 0;
             let mut b = itoa::Buffer::new();
             for i in v.iter() {
                 let s = b.format(i).as_bytes();
                 elems += alloc::bytes(s.len());
-                t.insert(s.into());
+                t.insert_new(s.into());
             }
             *self = Set::Table(t, elems);
         }
@@ -344,11 +327,11 @@ impl Set {
         let Set::Table(t, elems) = self else {
             return false;
         };
-        if t.contains(m) {
+        if t.find(m).is_some() {
             return false;
         }
         *elems += alloc::bytes(m.len());
-        t.insert(m.into());
+        t.insert_new(m.into());
         true
     }
 
@@ -363,9 +346,8 @@ impl Set {
                 _ => false,
             },
             Set::Table(t, elems) => {
-                if t.swap_remove(m) {
+                if t.swap_remove(m).is_some() {
                     *elems -= alloc::bytes(m.len());
-                    shrink_table(t);
                     true
                 } else {
                     false
@@ -403,16 +385,9 @@ impl Set {
                         out.push(m.into_vec());
                     }
                 }
-                shrink_table(t);
                 out
             }
         }
-    }
-}
-
-fn shrink_table(t: &mut Table) {
-    if t.capacity() > 64 && t.len() < t.capacity() / 4 {
-        t.shrink_to_fit();
     }
 }
 
@@ -453,7 +428,7 @@ impl Object for Set {
     fn charge(&self) -> u64 {
         match self {
             Set::Ints(v) => v.charge(),
-            Set::Table(t, elems) => table_charge(t.capacity(), *elems),
+            Set::Table(t, elems) => t.tables_charge() + *elems,
         }
     }
     fn len(&self) -> usize {
@@ -923,7 +898,7 @@ pub fn sscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     .rev()
                     .filter_map(|i| tb.get_index(i))
                     .filter(|m| sa.matches(m))
-                    .map(|m| m.to_vec())
+                    .map(<[u8]>::to_vec)
                     .collect();
                 (next, members)
             }
