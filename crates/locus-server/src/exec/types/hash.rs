@@ -122,7 +122,7 @@ impl Hash {
                 // what it ends at, the old vector and index held beside the new.
                 let existing: u64 = self.pairs().iter().map(|(f, v)| pair_bytes(f, v)).sum();
                 let need = self.len() + n;
-                entries::tables_charge(3 * need, 3 * need) + existing + boxed
+                entries::tables_charge::<HashEntry>(3 * need, 3 * need) + existing + boxed
             }
             Hash::Table(t, _) => t.grow_bound(n) + boxed,
         }
@@ -725,7 +725,7 @@ mod tests {
         for round in 0..50u64 {
             let mut t: Entries<entries::Whole> = Entries::with_capacity(0);
             for i in 0..400u64 {
-                t.insert_new(i.to_be_bytes().into());
+                t.insert_new(entries::Slot::new(&i.to_be_bytes()));
             }
             let num = |e: &[u8]| u64::from_be_bytes(e.try_into().expect("8 bytes"));
             let mut stayed: std::collections::HashSet<u64> = (0..400).collect();
@@ -744,11 +744,11 @@ mod tests {
                     if !t.is_empty() {
                         let i = rng.below(t.len() as u64) as usize;
                         let gone = t.swap_remove_index(i).expect("in range");
-                        stayed.remove(&num(&gone));
+                        stayed.remove(&num(gone.bytes()));
                     }
                 }
                 for _ in 0..rng.below(4) {
-                    t.insert_new(u64::to_be_bytes(next_new).into());
+                    t.insert_new(entries::Slot::new(&u64::to_be_bytes(next_new)));
                     next_new += 1;
                 }
             }

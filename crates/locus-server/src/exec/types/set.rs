@@ -17,7 +17,7 @@ use locus_protocol::ReplyWriter;
 
 use super::super::notify::{GENERIC, SET, notify};
 use super::super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_i64};
-use super::entries::{self, Entries, Whole};
+use super::entries::{self, Entries, Slot, Stored, Whole};
 use super::hash::{ScanArgs, random_below, scan_args, table_scan_step};
 use super::{alloc, check_type, peek, touched, write};
 
@@ -278,7 +278,7 @@ impl Set {
         let (mut n, mut boxed, mut all_ints) = (0usize, 0u64, true);
         for m in members {
             n += 1;
-            boxed += alloc::bytes(m.len());
+            boxed += <Slot as Stored>::charge(m.len());
             all_ints &= int_of(m).is_some();
         }
         match self {
@@ -286,9 +286,12 @@ impl Set {
             Set::Ints(v) => {
                 // Converts: the whole table (the buckets of everything it may hold bound its
                 // capacity), the integers boxed as strings, and the new members.
-                let existing: u64 = v.iter().map(|i| alloc::bytes(int_len(i))).sum();
+                let existing: u64 = v.iter().map(|i| <Slot as Stored>::charge(int_len(i))).sum();
                 let need = v.len() + n;
-                v.grow_bound(n) + entries::tables_charge(3 * need, 3 * need) + existing + boxed
+                v.grow_bound(n)
+                    + entries::tables_charge::<Whole>(3 * need, 3 * need)
+                    + existing
+                    + boxed
             }
             Set::Table(t, _) => t.grow_bound(n) + boxed,
         }
@@ -301,8 +304,8 @@ impl Set {
             let mut b = itoa::Buffer::new();
             for i in v.iter() {
                 let s = b.format(i).as_bytes();
-                elems += alloc::bytes(s.len());
-                t.insert_new(s.into());
+                elems += <Slot as Stored>::charge(s.len());
+                t.insert_new(Slot::new(s));
             }
             *self = Set::Table(t, elems);
         }
@@ -330,8 +333,8 @@ impl Set {
         if t.find(m).is_some() {
             return false;
         }
-        *elems += alloc::bytes(m.len());
-        t.insert_new(m.into());
+        *elems += <Slot as Stored>::charge(m.len());
+        t.insert_new(Slot::new(m));
         true
     }
 
@@ -347,7 +350,7 @@ impl Set {
             },
             Set::Table(t, elems) => {
                 if t.swap_remove(m).is_some() {
-                    *elems -= alloc::bytes(m.len());
+                    *elems -= <Slot as Stored>::charge(m.len());
                     true
                 } else {
                     false
@@ -381,8 +384,8 @@ impl Set {
                 for _ in 0..count {
                     let i = random_below(t.len() as u64) as usize;
                     if let Some(m) = t.swap_remove_index(i) {
-                        *elems -= alloc::bytes(m.len());
-                        out.push(m.into_vec());
+                        *elems -= <Slot as Stored>::charge(m.bytes().len());
+                        out.push(m.to_vec());
                     }
                 }
                 out
