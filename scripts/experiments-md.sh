@@ -3,7 +3,7 @@
 # Usage: scripts/experiments-md.sh   (run after changing a write-up; the result is committed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-order=(dlru kredis predis mpart lama memsweeper oracle live)
+order=(issue16 dlru kredis predis mpart lama memsweeper oracle live)
 {
   cat <<'HEAD'
 # Experiments
@@ -20,8 +20,8 @@ that only partitions beats the oracle by more than 1%; blessing does not skip th
 predis and the oracle then fails. Claims not checked because they do not hold at the golden
 scale: dlru on orm-night (fallbacks at 200k requests), memsweeper-cliff and mpart_table2 (`shared`
 is best there), memsweeper-fairness (a fairness claim; the golden summary has hit ratios only).
-`locus simulate --seeds N` gives mean ± sd and min/max per figure (the tables below are still
-single-seed runs unless they say otherwise).
+`locus simulate --seeds N` gives mean ± sd and min/max per figure; the tables below give three
+seeds unless they say otherwise (issue 16, first section).
 
 HEAD
   for name in "${order[@]}"; do

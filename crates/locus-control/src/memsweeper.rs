@@ -92,6 +92,13 @@ pub struct MemSweeperConfig {
     /// however many hits its pages bring: a loop that has just come to fit gives a page back,
     /// misses on every access, takes the page back, and so on.
     pub guard: bool,
+    /// The paper's threshold on size (`MTh`, §3.2, a baseline of §5): no pool's target moves
+    /// more than this many pages away from its initial target, as victim or victor; 0 = none.
+    pub size_threshold: u64,
+    /// The paper's threshold on hit rate (`HRTh`, a baseline of §5): a pool stops losing pages
+    /// once its hit ratio (the last interval's, less the hits of the pages this decision took)
+    /// is more than this below the best of any interval so far; 1 = none.
+    pub hit_threshold: f64,
 }
 
 impl Default for MemSweeperConfig {
@@ -107,6 +114,8 @@ impl Default for MemSweeperConfig {
             start: MemSweeperStart::Equal,
             initial_shares: Vec::new(),
             guard: true,
+            size_threshold: 0,
+            hit_threshold: 1.0,
         }
     }
 }
@@ -174,6 +183,8 @@ impl MemSweeperConfig {
             },
             initial_shares: s.f64_list("initial_shares", &[])?,
             guard: s.bool("guard", d.guard)?,
+            size_threshold: s.u64("size_threshold", d.size_threshold)?,
+            hit_threshold: s.f64("hit_threshold", d.hit_threshold)?,
         };
         s.finish()?;
         cfg.validate(&name)?;
@@ -181,6 +192,14 @@ impl MemSweeperConfig {
     }
 
     fn validate(&self, name: &str) -> Result<(), ControlError> {
+        if !(self.hit_threshold >= 0.0 && self.hit_threshold <= 1.0) {
+            return Err(bad(
+                name,
+                "hit_threshold",
+                self.hit_threshold,
+                "a hit-ratio drop in [0, 1]",
+            ));
+        }
         if !(self.shadow_fraction > 0.0 && self.shadow_fraction <= 64.0) {
             return Err(bad(
                 name,
@@ -225,6 +244,13 @@ struct Book {
     wait: u64,
     /// Target change made by the last decision (pages; + gained, − released).
     last_change: i64,
+    /// Target at the first decision (the size threshold's reference).
+    initial: u64,
+    /// Best hit ratio of any interval so far (the hit-rate threshold's reference).
+    hit_ref: f64,
+    /// Hit ratio expected after this decision's moves so far: the last interval's, less the
+    /// hits of each page given up (what the hit-rate threshold compares with `hit_ref`).
+    hit_est: f64,
 }
 
 /// The MemSweeper controller (Max or Fair).
@@ -378,7 +404,22 @@ impl MemSweeper {
         hr: f64,
     ) -> (PoolScore, u64) {
         let u = self.targets[i];
-        let (gain_up, want) = curve.gain_up(u, Self::cap(view, i));
+        let mut cap = Self::cap(view, i);
+        let mut floor = self.floor(view, i);
+        if let Some(b) = self.books.get(i) {
+            if self.cfg.size_threshold > 0 {
+                cap = cap.min(b.initial + self.cfg.size_threshold);
+                floor = floor.max(b.initial.saturating_sub(self.cfg.size_threshold));
+            }
+            if self.cfg.hit_threshold < 1.0 && b.hit_est < b.hit_ref - self.cfg.hit_threshold {
+                floor = floor.max(u);
+            }
+        }
+        let (gain_up, want) = if u >= cap {
+            (0.0, 0)
+        } else {
+            curve.gain_up(u, cap)
+        };
         (
             PoolScore {
                 units: u,
@@ -386,7 +427,7 @@ impl MemSweeper {
                 loss_down: curve.loss_down(u),
                 hit_ratio: hr,
                 rate,
-                floor: self.floor(view, i),
+                floor,
             },
             want,
         )
@@ -425,6 +466,9 @@ impl Controller for MemSweeper {
                 },
             );
             self.targets = self.initial_targets(view);
+            for (b, t) in self.books.iter_mut().zip(&self.targets) {
+                b.initial = *t;
+            }
             let depth = (view.pages_total as f64 * page as f64 * self.cfg.shadow_fraction) as u64;
             self.shadows.set_max_bytes(depth.max(1));
         }
@@ -449,6 +493,10 @@ impl Controller for MemSweeper {
                 hits as f64 / gets as f64
             };
             rates.push((gets as f64, hr));
+            b.hit_est = hr;
+            if gets > 0 {
+                b.hit_ref = b.hit_ref.max(hr);
+            }
 
             let factor = if ps.item_bytes > 0 && ps.pages > 0 {
                 ((ps.pages * page) as f64 / ps.item_bytes as f64).clamp(1.0, 1e3)
@@ -536,6 +584,10 @@ impl Controller for MemSweeper {
                 notes.push(("guard_stopped".to_string(), 1.0));
                 break;
             }
+            let b = &mut self.books[victim];
+            if rates[victim].0 > 0.0 {
+                b.hit_est -= scored[victim].loss_down / rates[victim].0;
+            }
             self.targets[victim] -= 1;
             self.targets[victor] += 1;
             self.books[victim].released += 1;
@@ -612,6 +664,8 @@ mod tests {
             ("start", "later"),
             ("initial_shares", "0.8,0.8"),
             ("max_moves", "many"),
+            ("hit_threshold", "1.5"),
+            ("size_threshold", "-1"),
         ] {
             assert!(
                 matches!(
@@ -686,6 +740,49 @@ mod tests {
         let (out, _) = run(Some("static"), &[], &tenants, 48, 120_000, 4000, 7);
         eprintln!("static: {out:?}");
         assert!(out.tail_hit_ratio[0] < 0.3, "static: {out:?}");
+    }
+
+    /// The paper's threshold baselines (§5). A loop of 30 pages' worth of items next to a
+    /// uniform tenant that uses 20 of its 24-page share: Max moves 9 pages (the uniform tenant
+    /// ends at 15, 75% hits) and the loop fits; with a size threshold of 3 pages the loop's cliff
+    /// is out of reach and nothing moves; with a hit-rate threshold of 0 the uniform tenant stops
+    /// giving pages as soon as a page it gives up would cost hits, and keeps more of them.
+    #[test]
+    fn threshold_baselines_limit_the_moves() {
+        let per_page = items_per_page();
+        let tenants = [
+            (Stream::Loop(30 * per_page), 1),
+            (Stream::Uniform(20 * per_page), 1),
+        ];
+        let go = |settings: &[(&str, &str)]| {
+            let (out, _) = run(
+                Some("memsweeper-max"),
+                settings,
+                &tenants,
+                48,
+                120_000,
+                4000,
+                7,
+            );
+            eprintln!("{settings:?}: {out:?}");
+            out
+        };
+        let free = go(&[]);
+        assert!(free.targets[0].unwrap() >= 31, "{free:?}");
+        assert!(free.tail_hit_ratio[0] > 0.9, "{free:?}");
+        let size = go(&[("size_threshold", "3")]);
+        // Within 3 pages of its share the loop's curve is flat: no move is worth making.
+        assert!(size.targets[0].unwrap() <= 27, "{size:?}");
+        assert!(size.tail_hit_ratio[0] < 0.3, "{size:?}");
+        let hit = go(&[("hit_threshold", "0")]);
+        assert!(
+            hit.targets[1].unwrap() > free.targets[1].unwrap() + 1,
+            "{hit:?}"
+        );
+        assert!(
+            hit.tail_hit_ratio[1] > free.tail_hit_ratio[1] + 0.05,
+            "{hit:?}"
+        );
     }
 
     /// Next to a hungry tenant, a loop that has come to fit has no misses, so the paper's Fair

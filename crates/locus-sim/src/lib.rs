@@ -24,7 +24,8 @@
 //! [`workload`] (generators, traces, phases, interleaving), [`run`] (one controller's replay, the
 //! speed references), [`exact`] (exact curves and the oracles' plans), [`report`] (table, CSV,
 //! JSON), [`seeds`] (several seeds: mean ± sd, min/max per figure), [`plot`] (allocation, K and hit
-//! ratio over time, SVG and PNG via `locus-plot`), [`dumpload`] (pRedis's automatic dump/load of
+//! ratio over time, SVG and PNG via `locus-plot`), [`sweep`] (`[sweep]`: memory as fractions of
+//! the working set, the headline per controller as table, CSV and plot), [`dumpload`] (pRedis's automatic dump/load of
 //! periodic tenants, carried out on the engine).
 //!
 //! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
@@ -38,6 +39,7 @@ pub mod profile;
 pub mod report;
 pub mod run;
 pub mod seeds;
+pub mod sweep;
 pub mod workload;
 
 use std::sync::Mutex;

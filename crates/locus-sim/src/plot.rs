@@ -166,14 +166,28 @@ pub fn write_plots(r: &Report, dir: &Path) -> Result<Vec<PathBuf>, SimError> {
         if c.y_label == "hit ratio" {
             chart.y_range = Some((0.0, 1.0));
         }
-        for ext in ["svg", "png"] {
-            let path = dir.join(format!("{}.{ext}", c.file));
-            chart.save(&path).map_err(|e| SimError::Plot {
-                what: path.display().to_string(),
-                message: e.to_string(),
-            })?;
-            files.push(path);
-        }
+        files.extend(save_svg_png(&chart, dir, &c.file)?);
+    }
+    Ok(files)
+}
+
+/// Draws `chart` into `dir` as `<stem>.svg` and `<stem>.png`; returns the two paths.
+///
+/// # Errors
+/// [`SimError::Plot`] when the chart cannot be drawn or written.
+pub fn save_svg_png(
+    chart: &locus_plot::Chart,
+    dir: &Path,
+    stem: &str,
+) -> Result<Vec<PathBuf>, SimError> {
+    let mut files = Vec::new();
+    for ext in ["svg", "png"] {
+        let path = dir.join(format!("{stem}.{ext}"));
+        chart.save(&path).map_err(|e| SimError::Plot {
+            what: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        files.push(path);
     }
     Ok(files)
 }

@@ -33,6 +33,13 @@ pub(super) struct RawExperiment {
     phases: Vec<RawPhase>,
     golden: Option<RawGolden>,
     dump_load: Option<RawDumpLoad>,
+    sweep: Option<RawSweep>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSweep {
+    memory: Vec<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -475,6 +482,26 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             format!("{n} is not a seed count in 1..={MAX_SEEDS}"),
         );
     }
+    if let Some(sw) = &raw.sweep {
+        if sw.memory.is_empty() || sw.memory.len() > crate::sweep::MAX_POINTS {
+            p.add(
+                "sweep.memory",
+                format!(
+                    "{} fractions: expected 1..={}",
+                    sw.memory.len(),
+                    crate::sweep::MAX_POINTS
+                ),
+            );
+        }
+        for (i, f) in sw.memory.iter().enumerate() {
+            if !(*f > 0.0 && *f <= 4.0) {
+                p.add(
+                    &format!("sweep.memory[{i}]"),
+                    format!("{f} is not a fraction of the working set in (0, 4]"),
+                );
+            }
+        }
+    }
     if let Some(f) = raw.steady
         && !(f > 0.0 && f <= 1.0)
     {
@@ -814,6 +841,7 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
         tenants,
         phases,
         golden,
+        sweep: raw.sweep.map(|s| Sweep { memory: s.memory }),
         dir: dir.to_path_buf(),
     })
 }

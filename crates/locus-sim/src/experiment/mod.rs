@@ -269,6 +269,13 @@ pub struct Golden {
     pub interval: Option<Interval>,
 }
 
+/// A memory sweep (`[sweep]`, [`crate::sweep`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// Memory sizes as fractions of the run's working set ([`crate::sweep::working_set_bytes`]).
+    pub memory: Vec<f64>,
+}
+
 /// Most seeds per experiment (`seeds`, `--seeds`).
 pub const MAX_SEEDS: u32 = 1000;
 
@@ -314,6 +321,8 @@ pub struct Experiment {
     pub phases: Vec<Phase>,
     /// Golden-test scaling.
     pub golden: Option<Golden>,
+    /// Memory sweep (`locus simulate` runs it instead of the single memory size).
+    pub sweep: Option<Sweep>,
     /// The dump/load detector's knobs (`[dump_load]`).
     pub dump_load: locus_control::DumpLoadConfig,
     /// Directory relative trace paths are resolved against.

@@ -143,3 +143,23 @@ fn counts_and_penalties() {
         Some(9.0)
     );
 }
+
+#[test]
+fn a_sweep_takes_fractions_of_the_working_set() {
+    let e = parse(&format!("{OK}\n[sweep]\nmemory = [0.25, 0.5, 1.5]\n")).unwrap();
+    assert_eq!(e.sweep.unwrap().memory, vec![0.25, 0.5, 1.5]);
+    let err = parse(&format!("{OK}\n[sweep]\nmemory = [0, 0.5, 5]\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sweep.memory[0]"), "{err}");
+    assert!(err.contains("sweep.memory[2]"), "{err}");
+    assert!(!err.contains("sweep.memory[1]"), "{err}");
+    let err = parse(&format!("{OK}\n[sweep]\nmemory = []\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sweep.memory: 0 fractions"), "{err}");
+    let err = parse(&format!("{OK}\n[sweep]\nmemorie = [0.5]\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("memorie"), "{err}");
+}

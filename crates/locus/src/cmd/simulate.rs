@@ -45,6 +45,10 @@ pub struct Args {
     /// each figure as mean ± sd and min/max (overrides the experiment's `seeds` key).
     #[arg(long)]
     pub seeds: Option<u32>,
+    /// Run a memory sweep at these fractions of the working set (`0.25,0.5,0.75`), replacing the
+    /// experiment's `[sweep]`; `none` runs the single memory size of a file that has one.
+    #[arg(long)]
+    pub sweep: Option<String>,
     /// Print the report as JSON on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -123,6 +127,22 @@ pub fn run(args: Args) -> Result<()> {
             }
         }
     }
+    if let Some(list) = &args.sweep {
+        exp.sweep = if list.trim() == "none" {
+            None
+        } else {
+            let mut memory = Vec::new();
+            for f in list.split(',') {
+                match f.trim().parse::<f64>() {
+                    Ok(x) if x > 0.0 && x <= 4.0 => memory.push(x),
+                    _ => bail!(
+                        "--sweep {list}: '{f}' is not a fraction of the working set in (0, 4]"
+                    ),
+                }
+            }
+            Some(locus_sim::experiment::Sweep { memory })
+        };
+    }
     for l in &args.only {
         if !exp.controllers.iter().any(|c| &c.label == l) {
             bail!(
@@ -176,24 +196,20 @@ pub fn run(args: Args) -> Result<()> {
             locus_sim::experiment::MAX_SEEDS
         );
     }
+    if exp.sweep.is_some() {
+        return run_sweep(&args, &exp, &opts, seeds, &progress);
+    }
     if seeds > 1 {
         return run_seeds(&args, &exp, &opts, seeds, &progress);
     }
     let rep = locus_sim::simulate(&exp, &opts, &|l, n| progress.tick(l, n))?;
     progress.done();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
-    } else {
-        print!("{}", report::table(&rep));
-    }
-    if let Some(dir) = &args.out {
-        let files = report::write_dir(&rep, dir)?;
-        if !args.quiet {
-            for f in files {
-                eprintln!("wrote {}", f.display());
-            }
-        }
-    }
+    emit(
+        &args,
+        &rep,
+        || report::table(&rep),
+        |dir| report::write_dir(&rep, dir),
+    )?;
     failures(rep.failed.iter().map(|(l, _)| l.clone()).collect())
 }
 
@@ -209,19 +225,12 @@ fn run_seeds(
     let (summary, reports) =
         locus_sim::seeds::simulate_seeds(exp, opts, n, &|l, k| progress.tick(l, k))?;
     progress.done();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        print!("{}", locus_sim::seeds::table(&summary));
-    }
-    if let Some(dir) = &args.out {
-        let files = locus_sim::seeds::write_dir(&summary, &reports[0], dir)?;
-        if !args.quiet {
-            for f in files {
-                eprintln!("wrote {}", f.display());
-            }
-        }
-    }
+    emit(
+        args,
+        &summary,
+        || locus_sim::seeds::table(&summary),
+        |dir| locus_sim::seeds::write_dir(&summary, &reports[0], dir),
+    )?;
     failures(
         summary
             .failed
@@ -229,6 +238,60 @@ fn run_seeds(
             .map(|(s, l, _)| format!("{l} (seed {s})"))
             .collect(),
     )
+}
+
+/// A `[sweep]` (or `--sweep`): every fraction of the working set under every seed, the table
+/// (or JSON), and with `--out` `sweep.csv`, `sweep.json` and the plot.
+fn run_sweep(
+    args: &Args,
+    exp: &Experiment,
+    opts: &Options,
+    n: u32,
+    progress: &Progress,
+) -> Result<()> {
+    let r = locus_sim::sweep::simulate_sweep(exp, opts, n, &|l, k| progress.tick(l, k))?;
+    progress.done();
+    emit(
+        args,
+        &r,
+        || locus_sim::sweep::table(&r),
+        |dir| locus_sim::sweep::write_dir(&r, dir),
+    )?;
+    failures(
+        r.points
+            .iter()
+            .flat_map(|p| {
+                p.seeds
+                    .failed
+                    .iter()
+                    .map(move |(s, l, _)| format!("{l} (seed {s}, {:.0}%)", p.fraction * 100.0))
+            })
+            .collect(),
+    )
+}
+
+/// Prints `value` as JSON (`--json`) or `table()`, then with `--out` writes the files `write`
+/// makes and names them on stderr (unless `--quiet`).
+fn emit<T: serde::Serialize>(
+    args: &Args,
+    value: &T,
+    table: impl FnOnce() -> String,
+    write: impl FnOnce(&std::path::Path) -> Result<Vec<std::path::PathBuf>, locus_sim::SimError>,
+) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        print!("{}", table());
+    }
+    if let Some(dir) = &args.out {
+        let files = write(dir)?;
+        if !args.quiet {
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An error naming the failed runs, if any (after the others were reported).
