@@ -141,6 +141,7 @@ impl Memshare {
             shadow_entries: cfg.shadow_entries as usize,
             recency_rate: None,
             recency_entries: 1,
+            recency_keys: 1,
         });
         Memshare {
             cfg,

@@ -32,8 +32,9 @@
 //!   footprint (`pages × page_size / item_bytes`: chunk rounding, headers and slack included).
 //! * The victim side needs hits per page of the *main* queue. Redis-style K-LRU keeps no LRU
 //!   list, so a recency stack over a spatially sampled subset of keys (the same order-statistics
-//!   structure, `recency_rate`) gives each GET hit's LRU position; the victim's loss of one page
-//!   is the hits on its last page.
+//!   structure) gives each GET hit's LRU position; the victim's loss of one page is the hits on
+//!   its last page. The sample keeps a fixed budget of `recency_keys` keys (16 Ki) at a rate no
+//!   higher than `recency_rate` (1): small pools are followed whole, large ones at a falling rate.
 //! * Moves are carried out as page *targets*: each move shifts one page of target from victim to
 //!   victor, and the engine converges (the victim evicts and releases pages, at most `max_moves`
 //!   per interval, the victor grows into them). Targets, not explicit `PageMove`s, because the
@@ -71,10 +72,15 @@ pub struct MemSweeperConfig {
     /// Keys per shadow queue. Memory bound: at most ~72 B per key (two 16 B ring slots and two
     /// 8 B tree nodes per key at most, plus the hash index), e.g. 72 MiB per pool at 2^20 keys.
     pub shadow_entries: u64,
-    /// Spatial sampling rate of the recency stack (LRU positions of GET hits).
+    /// Highest spatial sampling rate of the recency stack (LRU positions of GET hits); the rate
+    /// falls below it as a pool's key set outgrows `recency_keys`.
     pub recency_rate: f64,
     /// Keys per recency stack.
     pub recency_entries: u64,
+    /// Most distinct keys each pool's recency sample follows (SHARDS fixed-size,
+    /// [`locus_mrc::sampling::AdaptiveFilter`], ~40 B of filter state per key): a pool with
+    /// fewer keys is followed whole.
+    pub recency_keys: u64,
     /// Weight kept by the hit histograms per interval (0 = only the last interval).
     pub decay: f64,
     /// Page moves per decision (each moves one page of target); 0 = `pages_total / 16`.
@@ -106,8 +112,9 @@ impl Default for MemSweeperConfig {
         MemSweeperConfig {
             shadow_fraction: 1.0,
             shadow_entries: 1 << 20,
-            recency_rate: 1.0 / 16.0,
+            recency_rate: 1.0,
             recency_entries: 1 << 18,
+            recency_keys: 16_384,
             decay: 0.5,
             max_moves: 0,
             min_pages: 1,
@@ -173,6 +180,7 @@ impl MemSweeperConfig {
             shadow_entries: s.u64("shadow_entries", d.shadow_entries)?,
             recency_rate: s.f64("recency_rate", d.recency_rate)?,
             recency_entries: s.u64("recency_entries", d.recency_entries)?,
+            recency_keys: s.u64("recency_keys", d.recency_keys)?,
             decay: s.f64("decay", d.decay)?,
             max_moves: s.u64("max_moves", d.max_moves)?,
             min_pages: s.u64("min_pages", d.min_pages)?,
@@ -215,6 +223,14 @@ impl MemSweeperConfig {
                 "recency_entries"
             };
             return Err(bad(name, key, 0, "at least 1"));
+        }
+        if self.recency_keys == 0 || self.recency_keys > 1 << 24 {
+            return Err(bad(
+                name,
+                "recency_keys",
+                self.recency_keys,
+                "1 ..= 2^24 keys",
+            ));
         }
         if locus_mrc::sampling::SpatialFilter::new(self.recency_rate, 0).is_err() {
             return Err(bad(
@@ -332,6 +348,7 @@ impl MemSweeper {
             shadow_entries: cfg.shadow_entries as usize,
             recency_rate: Some(cfg.recency_rate),
             recency_entries: cfg.recency_entries as usize,
+            recency_keys: cfg.recency_keys as usize,
         });
         MemSweeper {
             mode,
@@ -612,6 +629,10 @@ impl Controller for MemSweeper {
             if let Some(p) = self.shadows.pool(i) {
                 notes.push((format!("pool{i}.shadow_keys"), p.shadow.len() as f64));
                 notes.push((format!("pool{i}.shadow_hits_total"), p.hits_total as f64));
+                if let Some((keys, rate)) = p.recency_sample() {
+                    notes.push((format!("pool{i}.recency_keys"), keys as f64));
+                    notes.push((format!("pool{i}.recency_rate"), rate));
+                }
             }
         }
         Decision {
@@ -660,6 +681,7 @@ mod tests {
         for bad in [
             ("decay", "1"),
             ("recency_rate", "0"),
+            ("recency_keys", "0"),
             ("shadow_fraction", "-1"),
             ("start", "later"),
             ("initial_shares", "0.8,0.8"),
@@ -783,6 +805,31 @@ mod tests {
             hit.tail_hit_ratio[1] > free.tail_hit_ratio[1] + 0.05,
             "{hit:?}"
         );
+    }
+
+    /// A tenant of 50 keys (one page) next to a hungry one: its recency sample follows all 50
+    /// keys, so its hits-per-page curve shows its page, it keeps it, and it keeps hitting. With
+    /// a fixed rate of 1/16 it was seen through ~3 keys.
+    #[test]
+    fn a_fifty_key_tenant_gets_a_curve_and_keeps_its_page() {
+        let tenants = [(Stream::Uniform(50), 1), (Stream::Uniform(200_000), 4)];
+        for name in ["memsweeper-max", "memsweeper-fair"] {
+            let (out, e) = run(Some(name), &[], &tenants, 48, 100_000, 4000, 3);
+            e.check_invariants();
+            let recs = e.control_records();
+            let last = recs.last().unwrap();
+            let sampled = last
+                .notes
+                .iter()
+                .find(|(k, _)| k == "pool0.recency_keys")
+                .map(|(_, v)| *v);
+            assert_eq!(sampled, Some(50.0), "{name}: {:?}", last.notes);
+            assert!(
+                out.pages[0] >= 1 && out.tail_hit_ratio[0] > 0.95,
+                "{name}: the small tenant keeps its page: {out:?}"
+            );
+            assert!(out.targets[0].is_some(), "{name}: {out:?}");
+        }
     }
 
     /// Next to a hungry tenant, a loop that has come to fit has no misses, so the paper's Fair

@@ -585,4 +585,30 @@ mod tests {
         );
         assert!(got <= cost(best) * 1.02 + 1e-3, "{got} vs {}", cost(best));
     }
+
+    /// A tenant of 50 keys beside a hungry one: AET samples references, not keys, so the small
+    /// tenant's curve fills as fast as its traffic does (not as its key count): it gets a
+    /// working set, a target and keeps hitting.
+    #[test]
+    fn a_fifty_key_tenant_gets_a_curve_and_an_allocation() {
+        use crate::testkit::streams::{Stream, run};
+        let tenants = [(Stream::Uniform(50), 1), (Stream::Uniform(200_000), 4)];
+        let (out, e) = run(Some("mpart"), &[], &tenants, 48, 200_000, 4000, 3);
+        e.check_invariants();
+        let recs = e.control_records();
+        let note = |k: &str| {
+            recs.last()
+                .unwrap()
+                .notes
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| *v)
+        };
+        let wss = note("pool0.wss_pages");
+        assert!(wss.is_some_and(|w| (1.0..=3.0).contains(&w)), "{wss:?}");
+        assert!(
+            out.targets[0].is_some_and(|t| t >= 1) && out.tail_hit_ratio[0] > 0.95,
+            "{out:?}"
+        );
+    }
 }

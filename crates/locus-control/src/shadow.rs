@@ -23,12 +23,14 @@
 //! entries fall off first.
 //! The same structure, fed with every access of a spatially sampled subset of keys and cleared of
 //! evicted keys, is a *recency stack*: the distance of a GET hit is the item's LRU position in the
-//! cache (MemSweeper's "hits on each page of the main queue").
+//! cache (MemSweeper's "hits on each page of the main queue"). The sample has a fixed budget of
+//! keys ([`AdaptiveFilter`], SHARDS fixed-size): a pool of 50 keys is followed whole, one of
+//! 100 M keys through about `recency_keys` of them.
 //!
 //! [`PoolShadows`] keeps both per pool plus decayed histograms of the distances ([`LogHist`]);
 //! the controllers turn them into hits per page at decision time ([`PoolShadows::page_hits`]).
 
-use locus_mrc::sampling::{SpatialFilter, U64Map};
+use locus_mrc::sampling::{AdaptiveFilter, U64Map};
 
 use locus_engine::control::{Access, AccessKind, Evicted};
 
@@ -356,17 +358,19 @@ impl LogHist {
 pub(crate) struct ShadowLimits {
     /// Keys per shadow queue.
     pub shadow_entries: usize,
-    /// Sampling rate of the recency stack (`None`: no recency stack, shadow hits only).
+    /// Highest sampling rate of the recency stack (`None`: no recency stack, shadow hits only).
     pub recency_rate: Option<f64>,
     /// Keys per recency stack.
     pub recency_entries: usize,
+    /// Most distinct keys the recency stack's sample follows (its rate falls to keep to it).
+    pub recency_keys: usize,
 }
 
 /// One pool's shadow queue, recency stack and distance histograms.
 #[derive(Debug, Clone)]
 pub(crate) struct PoolShadow {
     pub(crate) shadow: ReuseQueue,
-    recency: Option<(ReuseQueue, SpatialFilter)>,
+    recency: Option<(ReuseQueue, AdaptiveFilter)>,
     /// Shadow hits by distance beyond the cache (bytes), decayed.
     pub(crate) beyond: LogHist,
     /// Sampled GET hits by recency-stack distance inside the cache (sampled bytes, unscaled),
@@ -378,12 +382,21 @@ pub(crate) struct PoolShadow {
     pub(crate) hits_total: u64,
 }
 
+impl PoolShadow {
+    /// The recency sample's distinct keys and current rate (`None` without a recency stack).
+    pub(crate) fn recency_sample(&self) -> Option<(usize, f64)> {
+        self.recency.as_ref().map(|(_, f)| (f.tracked(), f.rate()))
+    }
+}
+
 /// Shadow queues and recency stacks for every pool (grown on demand by pool id).
 #[derive(Debug, Clone)]
 pub(crate) struct PoolShadows {
     limits: ShadowLimits,
     max_bytes: u64,
     pools: Vec<PoolShadow>,
+    /// Keys the last access dropped from a sample (scratch).
+    dropped: Vec<u64>,
 }
 
 impl PoolShadows {
@@ -392,14 +405,16 @@ impl PoolShadows {
             limits,
             max_bytes: u64::MAX,
             pools: Vec::new(),
+            dropped: Vec::new(),
         }
     }
 
     fn pool_mut(&mut self, p: usize) -> &mut PoolShadow {
         while self.pools.len() <= p {
             let recency = self.limits.recency_rate.map(|r| {
-                // The rate was validated when the controller was built.
-                let f = SpatialFilter::new(r, 0x5AD0_7E11).expect("validated sampling rate");
+                // The rate and the budget were validated when the controller was built.
+                let f = AdaptiveFilter::new(r, self.limits.recency_keys, 0x5AD0_7E11)
+                    .expect("validated sampling rate and key budget");
                 (ReuseQueue::new(self.limits.recency_entries, u64::MAX), f)
             });
             self.pools.push(PoolShadow {
@@ -459,11 +474,24 @@ impl PoolShadows {
 
     /// One data-path access (O(log N) on a miss or a SET; O(1) for unsampled hits).
     pub(crate) fn on_access(&mut self, a: &Access) {
+        let mut dropped = std::mem::take(&mut self.dropped);
         let p = self.pool_mut(a.pool.0 as usize);
+        // GET hits and SETs admit a key to the sample; keys the sample drops to stay within its
+        // budget leave the stack (they are never sampled again).
+        let sampled = match (&mut p.recency, a.kind) {
+            (Some((stack, f)), AccessKind::GetHit | AccessKind::Set) => {
+                let s = f.offer(a.key_hash, &mut dropped);
+                for k in dropped.drain(..) {
+                    stack.remove(k);
+                }
+                s
+            }
+            _ => false,
+        };
         match a.kind {
             AccessKind::GetHit => {
-                if let Some((stack, f)) = &mut p.recency
-                    && f.sampled(a.key_hash)
+                if sampled
+                    && let Some((stack, _)) = &mut p.recency
                     && let Some(d) = stack.push(a.key_hash, a.size.max(1))
                 {
                     p.within.add(d, 1.0);
@@ -478,9 +506,7 @@ impl PoolShadows {
             }
             AccessKind::Set => {
                 p.shadow.remove(a.key_hash);
-                if let Some((stack, f)) = &mut p.recency
-                    && f.sampled(a.key_hash)
-                {
+                if sampled && let Some((stack, _)) = &mut p.recency {
                     stack.push(a.key_hash, a.size.max(1));
                 }
             }
@@ -491,6 +517,7 @@ impl PoolShadows {
                 }
             }
         }
+        self.dropped = dropped;
     }
 
     /// One eviction: the key leaves the recency stack and enters the shadow queue.
@@ -619,6 +646,60 @@ mod tests {
             let bytes: u64 = m.list.iter().map(|e| u64::from(e.1)).sum();
             assert_eq!(q.bytes(), bytes, "bytes at step {step}");
         }
+    }
+
+    fn access(pool: u32, kind: AccessKind, key: u64) -> Access {
+        Access {
+            tenant: locus_engine::TenantId(pool),
+            pool: locus_engine::PoolId(pool),
+            kind,
+            key_hash: key,
+            size: 100,
+            class: None,
+            now_us: 0,
+        }
+    }
+
+    /// The recency sample has a fixed key budget: a pool of 50 keys is followed whole (the old
+    /// fixed 1/16 rate followed about 3 of them), a pool of 100 000 keys through at most the
+    /// budget, and both get hits inside the cache.
+    #[test]
+    fn recency_sample_follows_small_pools_whole_and_bounds_large_ones() {
+        let mut sh = PoolShadows::new(ShadowLimits {
+            shadow_entries: 1 << 16,
+            recency_rate: Some(1.0),
+            recency_entries: 1 << 18,
+            recency_keys: 2048,
+        });
+        let mut rng = Rng::new(3);
+        for round in 0..20 {
+            for k in 0..50u64 {
+                let kind = if round == 0 {
+                    AccessKind::Set
+                } else {
+                    AccessKind::GetHit
+                };
+                sh.on_access(&access(0, kind, k.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+            }
+        }
+        for _ in 0..300_000 {
+            let k = 1_000_000 + rng.below(100_000);
+            sh.on_access(&access(1, AccessKind::Set, k));
+            sh.on_access(&access(1, AccessKind::GetHit, k));
+        }
+        let (small, large) = (sh.pool(0).unwrap(), sh.pool(1).unwrap());
+        let (stack, f) = small.recency.as_ref().unwrap();
+        assert_eq!((stack.len(), f.rate()), (50, 1.0), "the small pool whole");
+        let (hits, _) = sh.page_hits(0, 1, 50, 0, 1.0, 16 << 10);
+        assert!(
+            (hits[1] - 19.0 * 50.0).abs() < 1e-6,
+            "every GET hit of the small pool is on its one page: {hits:?}"
+        );
+        let (stack, f) = large.recency.as_ref().unwrap();
+        assert!(stack.len() <= 2048 && stack.len() > 1500, "{}", stack.len());
+        assert!(f.rate() < 0.03, "rate {}", f.rate());
+        let (hits, _) = sh.page_hits(1, 600, 100_000, 0, 1.0, 16 << 10);
+        assert!(hits.iter().sum::<f64>() > 0.0);
     }
 
     #[test]

@@ -19,7 +19,32 @@
 //! every run, blessing included: a regression that breaks a controller fails here even after
 //! the snapshot is re-blessed. `LOCUS_REPLACE=label,…` runs those controllers as `shared` and
 //! checks only the claims (the snapshot differs by construction): every claim naming one of them
-//! as the better side must then fail.
+//! must then fail, unless `shared` happens to satisfy it too.
+//!
+//! `LOCUS_REPLACE` tried for every label, one at a time (2026-11-25, release build; "-" = no
+//! claim fails, with the reason):
+//!
+//! | experiment | label → the claim that fails |
+//! |---|---|
+//! | dlru_k_sensitive | K=1, K=2, K=10, K=16 → the K ordering on orm; dlru, K=5 - (dlru falls back to K = 5 at 200k requests; K = 5 is `shared` by construction) |
+//! | dlru_two_phase | dlru → vs K=5 overall and per phase; K=1, K=2 → vs K=5; K=5 - (= `shared`); K=10, K=16 - (behind K = 5 in both phases here: their claim is on orm) |
+//! | example | oracle → vs shared; static-equal → web tenant vs shared |
+//! | kredis_four_tenants | kredis, kredis-K5, kredis-eaet, kredis-1pool, kredis-nomodel, predis → vs shared (and kredis vs predis, one pool) |
+//! | kredis_tight | kredis → vs predis, shared; the others - (checked on four tenants; here pRedis's gain over shared is inside its seed spread and one pool is worse than shared) |
+//! | lama_etc | lama-mr, lama-art, lama-1win, lama-noedge, slab-oracle → vs memcached; memcached, twemcache → memcached vs twemcache; automove, facebook → the 5% bound over memcached; psa - (behind memcached on ETC at this scale) |
+//! | lama_phases | lama-mr, lama-1win, psa, slab-oracle, slab-oracle-run → vs memcached; memcached, automove, facebook, twemcache - (checked on lama_etc) |
+//! | memsweeper-cliff | memshare, memshare-need, memshare-deep → loop tenant vs Max; memsweeper-fair-paper → loop tenant vs Fair; static → vs Max; memsweeper-max, memsweeper-fair - (`shared` holds the loop too and is best here) |
+//! | memsweeper-fairness | memsweeper-max → fast tenant vs Fair; oracle → memshare beats it; memsweeper-fair, memsweeper-fair-paper, memshare, static - (Fair's split lands near free competition's; the others are checked on the cliff and mpart experiments) |
+//! | mpart_noisy | mpart → vs shared, memshare; memshare → vs shared; oracle → the bound |
+//! | mpart_table2 | memshare-* → mPart vs Memshare per allocation; mpart-*, oracle - (`shared` is the oracle's plan at this scale, every run within 0.2%) |
+//! | oracle_packing | - for all four (`shared` is the oracle's plan; the file checks the oracle's bound) |
+//! | predis_dump_load | auto, schedule → vs none; none - (= `shared`) |
+//! | predis_three_class | predis, oracle → vs shared; hyperbolic - (worse than LRU on this trace) |
+//! | predis_ycsb, _b … _f | predis, oracle, hyperbolic (and hyperbolic-K5) → vs shared |
+//!
+//! Every registered controller thus has a claim that fails when it is replaced, except
+//! `memsweeper-fair` with its default guard (its `guard = false` run is caught): on both MemSweeper
+//! experiments its outcome is within the seed spread of free competition's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,22 +144,69 @@ fn shared_traces_present(file: &Path) -> bool {
     true
 }
 
-/// A headline claim: in experiment `exp`, `better`'s headline metric (mean latency, or miss
-/// ratio without penalties) is at most `ratio` times `worse`'s.
+/// Where a claim reads the headline metric (mean latency, or miss ratio without penalties).
+#[derive(Clone, Copy)]
+enum Scope {
+    /// The run's overall figure.
+    Overall,
+    /// One tenant's figure.
+    Tenant(&'static str),
+    /// One steady-state window's overall figure (experiments with `steady`).
+    Steady(&'static str),
+}
+
+/// A headline claim: in experiment `exp`, `better`'s headline metric (lower is better) on `on`
+/// is at most `ratio` times `worse`'s.
 struct Claim {
     exp: &'static str,
     better: &'static str,
     worse: &'static str,
     ratio: f64,
+    on: Scope,
 }
 
-const fn claim(exp: &'static str, better: &'static str, worse: &'static str, ratio: f64) -> Claim {
+/// A claim on the headline metric read at `on`.
+const fn scoped(
+    exp: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    ratio: f64,
+    on: Scope,
+) -> Claim {
     Claim {
         exp,
         better,
         worse,
         ratio,
+        on,
     }
+}
+
+/// A claim on the overall headline metric.
+const fn claim(exp: &'static str, better: &'static str, worse: &'static str, ratio: f64) -> Claim {
+    scoped(exp, better, worse, ratio, Scope::Overall)
+}
+
+/// A claim on one tenant's headline metric.
+const fn tenant_claim(
+    exp: &'static str,
+    tenant: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    ratio: f64,
+) -> Claim {
+    scoped(exp, better, worse, ratio, Scope::Tenant(tenant))
+}
+
+/// A claim on one steady-state window's headline metric.
+const fn steady_claim(
+    exp: &'static str,
+    window: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    ratio: f64,
+) -> Claim {
+    scoped(exp, better, worse, ratio, Scope::Steady(window))
 }
 
 /// The claims each experiment reproduces at its golden scale, with margins well inside the
@@ -143,12 +215,35 @@ const fn claim(exp: &'static str, better: &'static str, worse: &'static str, rat
 /// falls back at 200k requests; memsweeper-cliff and mpart_table2, where `shared` is best there;
 /// memsweeper-fairness, whose claim is about fairness, not the miss ratio).
 const CLAIMS: &[Claim] = &[
-    // DLRU beats the default K = 5 on the two-phase workload (63.8 vs 69.9 µs).
+    // DLRU beats the default K = 5 on the two-phase workload (63.8 vs 69.9 µs), and in each
+    // phase's steady state it beats the fixed K that is wrong for that phase (random-friendly:
+    // 80.5 vs K=5's 108.3 µs; lru-friendly: 26.9 vs K=1's 30.0 µs).
     claim("dlru_two_phase", "dlru", "K=5", 0.95),
+    steady_claim("dlru_two_phase", "random-friendly", "dlru", "K=5", 0.85),
+    steady_claim("dlru_two_phase", "lru-friendly", "dlru", "K=1", 0.95),
+    // No single K is best (the premise of DLRU): on the loop phase random eviction wins (K=1
+    // 58.9, K=2 65.2 vs K=5 69.9 µs over the run) ...
+    claim("dlru_two_phase", "K=1", "K=5", 0.9),
+    claim("dlru_two_phase", "K=2", "K=5", 0.97),
+    // ... while on the orm trace the larger K win (K=1 20.14, K=2 18.76, K=5 18.28, K=10
+    // 18.15, K=16 18.14 µs; over 5 seeds every range is disjoint from its neighbour's:
+    // K=5 18.250-18.285, K=10 18.144-18.158, K=16 18.136-18.149).
+    claim("dlru_k_sensitive", "K=5", "K=1", 0.95),
+    claim("dlru_k_sensitive", "K=10", "K=2", 0.985),
+    claim("dlru_k_sensitive", "K=10", "K=5", 0.997),
+    claim("dlru_k_sensitive", "K=16", "K=5", 0.997),
     // kRedis beats free competition, pRedis and a single pool (282.6 / 689.8, 365.2, 520.2 µs).
     claim("kredis_four_tenants", "kredis", "shared", 0.6),
     claim("kredis_four_tenants", "kredis", "predis", 0.9),
     claim("kredis_four_tenants", "kredis", "kredis-1pool", 0.7),
+    // Each of kRedis's mechanisms alone beats free competition (over 5 seeds at most: K5 293.5,
+    // eaet 290.9, no model 258.0, one pool 534.6 µs; shared at least 686.3), and so does pRedis
+    // (at most 370.1): the partition and the K tuning each carry part of the gain.
+    claim("kredis_four_tenants", "kredis-K5", "shared", 0.6),
+    claim("kredis_four_tenants", "kredis-eaet", "shared", 0.6),
+    claim("kredis_four_tenants", "kredis-nomodel", "shared", 0.6),
+    claim("kredis_four_tenants", "kredis-1pool", "shared", 0.85),
+    claim("kredis_four_tenants", "predis", "shared", 0.7),
     // Tight memory: kRedis beats pRedis and free competition (490.8 / 637.6, 763.2 µs).
     claim("kredis_tight", "kredis", "predis", 0.85),
     claim("kredis_tight", "kredis", "shared", 0.8),
@@ -157,12 +252,87 @@ const CLAIMS: &[Claim] = &[
     claim("lama_etc", "lama-mr", "automove", 0.95),
     claim("lama_etc", "lama-mr", "psa", 0.95),
     claim("lama_etc", "lama-mr", "facebook", 0.95),
+    // Its variants too (OPT_ART equals OPT_MR when every miss costs the same; the first
+    // version 436.0; without the edge correction 464.1 µs), and the slab oracle (434.8 µs) is
+    // the bound they approach.
+    claim("lama_etc", "lama-art", "memcached", 0.95),
+    claim("lama_etc", "lama-1win", "memcached", 0.9),
+    claim("lama_etc", "lama-noedge", "memcached", 0.95),
+    claim("lama_etc", "slab-oracle", "memcached", 0.9),
+    // Twemcache's random slab eviction is the worst (941.8 µs; 940.5-942.8 over 5 seeds).
+    claim("lama_etc", "memcached", "twemcache", 0.7),
+    // Bounds, not the paper's claims: memcached's automove and Facebook's age balancing find
+    // almost nothing to move here (534.9 and 534.1 µs), and a mover must not cost more than 5%
+    // over not moving. (The paper finds Facebook's policy closest to LAMA: not reproduced at
+    // this scale, where it never moves; see lama.md.)
+    claim("lama_etc", "automove", "memcached", 1.05),
+    claim("lama_etc", "facebook", "memcached", 1.05),
     // Phases: LAMA beats memcached and PSA (484.2 / 588.4, 516.6 µs).
     claim("lama_phases", "lama-mr", "memcached", 0.9),
     claim("lama_phases", "lama-mr", "psa", 0.97),
+    // After the phase changes memcached's calcified split loses to PSA's moves (516.6 µs), to
+    // the best split of the whole run (496.7) and of each phase (463.9); the per-phase plan
+    // beats the whole-run one.
+    claim("lama_phases", "psa", "memcached", 0.93),
+    claim("lama_phases", "lama-1win", "memcached", 0.9),
+    claim("lama_phases", "slab-oracle-run", "memcached", 0.92),
+    claim("lama_phases", "slab-oracle", "memcached", 0.85),
+    claim("lama_phases", "slab-oracle", "slab-oracle-run", 0.97),
+    // MemSweeper finds the far-off cliff: the loop tenant misses 10% under Max and Fair (its
+    // guard), 100% under Memshare (need or credit rule) and static, 41% with Memshare's shadow
+    // queue as deep as memory, 31% under Fair without the guard (over 5 seeds: Max at most
+    // 0.103, deep at least 0.390, unguarded Fair at least 0.287); overall Max misses 17.1%
+    // against static's 47.3%.
+    tenant_claim(
+        "memsweeper-cliff",
+        "loop",
+        "memsweeper-max",
+        "memshare",
+        0.5,
+    ),
+    tenant_claim(
+        "memsweeper-cliff",
+        "loop",
+        "memsweeper-max",
+        "memshare-need",
+        0.5,
+    ),
+    tenant_claim(
+        "memsweeper-cliff",
+        "loop",
+        "memsweeper-max",
+        "memshare-deep",
+        0.5,
+    ),
+    tenant_claim(
+        "memsweeper-cliff",
+        "loop",
+        "memsweeper-fair",
+        "memsweeper-fair-paper",
+        0.6,
+    ),
+    claim("memsweeper-cliff", "memsweeper-max", "static", 0.5),
+    // Max lets the fast tenant take memory: it misses 32.7% there against Fair's 37.3% (over
+    // 5 seeds Max at most 0.330, Fair at least 0.371).
+    tenant_claim(
+        "memsweeper-fairness",
+        "fast",
+        "memsweeper-max",
+        "memsweeper-fair",
+        0.93,
+    ),
     // mPart beats free competition and Memshare on the noisy neighbour (634.5 / 697.5, 669.0 µs).
     claim("mpart_noisy", "mpart", "shared", 0.95),
     claim("mpart_noisy", "mpart", "memshare", 0.98),
+    // Memshare beats free competition there (669.0 / 697.5 µs; over 5 seeds at most 674.0
+    // against at least 694.4).
+    claim("mpart_noisy", "memshare", "shared", 0.98),
+    // mPart's Table 2: mPart beats Memshare from each initial allocation (1073.4 / 1078.3,
+    // 1073.9 / 1088.2, 1073.1 / 1085.5 µs). A thin margin, but the ranges of 5 seeds are
+    // disjoint (mPart at most 1075.8, Memshare at least 1078.3).
+    claim("mpart_table2", "mpart-wss90", "memshare-wss90", 0.999),
+    claim("mpart_table2", "mpart-unique75", "memshare-unique75", 0.998),
+    claim("mpart_table2", "mpart-equal", "memshare-equal", 0.998),
     // pRedis beats Redis (shared) on every workload (three classes 45.0 / 101.0 ms; YCSB A-F
     // 82.7 / 131.1, 69.3 / 93.5, 68.2 / 93.6, 61.8 / 69.7, 113.2 / 279.1, 80.8 / 100.3 µs).
     claim("predis_three_class", "predis", "shared", 0.6),
@@ -172,8 +342,24 @@ const CLAIMS: &[Claim] = &[
     claim("predis_ycsb_d", "predis", "shared", 0.95),
     claim("predis_ycsb_e", "predis", "shared", 0.6),
     claim("predis_ycsb_f", "predis", "shared", 0.9),
+    // Hyperbolic caching, pRedis's cost-aware baseline, also beats LRU on YCSB (74.2, 76.3 with
+    // K = 5 / 131.1; B-F: 65.4 / 93.5, 65.2 / 93.6, 56.6 / 69.7, 146.1 / 279.1, 72.4 / 100.3 µs).
+    claim("predis_ycsb", "hyperbolic", "shared", 0.7),
+    claim("predis_ycsb", "hyperbolic-K5", "shared", 0.7),
+    claim("predis_ycsb_b", "hyperbolic", "shared", 0.8),
+    claim("predis_ycsb_c", "hyperbolic", "shared", 0.8),
+    claim("predis_ycsb_d", "hyperbolic", "shared", 0.9),
+    claim("predis_ycsb_e", "hyperbolic", "shared", 0.65),
+    claim("predis_ycsb_f", "hyperbolic", "shared", 0.85),
+    // pRedis's dump/load (detected or scheduled) beats keeping the periodic tenant's keys
+    // (245.2, 244.5 / 270.6 µs).
+    claim("predis_dump_load", "auto", "none", 0.95),
+    claim("predis_dump_load", "schedule", "none", 0.95),
     // The oracle beats free competition on the example (222.9 / 243.8 µs).
     claim("example", "oracle", "shared", 0.95),
+    // An equal static split protects the light tenant from the heavy one (web 57.0 / 63.0 µs;
+    // over 5 seeds at most 57.2 against at least 62.3).
+    tenant_claim("example", "web", "static-equal", "shared", 0.95),
 ];
 
 /// How far (relative, on the headline metric) a controller that only partitions may beat the
@@ -201,11 +387,32 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
             .find(|x| x.label == label)
             .map(|x| r.headline(x))
     };
+    let value = |label: &str, on: Scope| {
+        let run = r.runs.iter().find(|x| x.label == label)?;
+        match on {
+            Scope::Overall => Some(r.headline(run)),
+            Scope::Tenant(t) => run
+                .tenants
+                .iter()
+                .find(|x| x.name == t)
+                .map(|x| r.headline_of(x)),
+            Scope::Steady(w) => run
+                .steady
+                .iter()
+                .find(|x| x.name == w)
+                .map(|x| r.headline_of(&x.overall)),
+        }
+    };
     for c in CLAIMS.iter().filter(|c| c.exp == exp.name) {
-        match (head(c.better), head(c.worse)) {
+        let on = match c.on {
+            Scope::Overall => String::new(),
+            Scope::Tenant(t) => format!(" (tenant {t})"),
+            Scope::Steady(w) => format!(" (steady window {w})"),
+        };
+        match (value(c.better, c.on), value(c.worse, c.on)) {
             (Some(b), Some(w)) if b <= c.ratio * w => {}
             (Some(b), Some(w)) => out.push(format!(
-                "{}: claim {} <= {} x {} fails: {b:.4} vs {w:.4} ({:.3})",
+                "{}: claim {} <= {} x {}{on} fails: {b:.4} vs {w:.4} ({:.3})",
                 exp.name,
                 c.better,
                 c.ratio,
@@ -213,7 +420,7 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
                 b / w
             )),
             _ => out.push(format!(
-                "{}: claim {} vs {}: no such run",
+                "{}: claim {} vs {}{on}: no such run",
                 exp.name, c.better, c.worse
             )),
         }
@@ -314,6 +521,19 @@ fn experiments_match_their_golden_numbers() {
             started.elapsed().as_secs_f64(),
             report.ordering
         );
+        for run in &report.runs {
+            let tenants: Vec<String> = run
+                .tenants
+                .iter()
+                .map(|t| format!("{} {:.4}", t.name, report.headline_of(t)))
+                .collect();
+            eprintln!(
+                "  {} {:.4} [{}]",
+                run.label,
+                report.headline(run),
+                tenants.join(", ")
+            );
+        }
         problems.extend(claim_failures(&scaled, &report));
         if !replace.is_empty() {
             continue;
