@@ -1,10 +1,11 @@
 /* mcload: a small memcached text-protocol load generator for bench/memcached.sh.
  *
- *   mcload HOST PORT CONNECTIONS THREADS SECONDS KEYS VALUE_BYTES MULTIGET
+ *   mcload HOST PORT CONNECTIONS THREADS SECONDS KEYS VALUE_BYTES MULTIGET [LOAD]
  *
  * Opens CONNECTIONS connections spread over THREADS threads; each connection has one request in
  * flight at a time (unpipelined). First every key "key:%08d" (0 <= i < KEYS) is stored with a
- * VALUE_BYTES value; then for SECONDS each connection loops: with MULTIGET = 1, 90% `get <key>` and
+ * VALUE_BYTES value (skipped with LOAD = 0: the keys are already there); then for SECONDS each
+ * connection loops: with MULTIGET = 1, 90% `get <key>` and
  * 10% `set <key> 0 0 VALUE_BYTES`; with MULTIGET = k > 1, `get` of k random keys. Keys are drawn
  * uniformly with a per-connection xorshift generator. Every reply is read in full and checked
  * (a get must hit: all keys were loaded); a protocol error stops the run with exit code 1.
@@ -158,22 +159,23 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 9) {
-        fprintf(stderr, "usage: mcload HOST PORT CONNECTIONS THREADS SECONDS KEYS VALUE_BYTES MULTIGET\n");
+    if (argc != 9 && argc != 10) {
+        fprintf(stderr, "usage: mcload HOST PORT CONNECTIONS THREADS SECONDS KEYS VALUE_BYTES MULTIGET [LOAD]\n");
         return 2;
     }
     host = argv[1]; port = atoi(argv[2]); nconns = atoi(argv[3]); nthreads = atoi(argv[4]);
     seconds = atoi(argv[5]); keys = atoi(argv[6]); vbytes = atoi(argv[7]); multiget = atoi(argv[8]);
+    int do_load = argc == 10 ? atoi(argv[9]) : 1;
     if (nconns < 1 || nthreads < 1 || keys < 1 || vbytes < 1 || vbytes > 4096 || multiget < 1 || multiget > 100) {
         fprintf(stderr, "mcload: bad arguments\n");
         return 2;
     }
     value = malloc((size_t)vbytes);
     memset(value, 'v', (size_t)vbytes);
-    /* Load every key (pipelined noreply sets, then a version to sync). */
+    /* Load every key (pipelined noreply sets), then a version to sync (and to see the server answer). */
     int fd = dial();
     char *batch = malloc(1 << 20);
-    for (int i = 0; i < keys;) {
+    for (int i = 0; do_load && i < keys;) {
         size_t n = 0;
         for (; i < keys && n + 64 + (size_t)vbytes < (1 << 20); i++) {
             n += (size_t)sprintf(batch + n, "set key:%08d 0 0 %d noreply\r\n", i, vbytes);

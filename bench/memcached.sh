@@ -6,7 +6,7 @@
 # (Locus, memcached, Locus, ...), min / median / max.
 #
 #   bench/memcached.sh [--repeats 3] [--seconds 10] [--items 1000000] [--maxmemory-mb 1024]
-#                      [--servers "locus memcached"] [--skip-throughput] [--skip-memory]
+#                      [--servers "locus memcached"] [--skip-throughput] [--skip-memory] [--slices N]
 #                      [--variant LABEL=BINARY[,offload|,inline]]   (another Locus, named in --servers;
 #                      [memcached] offload = true / false, or the binary's default)
 #

@@ -116,9 +116,11 @@ class Server:
         self.log.close()
 
 
-def mcload(srv: Server, seconds: int, multiget: int) -> dict[str, float]:
-    """One mcload run: requests/s, keys/s, and CPU seconds per 100k requests of server and client."""
-    argv = [MCLOAD, HOST, str(srv.port), "50", "2", str(seconds), "100000", "100", str(multiget)]
+def mcload(srv: Server, seconds: int, multiget: int, load_keys: bool = True) -> dict[str, float]:
+    """One mcload run: requests/s, keys/s, and CPU seconds per 100k requests of server and client
+    (plus the raw counts, for summing slices). `load_keys` False: the keys are already stored."""
+    argv = [MCLOAD, HOST, str(srv.port), "50", "2", str(seconds), "100000", "100", str(multiget),
+            "1" if load_keys else "0"]
     cpu0 = srv.cpu_seconds()
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
@@ -133,7 +135,31 @@ def mcload(srv: Server, seconds: int, multiget: int) -> dict[str, float]:
     per = 100_000 / max(int(m.group(1)), 1)
     client = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     return {"tps": float(m.group(4)), "kps": float(m.group(5)),
-            "server_cpu": (cpu1 - cpu0) * per, "client_cpu": client * per}
+            "server_cpu": (cpu1 - cpu0) * per, "client_cpu": client * per,
+            "requests": float(m.group(1)), "keys": float(m.group(2)), "seconds": float(m.group(3)),
+            "server_s": cpu1 - cpu0, "client_s": client}
+
+
+def sliced(servers: dict[str, Server], seconds: int, multiget: int, slices: int
+           ) -> dict[str, dict[str, float]]:
+    """Every server (all running) driven in turn for `slices` short runs of seconds/slices each,
+    the order reversed every other slice, so that load from elsewhere on the machine falls on all
+    of them alike; per server, the slices summed as one run."""
+    for srv in servers.values():
+        mcload(srv, 1, multiget)  # stores the keys (and warms the server up for a second)
+    total: dict[str, list[dict[str, float]]] = {k: [] for k in servers}
+    order = list(servers)
+    for i in range(slices):
+        for kind in (order if i % 2 == 0 else order[::-1]):
+            total[kind].append(mcload(servers[kind], max(1, seconds // slices), multiget, False))
+    out = {}
+    for kind, runs in total.items():
+        req, keys, secs = (sum(x[f] for x in runs) for f in ("requests", "keys", "seconds"))
+        per = 100_000 / max(req, 1)
+        out[kind] = {"tps": req / secs, "kps": keys / secs,
+                     "server_cpu": sum(x["server_s"] for x in runs) * per,
+                     "client_cpu": sum(x["client_s"] for x in runs) * per}
+    return out
 
 
 def load(srv: Server, items: int, value_bytes: int) -> float:
@@ -171,6 +197,11 @@ def main() -> int:
     ap.add_argument("--servers", default="locus memcached")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--slices", type=int, default=1,
+                    help="throughput: start every server at once and drive them in turn in this "
+                         "many short slices of SECONDS/SLICES each (summed per server), instead "
+                         "of one SECONDS run per server; for a machine whose load changes from "
+                         "one minute to the next")
     ap.add_argument("--variant", action="append", default=[], metavar="LABEL=BINARY[,offload|,inline]",
                     help="another Locus to measure in the same run under LABEL (name it in "
                          "--servers): its binary; ',offload' / ',inline' write [memcached] offload = true / "
@@ -191,8 +222,23 @@ def main() -> int:
     tput: dict[tuple[str, int], list[dict[str, float]]] = {}
     mem: dict[str, list[float]] = {}
     for r in range(a.repeats):
+        if a.slices > 1 and not a.skip_throughput:
+            for division in (1, 16):
+                running: dict[str, Server] = {}
+                try:
+                    for kind in servers:
+                        running[kind] = Server(kind, a.maxmemory_mb, work, variants)
+                    results = sliced(running, a.seconds, division, a.slices)
+                finally:
+                    for srv in running.values():
+                        srv.stop()
+                for kind, res in results.items():
+                    tput.setdefault((kind, division), []).append(res)
+                    print(f"repeat {r + 1} {kind} get x{division}: {res['tps']:.0f} req/s "
+                          f"(server {res['server_cpu']:.2f} / client {res['client_cpu']:.2f} "
+                          f"CPU s per 100k ops, {a.slices} slices)", file=sys.stderr)
         for kind in servers:
-            if not a.skip_throughput:
+            if not a.skip_throughput and a.slices <= 1:
                 for division in (1, 16):
                     srv = Server(kind, a.maxmemory_mb, work, variants)
                     try:
@@ -227,6 +273,10 @@ def main() -> int:
                     lo = statistics.median(x["tps"] for x in tput[(kind, division)])
                     mc = statistics.median(x["tps"] for x in tput[("memcached", division)])
                     print(f"\n{kind} / memcached median requests/s, get x{division}: {lo / mc:.2f}x")
+                    lo_cpu = statistics.median(x["server_cpu"] for x in tput[(kind, division)])
+                    mc_cpu = statistics.median(x["server_cpu"] for x in tput[("memcached", division)])
+                    print(f"{kind} / memcached requests per server CPU second (median), get "
+                          f"x{division}: {mc_cpu / lo_cpu:.2f}x")
     if mem:
         print(f"\n| server | RSS per item, {a.items:,} x {a.value_bytes} B (min / median / max) |")
         print("|---|---|")

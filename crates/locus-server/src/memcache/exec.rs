@@ -315,12 +315,14 @@ pub(super) fn put(
             return Ok(());
         }
     };
-    let value = item::encode(meta, parts);
     let opts = SetOptions {
         expire,
         ..SetOptions::default()
     };
-    match eng.set(t, key, &value, opts) {
+    // The item is laid out in this thread's scratch buffer (the engine copies it into its
+    // chunk), so a store allocates nothing.
+    let stored = item::with_encoded(meta, parts, |value| eng.set(t, key, value, opts));
+    match stored {
         Ok(_) => {
             Counters::bump(&mt.counters.total_items);
             Ok(())
@@ -347,6 +349,12 @@ pub(super) fn load(eng: &mut Engine, t: TenantId, key: &[u8]) -> Option<(Meta, V
     Some((meta, data.to_vec()))
 }
 
+/// The current item's header of `key` (`None`: missing or not a memcached item), its data
+/// untouched.
+fn load_meta(eng: &mut Engine, t: TenantId, key: &[u8]) -> Option<Meta> {
+    item::decode(eng.peek(t, key)?).map(|(meta, _)| meta)
+}
+
 /// `set`/`add`/`replace`/`append`/`prepend`/`cas`.
 fn store_command(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, s: &Store<'_>) {
     let now = cx.now_ms;
@@ -355,7 +363,15 @@ fn store_command(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, s: &Store<'_>) {
         return;
     };
     Counters::bump(&mt.counters.cmd_set);
-    let current = load(cx.eng, t, s.key);
+    // Only append and prepend need the old data; set needs nothing of the old item, the other
+    // modes its header.
+    let current: Option<(Meta, Vec<u8>)> = match s.mode {
+        StoreMode::Set => None,
+        StoreMode::Append | StoreMode::Prepend => load(cx.eng, t, s.key),
+        StoreMode::Add | StoreMode::Replace | StoreMode::Cas => {
+            load_meta(cx.eng, t, s.key).map(|m| (m, Vec::new()))
+        }
+    };
     let exp = Some(item::expiry(i64::from(s.exptime), now));
     let meta = Meta {
         flags: s.flags,

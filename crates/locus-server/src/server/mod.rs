@@ -511,6 +511,12 @@ impl Shared {
         self.engine.lock()
     }
 
+    /// Whether another thread holds the engine lock right now (a hint: it may be taken or
+    /// released the next moment).
+    pub fn engine_busy(&self) -> bool {
+        self.engine.is_locked()
+    }
+
     /// The server's clock (the engine's too).
     pub fn clock(&self) -> &SharedClock {
         &self.clock
