@@ -37,7 +37,7 @@ pub const DEFAULT_SLOW_INSERTION: f64 = 0.5;
 /// Fast-tier re-accesses kept in the rolling reuse-time window.
 pub const DEFAULT_REUSE_WINDOW: u32 = 1024;
 /// Data-path accesses between two runs of the workers.
-pub const DEFAULT_WORKER_INTERVAL: u64 = 1000;
+pub const DEFAULT_WORKER_INTERVAL: u64 = 100;
 
 /// One of the two tiers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
