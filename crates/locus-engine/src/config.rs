@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::policy::Policy;
+use crate::tier::TierConfig;
 
 /// Default `maxmemory`: 1 GiB of pages.
 pub const DEFAULT_MAXMEMORY: u64 = 1 << 30;
@@ -96,6 +97,9 @@ pub struct EngineConfig {
     pub lfu_decay_time: u32,
     /// Keys examined per active-expire loop (Redis `ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP`).
     pub active_expire_keys_per_cycle: u32,
+    /// Fast and slow memory tiers (sdTMM); `None`: one tier, the engine exactly as without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<TierConfig>,
 }
 
 impl Default for EngineConfig {
@@ -114,6 +118,7 @@ impl Default for EngineConfig {
             lfu_log_factor: DEFAULT_LFU_LOG_FACTOR,
             lfu_decay_time: DEFAULT_LFU_DECAY_TIME,
             active_expire_keys_per_cycle: DEFAULT_ACTIVE_EXPIRE_KEYS,
+            tier: None,
         }
     }
 }
@@ -181,6 +186,22 @@ impl EngineConfig {
         }
         if self.active_expire_keys_per_cycle == 0 {
             p.push("active_expire_keys_per_cycle: must be >= 1".to_string());
+        }
+        if let Some(tier) = &self.tier {
+            let pages = self.maxmemory.checked_div(self.page_size).unwrap_or(0);
+            p.extend(tier.problems(pages));
+            if self.large_items.is_some() {
+                p.push(
+                    "tier: large_items must be unset with tiers (large items have no tier yet)"
+                        .to_string(),
+                );
+            }
+            if self.metadata_in_budget {
+                p.push(
+                    "tier: metadata_in_budget must be off with tiers (the budget is per tier's pages)"
+                        .to_string(),
+                );
+            }
         }
         if p.is_empty() { Ok(()) } else { Err(p) }
     }

@@ -92,8 +92,10 @@ pub mod minisim;
 pub mod policy;
 pub mod stats;
 mod store;
+pub mod tier;
 
 pub use config::{EngineConfig, LruClockMode, PartitionMode, TenantConfig};
+pub use engine::TierWork;
 pub use engine::{
     CONTROL_RECORD_LOG, ClassMode, Engine, Expire, ItemMeta, KeyEvent, KeyEventKind, Object,
     ObjectInfo, PAGE_EVENT_LOG, PageEvent, RecencyKind, RestoreValue, SetCond, SetOptions,
@@ -101,6 +103,7 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
+pub use tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};
 
 /// Bytes of the header every item carries in its chunk (key and value follow it): an item of
 /// `size` key + value bytes needs a chunk of at least `size + ITEM_HEADER_BYTES`.

@@ -54,6 +54,8 @@ pub(crate) struct Page {
     /// A large item's own allocation (one slot, `chunk` = the item's bytes), outside the
     /// owner's page and class lists and outside `pages_used`.
     pub large: bool,
+    /// Its memory tier (0 = fast, 1 = slow; always 0 without tiers).
+    pub tier: u8,
 }
 
 impl Page {
@@ -71,6 +73,7 @@ impl Page {
             partial_pos: NIL,
             class_pos: NIL,
             large: false,
+            tier: 0,
         }
     }
 

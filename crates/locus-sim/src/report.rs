@@ -96,6 +96,7 @@ pub fn table(r: &Report) -> String {
         r.page_size
     );
     grid(&mut out, &rows);
+    tier_table(&mut out, r);
     if r.runs.iter().any(|run| !run.phases.is_empty()) {
         let _ = writeln!(out, "per phase (overall hit% / modelled latency µs):");
         span_grid(&mut out, r, |run| &run.phases, |_, _| None);
@@ -153,6 +154,60 @@ pub fn table(r: &Report) -> String {
         let _ = writeln!(out, "FAILED {label}: {e}");
     }
     out
+}
+
+/// With `[tier]`: per run and tenant, the fast-tier hit rate, slow hits, moves, evictions by tier
+/// and the modelled GET throughput, and per phase the fast-tier hit rate.
+fn tier_table(out: &mut String, r: &Report) {
+    if !r.runs.iter().any(|run| run.overall.tier.is_some()) {
+        return;
+    }
+    let mut rows: Vec<[String; 9]> = vec![[
+        "controller".into(),
+        "tenant".into(),
+        "fast_hit%".into(),
+        "slow_hits".into(),
+        "promotions".into(),
+        "demotions".into(),
+        "fast_evict".into(),
+        "slow_evict".into(),
+        "gets/s".into(),
+    ]];
+    for run in &r.runs {
+        for t in run.tenants.iter().chain(std::iter::once(&run.overall)) {
+            let Some(tr) = &t.tier else { continue };
+            rows.push([
+                run.label.clone(),
+                t.name.clone(),
+                format!("{:.2}", 100.0 * tr.fast_hit_ratio),
+                tr.slow_hits.to_string(),
+                tr.promotions.to_string(),
+                tr.demotions.to_string(),
+                tr.fast_evictions.total().to_string(),
+                tr.slow_evictions.total().to_string(),
+                format!("{:.0}", tr.gets_per_sec),
+            ]);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "memory tiers (modelled: gets/s = GETs / (hit times + miss penalties + moves)):"
+    );
+    grid(out, &rows);
+    if r.runs.iter().any(|run| !run.phases.is_empty()) {
+        let _ = writeln!(out, "fast-tier hit% per phase (overall):");
+        for run in &r.runs {
+            let cells: Vec<String> = run
+                .phases
+                .iter()
+                .map(|ph| {
+                    let f = ph.overall.tier.as_ref().map_or(0.0, |t| t.fast_hit_ratio);
+                    format!("{} {:.2}", ph.name, 100.0 * f)
+                })
+                .collect();
+            let _ = writeln!(out, "  {}: {}", run.label, cells.join(", "));
+        }
+    }
 }
 
 /// One row per run, one column per span (phase or steady window): "hit% / latency[ / gain%]".

@@ -18,13 +18,14 @@ use locus_common::VirtualClock;
 use locus_common::rng::{SPLITMIX64_GAMMA, mix64};
 use locus_engine::control::{ControlConfig, Controller, IntervalRecord};
 use locus_engine::{
-    Engine, EngineConfig, EngineError, PartitionMode, SetOptions, TenantConfig, TenantId,
+    Engine, EngineConfig, EngineError, PartitionMode, PromotionMode, SetOptions, TenantConfig,
+    TenantId, Tier,
 };
 use locus_trace::Op;
 use serde::Serialize;
 
 use crate::SimError;
-use crate::experiment::{ControllerRun, Experiment};
+use crate::experiment::{ControllerRun, Experiment, FastPartition, TierRun};
 use crate::workload::{Item, Workload};
 
 /// Requests between progress callbacks.
@@ -64,6 +65,9 @@ pub struct TenantResult {
     pub too_large: u64,
     /// Evictions.
     pub evictions: u64,
+    /// Memory tiers (experiments with `[tier]` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<TierResult>,
 }
 
 impl TenantResult {
@@ -72,6 +76,72 @@ impl TenantResult {
             self.hit_ratio = self.hits as f64 / self.gets as f64;
             self.mean_latency_us = hit_us + self.miss_cost_us / self.gets as f64;
         }
+        if let Some(tr) = self.tier.as_mut() {
+            tr.finish(self.gets, self.miss_cost_us);
+            if self.gets > 0 {
+                self.mean_latency_us = tr.service_us / self.gets as f64;
+            }
+        }
+    }
+}
+
+/// One tenant's tier figures in a run with `[tier]` (an all-fast run has every hit fast).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct TierResult {
+    /// GET hits served by the fast tier.
+    pub fast_hits: u64,
+    /// GET hits served by the slow tier.
+    pub slow_hits: u64,
+    /// Fast hits / GETs (the dissertation's fast-tier hit rate).
+    pub fast_hit_ratio: f64,
+    /// Slow → fast moves (whole run only).
+    pub promotions: u64,
+    /// Fast → slow moves (whole run only).
+    pub demotions: u64,
+    /// Demotions made to give promotions room.
+    pub chained_demotions: u64,
+    /// Evictions from the fast tier by cause (whole run only).
+    pub fast_evictions: locus_engine::tier::TierEvictions,
+    /// Evictions from the slow tier by cause (whole run only).
+    pub slow_evictions: locus_engine::tier::TierEvictions,
+    /// Modelled GET service time (µs): fast hits × hit time + slow hits × slow hit time +
+    /// miss penalties + moves × move time.
+    pub service_us: f64,
+    /// Modelled GET throughput of one server thread: GETs / service time (per second).
+    pub gets_per_sec: f64,
+    /// Fast + slow hit time summed (µs), before misses and moves.
+    hit_time_us: f64,
+    /// Moves × move time (µs).
+    move_time_us: f64,
+}
+
+impl TierResult {
+    fn finish(&mut self, gets: u64, miss_cost_us: f64) {
+        if gets > 0 {
+            self.fast_hit_ratio = self.fast_hits as f64 / gets as f64;
+        }
+        self.service_us = self.hit_time_us + miss_cost_us + self.move_time_us;
+        if self.service_us > 0.0 {
+            self.gets_per_sec = gets as f64 / self.service_us * 1e6;
+        }
+    }
+
+    fn add(&mut self, o: &TierResult) {
+        self.fast_hits += o.fast_hits;
+        self.slow_hits += o.slow_hits;
+        self.promotions += o.promotions;
+        self.demotions += o.demotions;
+        self.chained_demotions += o.chained_demotions;
+        for (a, b) in [
+            (&mut self.fast_evictions, &o.fast_evictions),
+            (&mut self.slow_evictions, &o.slow_evictions),
+        ] {
+            a.reactive += b.reactive;
+            a.proactive += b.proactive;
+            a.page_reclaim += b.page_reclaim;
+        }
+        self.hit_time_us += o.hit_time_us;
+        self.move_time_us += o.move_time_us;
     }
 }
 
@@ -195,12 +265,25 @@ pub fn build_engine_for(
     clock: &VirtualClock,
     run: Option<&ControllerRun>,
 ) -> Result<Engine, SimError> {
+    // Probes and the raw replay (no run entry) size and time an all-fast engine.
+    let tier = exp.tier.as_ref().filter(|_| run.is_some()).and_then(|ts| {
+        let mut c = ts.engine.clone();
+        match run.and_then(|r| r.tier) {
+            Some(TierRun::AllFast) => return None,
+            Some(TierRun::Sdtmm) => c.promotion = PromotionMode::Reuse,
+            Some(TierRun::Naive) => c.promotion = PromotionMode::Naive,
+            Some(TierRun::DemotionOnly) => c.promotion = PromotionMode::Off,
+            None => {}
+        }
+        Some(c)
+    });
     let cfg = EngineConfig {
         maxmemory,
         page_size: exp.page_size,
         partition: PartitionMode::Shared,
         lru_clock: exp.lru_clock,
         seed: exp.seed,
+        tier,
         ..EngineConfig::default()
     };
     let mut engine =
@@ -262,6 +345,7 @@ pub fn run(
 ) -> Result<RunResult, SimError> {
     let clock = VirtualClock::new(0);
     let mut engine = build_engine_for(exp, maxmemory, &clock, Some(entry))?;
+    set_fast_targets(exp, entry, &mut engine)?;
     let label = entry.label.as_str();
     let controller = ctl.name().to_string();
     engine.set_class_mode(exp.class_mode);
@@ -296,6 +380,7 @@ pub fn run(
             .iter()
             .map(|t| TenantResult {
                 name: t.name.clone(),
+                tier: exp.tier.as_ref().map(|_| TierResult::default()),
                 ..TenantResult::default()
             })
             .collect()
@@ -309,6 +394,21 @@ pub fn run(
     let mut res: Vec<TenantResult> = blank();
     let hit_us: Vec<f64> = exp.tenants.iter().map(|t| t.hit_us).collect();
     let hit_tick: Vec<u64> = hit_us.iter().map(|h| h.round() as u64).collect();
+    // Slow-tier hit time per tenant, and the extra clock ticks over a fast hit.
+    let slow_us: Vec<f64> = hit_us
+        .iter()
+        .map(|&h| {
+            exp.tier
+                .as_ref()
+                .and_then(|ts| ts.slow_hit_us)
+                .unwrap_or(2.0 * h)
+        })
+        .collect();
+    let slow_extra_tick: Vec<u64> = slow_us
+        .iter()
+        .zip(&hit_us)
+        .map(|(s, h)| (s - h).max(0.0).round() as u64)
+        .collect();
     let value = vec![0u8; exp.page_size as usize];
     let mut key = Vec::with_capacity(64);
     let mut wl = Workload::open(exp)?;
@@ -347,10 +447,14 @@ pub fn run(
                 tr.gets += 1;
                 let mut pen = 0.0;
                 let hit = engine.get(tid, &key).is_some();
+                let slow = hit && engine.last_hit_tier() == Some(Tier::Slow);
                 outcome = (Some(hit), !hit);
                 if hit {
                     tr.hits += 1;
                     clock.advance_us(hit_tick[t]);
+                    if slow {
+                        clock.advance_us(slow_extra_tick[t]);
+                    }
                 } else {
                     tr.misses += 1;
                     pen = exp.tenants[t]
@@ -370,11 +474,15 @@ pub fn run(
                     p.gets += 1;
                     if hit {
                         p.hits += 1;
+                        note_tier_hit(&mut p.tier, slow, slow_us[t], hit_us[t]);
                     } else {
                         p.misses += 1;
                         p.miss_cost_us += pen;
                     }
                 };
+                if hit {
+                    note_tier_hit(&mut res[t].tier, slow, slow_us[t], hit_us[t]);
+                }
                 if let Some(ph) = per_phase.get_mut(item.phase) {
                     count(&mut ph[t]);
                 }
@@ -441,6 +549,19 @@ pub fn run(
         tr.final_target = targets.get(i).copied().flatten();
         tr.evictions = st.evictions;
         tr.engine_penalty_us = engine.penalty(ids[i]).0;
+        if let (Some(r), Some(st)) = (tr.tier.as_mut(), engine.tenant_tier_stats(ids[i])) {
+            r.promotions = st.promotions;
+            r.demotions = st.demotions;
+            r.chained_demotions = st.chained_demotions;
+            r.fast_evictions = st.tiers[0].evictions;
+            r.slow_evictions = st.tiers[1].evictions;
+            let move_us = exp
+                .tier
+                .as_ref()
+                .and_then(|ts| ts.move_us)
+                .unwrap_or(slow_us[i]);
+            r.move_time_us = (st.promotions + st.demotions) as f64 * move_us;
+        }
         tr.finish(hit_us[i]);
     }
     let overall = overall_of(&res);
@@ -503,12 +624,65 @@ fn overall_of(tenants: &[TenantResult]) -> TenantResult {
         overall.too_large += tr.too_large;
         overall.evictions += tr.evictions;
         latency_sum += tr.mean_latency_us * tr.gets as f64;
+        if let Some(t) = &tr.tier {
+            overall.tier.get_or_insert_with(TierResult::default).add(t);
+        }
+    }
+    if let Some(t) = overall.tier.as_mut() {
+        t.finish(overall.gets, overall.miss_cost_us);
     }
     if overall.gets > 0 {
         overall.hit_ratio = overall.hits as f64 / overall.gets as f64;
         overall.mean_latency_us = latency_sum / overall.gets as f64;
     }
     overall
+}
+
+/// Gives the tenants fast-tier targets as the run's `fast_partition` says (equal shares, or the
+/// oracle's DP over exact LRU curves with the fast tier's pages as the budget).
+fn set_fast_targets(
+    exp: &Experiment,
+    entry: &ControllerRun,
+    engine: &mut Engine,
+) -> Result<(), SimError> {
+    let (Some(mode), Some(ts)) = (entry.fast_partition, engine.tier_stats()) else {
+        return Ok(());
+    };
+    let fast_pages = ts.budget_pages[0];
+    let n = exp.tenants.len() as u64;
+    let pages: Vec<u64> = match mode {
+        FastPartition::Free => return Ok(()),
+        FastPartition::Equal => vec![fast_pages / n; n as usize],
+        FastPartition::Mrc => {
+            let curves = crate::exact::exact_curves(exp, fast_pages * exp.page_size)?;
+            let settings = crate::experiment::OracleSettings {
+                objective: None,
+                step: 0,
+                per_phase: false,
+            };
+            crate::exact::plan_oracle(exp, &curves, &settings)
+                .map_err(|source| SimError::Control {
+                    label: entry.label.clone(),
+                    source,
+                })?
+                .pages
+        }
+    };
+    let targets: Vec<Option<u64>> = pages.iter().map(|p| Some(p * exp.page_size)).collect();
+    engine.set_fast_targets(&targets).map_err(SimError::Engine)
+}
+
+/// Counts a GET hit in a tier result (a run with `[tier]`): fast or slow, and its time.
+fn note_tier_hit(tier: &mut Option<TierResult>, slow: bool, slow_us: f64, fast_us: f64) {
+    if let Some(tr) = tier.as_mut() {
+        if slow {
+            tr.slow_hits += 1;
+            tr.hit_time_us += slow_us;
+        } else {
+            tr.fast_hits += 1;
+            tr.hit_time_us += fast_us;
+        }
+    }
 }
 
 /// SET with the simulator's accounting: an item larger than a page is counted, not an error.

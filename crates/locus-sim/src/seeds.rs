@@ -77,6 +77,12 @@ pub struct SeedRow {
     /// Share of the oracle's gain over the baseline (overall rows of experiments with a
     /// `baseline` and an oracle).
     pub oracle_gain: Option<Stat>,
+    /// Fast-tier hit ratio (experiments with `[tier]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_hit_ratio: Option<Stat>,
+    /// Modelled GET throughput per second (experiments with `[tier]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gets_per_sec: Option<Stat>,
 }
 
 /// What several seeds of an experiment produced.
@@ -157,6 +163,14 @@ pub fn summarise(seeds: &[u64], reports: &[Report]) -> SeedReport {
                 miss_cost_us: stat(&|t| t.miss_cost_us),
                 mean_latency_us: stat(&|t| t.mean_latency_us),
                 oracle_gain: (overall && !gains.is_empty()).then(|| Stat::of(&gains)),
+                fast_hit_ratio: results[0]
+                    .tier
+                    .is_some()
+                    .then(|| stat(&|t| t.tier.as_ref().map_or(0.0, |x| x.fast_hit_ratio))),
+                gets_per_sec: results[0]
+                    .tier
+                    .is_some()
+                    .then(|| stat(&|t| t.tier.as_ref().map_or(0.0, |x| x.gets_per_sec))),
             });
             if overall {
                 let h: Vec<f64> = runs.iter().map(|r| first.headline(r)).collect();
@@ -224,6 +238,26 @@ pub fn table(r: &SeedReport) -> String {
             .join(", ")
     );
     crate::report::grid(&mut out, &rows);
+    if r.rows.iter().any(|x| x.fast_hit_ratio.is_some()) {
+        let mut tiers: Vec<[String; 4]> = vec![[
+            "controller".into(),
+            "tenant".into(),
+            "fast_hit% mean ± sd [min, max]".into(),
+            "modelled gets/s mean ± sd [min, max]".into(),
+        ]];
+        for row in &r.rows {
+            if let (Some(f), Some(g)) = (&row.fast_hit_ratio, &row.gets_per_sec) {
+                tiers.push([
+                    row.label.clone(),
+                    row.tenant.clone(),
+                    cell(f, 100.0, 2),
+                    cell(g, 1.0, 0),
+                ]);
+            }
+        }
+        let _ = writeln!(out, "memory tiers:");
+        crate::report::grid(&mut out, &tiers);
+    }
     let metric = if r.metric == "mean_latency_us" {
         "modelled mean latency"
     } else {

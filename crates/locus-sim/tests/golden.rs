@@ -452,6 +452,8 @@ fn replaced(mut exp: Experiment, labels: &[String]) -> Experiment {
                 samples: None,
                 evpool_size: None,
                 dump_load: Some(locus_control::DumpLoadMode::Never),
+                tier: c.tier,
+                fast_partition: c.fast_partition,
             };
         }
     }

@@ -52,6 +52,9 @@ impl Engine {
         if self.control_due {
             self.run_controller();
         }
+        if self.tier_due() {
+            self.run_tier_workers();
+        }
         let mut r = self.set_inner(t, key, value, opts);
         if r == Err(EngineError::OutOfMemory) && self.drops_instead_of_refusing(t) {
             r = self.drop_write(t, key, value);
@@ -162,6 +165,7 @@ impl Engine {
             if let Some(l) = &mut tn.lru {
                 l.move_front(self.store.pos(h));
             }
+            self.tier_on_access(ti, h, false);
             match new_exp {
                 Some(at) => self.add_ttl(ti, h, at),
                 None if old_exp.is_some() => self.remove_ttl(ti, h),
@@ -203,6 +207,9 @@ impl Engine {
         let ti = t.0 as usize;
         if self.control_due {
             self.run_controller();
+        }
+        if self.tier_due() {
+            self.run_tier_workers();
         }
         let hash = hash_key(key);
         let found = match self.lookup(ti, key, hash) {

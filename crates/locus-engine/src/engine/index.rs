@@ -108,6 +108,9 @@ impl Engine {
         }
         tn.index.insert_unique(hash, h, |&x| hash_key(store.key(x)));
         let grew = caps != (tn.all.capacity(), tn.index.capacity());
+        self.tier_on_link(t, h, pos);
+        let store = &self.store;
+        let tn = &mut self.tenants[t];
         let (pi, _) = store.split(h);
         let page = &store.pages[pi];
         let bytes = (key.len() + value.len()) as u64;
@@ -189,6 +192,7 @@ impl Engine {
         if self.store.is_obj(h) {
             self.free_object(t, h);
         }
+        self.tier_on_unlink(t, h, pos);
         let tn = &mut self.tenants[t];
         match tn.index.find_entry(hash, |&x| x == h) {
             Ok(e) => {
@@ -228,7 +232,7 @@ impl Engine {
         self.store.free_slot(h);
         let page = &mut self.store.pages[pi];
         if page.partial_pos == NIL {
-            let partial = &mut tn.classes[class as usize].partial;
+            let partial = tn.classes[class as usize].partial_of_mut(page.tier);
             page.partial_pos = partial.len() as u32;
             partial.push(pi as u32);
         }

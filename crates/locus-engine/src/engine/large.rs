@@ -342,7 +342,7 @@ impl Engine {
     /// Moves live item `h` of pool `t` into the free chunk `nh` of the same class: its bytes
     /// (recency and frequency live in its header), its index entry, its dense position and its
     /// TTL entry follow; the old chunk is freed.
-    fn relocate(&mut self, t: usize, h: u32, nh: u32) {
+    pub(super) fn relocate(&mut self, t: usize, h: u32, nh: u32) {
         let (klen, vlen) = self.store.lens(h);
         let len = HDR + klen + vlen;
         let ((op, os), (np, ns)) = (self.store.split(h), self.store.split(nh));
@@ -370,7 +370,7 @@ impl Engine {
         self.store.free_slot(h);
         let page = &mut self.store.pages[op];
         if page.partial_pos == NIL {
-            let partial = &mut tn.classes[page.class as usize].partial;
+            let partial = tn.classes[page.class as usize].partial_of_mut(page.tier);
             page.partial_pos = partial.len() as u32;
             partial.push(op as u32);
         }

@@ -4,8 +4,9 @@
 //! TTLs), `pages` (page allocation, reclaim, moves), `victim` (each policy's victim choice),
 //! `data` (GET/SET/DEL and allocation), `maintenance` (active expiry, tick), `settings` (runtime
 //! changes), `stats` (counters, introspection), `page_api` (what controllers and tests drive),
-//! `control` (the controller runtime), `slab` (class-local eviction) and `snapshot` (walking and
-//! restoring items with their metadata). This file holds the
+//! `control` (the controller runtime), `slab` (class-local eviction), `snapshot` (walking and
+//! restoring items with their metadata) and `tier` (sdTMM's fast and slow tiers, opt-in). This
+//! file holds the
 //! types, the [`Engine`] struct and its constructor.
 
 mod control;
@@ -21,6 +22,7 @@ mod settings;
 mod slab;
 mod snapshot;
 mod stats;
+mod tier;
 mod victim;
 
 use std::collections::{HashMap, VecDeque};
@@ -52,6 +54,7 @@ use crate::store::{HDR, Page, Store};
 
 pub use object::{Object, ValueRef};
 pub use snapshot::{ItemMeta, RecencyKind, RestoreValue};
+pub use tier::TierWork;
 
 /// Pages examined when choosing which page to take back (all of them when the pool has fewer).
 const RECLAIM_SAMPLE: usize = 64;
@@ -184,6 +187,27 @@ struct ClassPages {
     partial: Vec<u32>,
     /// Every page of this (pool, class) (class-local sampling in [`ClassMode::Manual`]).
     list: Vec<u32>,
+    /// Slow-tier pages of this (pool, class) with a free chunk (`partial` holds the fast
+    /// tier's, which is every page without tiers).
+    slow_partial: Vec<u32>,
+}
+
+impl ClassPages {
+    fn partial_of(&self, tier: u8) -> &Vec<u32> {
+        if tier == 0 {
+            &self.partial
+        } else {
+            &self.slow_partial
+        }
+    }
+
+    fn partial_of_mut(&mut self, tier: u8) -> &mut Vec<u32> {
+        if tier == 0 {
+            &mut self.partial
+        } else {
+            &mut self.slow_partial
+        }
+    }
 }
 
 /// How size classes get pages and who evicts for them.
@@ -237,10 +261,12 @@ struct Tenant {
     large_bytes: u64,
     /// This pool's own class mode, overriding the engine's ([`Engine::set_tenant_class_mode`]).
     class_mode: Option<ClassMode>,
+    /// Its tier lists and counters (tiered engines only).
+    tier: Option<Box<tier::TenantTier>>,
 }
 
 impl Tenant {
-    fn new(cfg: TenantConfig, nclasses: usize) -> Self {
+    fn new(cfg: TenantConfig, nclasses: usize, tiers: Option<&crate::tier::TierConfig>) -> Self {
         let lru = (cfg.policy == Policy::AllkeysExactLru).then(LruList::new);
         let hyp = (cfg.policy == Policy::AllkeysHyperbolic).then(Vec::new);
         let evpool = EvPool::new(cfg.evpool_size as usize);
@@ -262,6 +288,7 @@ impl Tenant {
             chunk_bytes: 0,
             large_bytes: 0,
             class_mode: None,
+            tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),
         }
     }
 
@@ -281,6 +308,7 @@ impl Tenant {
                 .hyp
                 .as_ref()
                 .map_or(0, |v| (v.capacity() * std::mem::size_of::<Hyp>()) as u64)
+            + self.tier.as_ref().map_or(0, |t| t.bytes())
     }
 }
 
@@ -349,6 +377,8 @@ pub struct Engine {
     penalty: PenaltyTracker,
     /// How classes get pages and who evicts for them.
     class_mode: ClassMode,
+    /// Memory tiers (`EngineConfig::tier`), `None` for one tier.
+    tiers: Option<Box<tier::TierState>>,
 }
 
 /// Decisions kept for `control_records`.
@@ -444,6 +474,7 @@ impl Engine {
             key_events: None,
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,
+            tiers: Self::tier_state(&cfg, pages_total),
             cfg,
             clock,
         })
@@ -498,7 +529,9 @@ impl Engine {
             return Err(EngineError::DuplicateTenant { name: cfg.name });
         }
         let id = TenantId(self.tenants.len() as u32);
-        self.tenants.push(Tenant::new(cfg, self.classes.len()));
+        let tiers = self.cfg.tier.as_ref();
+        self.tenants
+            .push(Tenant::new(cfg, self.classes.len(), tiers));
         Ok(id)
     }
 

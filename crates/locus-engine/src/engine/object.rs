@@ -160,6 +160,12 @@ impl Engine {
         if self.control_due {
             self.run_controller();
         }
+        if self.tier_due() {
+            self.run_tier_workers();
+        }
+        if let Some(ts) = self.tiers.as_mut() {
+            ts.clear_last_hit();
+        }
         self.logical += 1;
         let hash = hash_key(key);
         match self.lookup(ti, key, hash) {

@@ -206,5 +206,6 @@ impl Engine {
         if let Some(cap) = self.max_item_bytes {
             assert!(self.total_item_bytes() <= cap, "item-bytes cap exceeded");
         }
+        self.check_tier_invariants();
     }
 }

@@ -7,11 +7,20 @@ impl Engine {
 
     /// A chunk from a page of (t, c) with a free one.
     pub(super) fn take_free_chunk(&mut self, t: usize, c: u16) -> Option<u32> {
-        let pg = *self.tenants[t].classes[c as usize].partial.last()?;
+        self.take_free_chunk_in(t, c, 0)
+    }
+
+    /// A chunk from a page of (t, c) in `tier` with a free one.
+    pub(super) fn take_free_chunk_in(&mut self, t: usize, c: u16, tier: u8) -> Option<u32> {
+        let pg = *self.tenants[t].classes[c as usize]
+            .partial_of(tier)
+            .last()?;
         let slot = self.store.take_slot(pg);
         let page = &mut self.store.pages[pg as usize];
         if !page.has_free() {
-            self.tenants[t].classes[c as usize].partial.pop();
+            self.tenants[t].classes[c as usize]
+                .partial_of_mut(tier)
+                .pop();
             page.partial_pos = NIL;
         }
         Some(self.store.handle(pg, slot))
@@ -33,26 +42,30 @@ impl Engine {
         tn.pages.push(pg);
         let cp = &mut tn.classes[c as usize];
         cp.pages += 1;
-        page.partial_pos = cp.partial.len() as u32;
-        cp.partial.push(pg);
+        let partial = cp.partial_of_mut(page.tier);
+        page.partial_pos = partial.len() as u32;
+        partial.push(pg);
         page.class_pos = cp.list.len() as u32;
         cp.list.push(pg);
         tn.chunk_bytes += u64::from(slots) * u64::from(chunk);
         self.pages_used += 1;
+        self.tier_on_page(t, pg, true);
     }
 
     /// Takes an (empty) page away from its owner.
     pub(super) fn detach_page(&mut self, pg: u32) {
         let page = &self.store.pages[pg as usize];
         locus_common::strict_assert!(page.live == 0, "detaching a page with live items");
-        let (t, c, pool_pos, partial_pos, class_pos) = (
+        let (t, c, pool_pos, partial_pos, class_pos, tier) = (
             page.owner as usize,
             page.class,
             page.pool_pos,
             page.partial_pos,
             page.class_pos,
+            page.tier,
         );
         let bytes = u64::from(page.slots) * u64::from(page.chunk);
+        self.tier_on_page(t, pg, false);
         let tn = &mut self.tenants[t];
         let last = tn.pages.pop().expect("owner lists its pages");
         if last != pg {
@@ -67,9 +80,10 @@ impl Engine {
             self.store.pages[last as usize].class_pos = class_pos;
         }
         if partial_pos != NIL {
-            let last = cp.partial.pop().expect("partial list holds the page");
+            let partial = cp.partial_of_mut(tier);
+            let last = partial.pop().expect("partial list holds the page");
             if last != pg {
-                cp.partial[partial_pos as usize] = last;
+                partial[partial_pos as usize] = last;
                 self.store.pages[last as usize].partial_pos = partial_pos;
             }
         }
@@ -89,6 +103,11 @@ impl Engine {
 
     /// Gives a free page to (t, c). The caller checked `pages_used < pages_total`.
     pub(super) fn grant_page(&mut self, t: usize, c: u16) {
+        self.grant_page_in(t, c, 0);
+    }
+
+    /// Gives a free page to (t, c) in `tier`. The caller checked the budgets.
+    pub(super) fn grant_page_in(&mut self, t: usize, c: u16, tier: u8) {
         let pg = if let Some(pg) = self.free_with_buf.pop() {
             pg
         } else {
@@ -105,6 +124,7 @@ impl Engine {
             self.allocated_bufs += 1;
             pg
         };
+        self.store.pages[pg as usize].tier = tier;
         self.attach_page(pg, t, c);
     }
 
@@ -309,6 +329,9 @@ impl Engine {
     /// A chunk for an item of class `c` in tenant `t`: free chunk, new page, page taken back, or
     /// evictions (MODELS.md section 8 "Trigger", adapted to pages), as the arbiter decides.
     pub(super) fn alloc_chunk(&mut self, t: usize, c: u16) -> Result<u32, EngineError> {
+        if self.tiers.is_some() {
+            return self.alloc_tiered(t, c, 0);
+        }
         let p = PoolId(t as u32);
         let mut fruitless = 0u32;
         if self.meta_pages > 0 {

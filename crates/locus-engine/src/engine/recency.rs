@@ -46,6 +46,7 @@ impl Engine {
         if let Some(hy) = &mut tn.hyp {
             hy[pos as usize].uses = hy[pos as usize].uses.saturating_add(1);
         }
+        self.tier_on_access(t, h, true);
     }
 
     /// Hyperbolic caching's clock: accesses (logical LRU clock) or milliseconds.

@@ -13,6 +13,11 @@ impl Engine {
     /// [`EngineError::InvalidConfig`] when below one page or above the addressable pages.
     pub fn set_maxmemory(&mut self, bytes: u64) -> Result<(), EngineError> {
         let ps = self.cfg.page_size;
+        if self.tiers.is_some() {
+            return Err(invalid(vec![
+                "maxmemory: cannot change at runtime with memory tiers (not implemented)".into(),
+            ]));
+        }
         if bytes < ps {
             return Err(invalid(vec![format!(
                 "maxmemory: {bytes} is smaller than one page ({ps} bytes)"

@@ -34,6 +34,7 @@ pub(super) struct RawExperiment {
     golden: Option<RawGolden>,
     dump_load: Option<RawDumpLoad>,
     sweep: Option<RawSweep>,
+    tier: Option<toml::Table>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,6 +64,8 @@ struct RawController {
     samples: Option<u32>,
     evpool_size: Option<u32>,
     dump_load: Option<String>,
+    tier: Option<String>,
+    fast_partition: Option<String>,
     #[serde(default)]
     settings: toml::Table,
 }
@@ -464,6 +467,28 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
                 .map_err(|e| p.add(&format!("{path}.dump_load"), e))
                 .ok()
         });
+        let tier = c.tier.as_ref().and_then(|s| {
+            if raw.tier.is_none() {
+                p.add(
+                    &format!("{path}.tier"),
+                    "needs the experiment's [tier] table",
+                );
+            }
+            s.parse()
+                .map_err(|e| p.add(&format!("{path}.tier"), e))
+                .ok()
+        });
+        let fast_partition = c.fast_partition.as_ref().and_then(|s| {
+            if raw.tier.is_none() {
+                p.add(
+                    &format!("{path}.fast_partition"),
+                    "needs the experiment's [tier] table",
+                );
+            }
+            s.parse()
+                .map_err(|e| p.add(&format!("{path}.fast_partition"), e))
+                .ok()
+        });
         controllers.push(ControllerRun {
             label,
             name: c.name.clone(),
@@ -472,6 +497,8 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
             samples: c.samples,
             evpool_size: c.evpool_size,
             dump_load,
+            tier,
+            fast_partition,
         });
     }
     if let Some(n) = raw.seeds
@@ -818,10 +845,21 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
         }
     }
 
+    let tier = raw.tier.clone().and_then(|t| {
+        // Object-count memories are sized from the workload later: the engine checks the
+        // page split when it is built.
+        let pages = match memory {
+            Memory::Bytes(b) => b / page_size.max(1),
+            Memory::Objects { .. } => u64::MAX >> 1,
+        };
+        tier_settings(t, pages, &mut p)
+    });
+
     if !p.0.is_empty() {
         return Err(p.0);
     }
     Ok(Experiment {
+        tier,
         dump_load,
         name: raw.name,
         description: raw.description,
@@ -843,5 +881,37 @@ pub(super) fn validate(raw: RawExperiment, dir: &Path) -> Result<Experiment, Vec
         golden,
         sweep: raw.sweep.map(|s| Sweep { memory: s.memory }),
         dir: dir.to_path_buf(),
+    })
+}
+
+/// `[tier]`: the simulator's own keys (`slow_hit_time`, `move_time`) and the engine's
+/// [`locus_engine::TierConfig`], checked for `pages` pages.
+fn tier_settings(mut t: toml::Table, pages: u64, p: &mut Problems) -> Option<TierSettings> {
+    let mut time = |key: &str| {
+        t.remove(key).and_then(|v| {
+            micros_value(&v)
+                .map_err(|e| p.add(&format!("tier.{key}"), e))
+                .ok()
+        })
+    };
+    let slow_hit_us = time("slow_hit_time");
+    let move_us = time("move_time");
+    let engine: locus_engine::TierConfig = match toml::Value::Table(t).try_into() {
+        Ok(c) => c,
+        Err(e) => {
+            p.add("tier", e.to_string());
+            return None;
+        }
+    };
+    for problem in engine.problems(pages) {
+        match problem.split_once(": ") {
+            Some((key, why)) => p.add(key, why),
+            None => p.add("tier", problem),
+        }
+    }
+    Some(TierSettings {
+        engine,
+        slow_hit_us,
+        move_us,
     })
 }

@@ -198,6 +198,78 @@ pub struct ControllerRun {
     pub evpool_size: Option<u32>,
     /// `dump_load` of every tenant in this run (overrides the tenants' `dump_load`).
     pub dump_load: Option<locus_control::DumpLoadMode>,
+    /// How this run uses the experiment's `[tier]` (`None`: as written there).
+    pub tier: Option<TierRun>,
+    /// How this run divides the fast tier between tenants (`fast_partition`; `None`: free
+    /// competition).
+    pub fast_partition: Option<FastPartition>,
+}
+
+/// How the fast tier is divided between tenants (section 5.1.5), as fast-tier byte targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FastPartition {
+    /// No targets: tenants compete for the fast tier.
+    Free,
+    /// The fast tier split equally.
+    Equal,
+    /// Targets from each tenant's exact LRU miss ratio curve of the whole run and the DP
+    /// partition (the oracle's planner) over the fast tier's pages.
+    Mrc,
+}
+
+impl std::str::FromStr for FastPartition {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "free" => Ok(FastPartition::Free),
+            "equal" => Ok(FastPartition::Equal),
+            "mrc" => Ok(FastPartition::Mrc),
+            _ => Err(format!("'{s}' is not one of free, equal, mrc")),
+        }
+    }
+}
+
+/// `[tier]`: the engine's memory tiers (sdTMM) and the simulator's tier timing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TierSettings {
+    /// The engine's tier configuration (every key of [`locus_engine::TierConfig`]).
+    pub engine: locus_engine::TierConfig,
+    /// A slow-tier hit's time (`slow_hit_time`); `None`: twice each tenant's `hit_time`, the
+    /// ratio the dissertation measured between its two NUMA nodes (section 5.2.1).
+    pub slow_hit_us: Option<f64>,
+    /// Modelled time of one promotion or demotion (`move_time`); `None`: one slow-tier hit
+    /// time (the copy reads or writes the slow tier once).
+    pub move_us: Option<f64>,
+}
+
+/// How one controller entry runs the tiers (`tier = "..."` in a `[[controller]]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierRun {
+    /// No tiers: all of `memory` is fast (the dissertation's over-provisioned allDRAM).
+    AllFast,
+    /// sdTMM: promotion by reuse time.
+    Sdtmm,
+    /// naiveTMM: promotion by last access.
+    Naive,
+    /// Demotion only, no promotion ("sdTMM-demotion", section 5.2.5).
+    DemotionOnly,
+}
+
+impl std::str::FromStr for TierRun {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all-fast" | "alldram" => Ok(TierRun::AllFast),
+            "sdtmm" => Ok(TierRun::Sdtmm),
+            "naive" => Ok(TierRun::Naive),
+            "demotion-only" => Ok(TierRun::DemotionOnly),
+            _ => Err(format!(
+                "'{s}' is not one of all-fast, sdtmm, naive, demotion-only"
+            )),
+        }
+    }
 }
 
 /// Settings of the simulator's `oracle` entry (it computes its curves itself).
@@ -325,6 +397,8 @@ pub struct Experiment {
     pub sweep: Option<Sweep>,
     /// The dump/load detector's knobs (`[dump_load]`).
     pub dump_load: locus_control::DumpLoadConfig,
+    /// Memory tiers (`[tier]`), if any.
+    pub tier: Option<TierSettings>,
     /// Directory relative trace paths are resolved against.
     pub dir: PathBuf,
 }

@@ -163,3 +163,96 @@ fn a_sweep_takes_fractions_of_the_working_set() {
         .to_string();
     assert!(err.contains("memorie"), "{err}");
 }
+
+const TIERED: &str = r#"
+name = "tiers"
+memory = { objects = "3k" }
+page_size = "4KiB"
+requests = "60k"
+max_moves = 0
+[tier]
+fast_share = 0.25
+slow_hit_time = 3
+[[controller]]
+name = "shared"
+label = "allDRAM"
+tier = "all-fast"
+[[controller]]
+name = "shared"
+label = "sdTMM"
+[[controller]]
+name = "shared"
+label = "naive"
+tier = "naive"
+fast_partition = "equal"
+[[tenant]]
+name = "a"
+generator = { pattern = "zipf", alpha = 0.99, keys = "3k", value_size = 300, get = 1 }
+penalty = 100
+hit_time = 1
+[[tenant]]
+name = "b"
+generator = { pattern = "zipf", alpha = 0.8, keys = "2k", value_size = 300, get = 1 }
+penalty = 100
+hit_time = 1
+"#;
+
+#[test]
+fn a_tier_table_runs_tiered_and_all_fast_engines_side_by_side() {
+    let e = parse(TIERED).unwrap();
+    let ts = e.tier.as_ref().unwrap();
+    assert_eq!(ts.slow_hit_us, Some(3.0));
+    assert_eq!(ts.engine.fast_share, 0.25);
+    assert_eq!(e.controllers[0].tier, Some(TierRun::AllFast));
+    assert_eq!(e.controllers[2].fast_partition, Some(FastPartition::Equal));
+    let opts = crate::Options {
+        threads: 1,
+        only: Vec::new(),
+        offload: crate::Offload::Off,
+    };
+    let r = crate::simulate(&e, &opts, &|_, _| {}).unwrap();
+    for run in &r.runs {
+        let t = run.overall.tier.as_ref().unwrap();
+        assert_eq!(t.fast_hits + t.slow_hits, run.overall.hits, "{}", run.label);
+        assert!(t.gets_per_sec > 0.0);
+    }
+    let all_fast = r.runs[0].overall.tier.as_ref().unwrap();
+    assert_eq!((all_fast.slow_hits, all_fast.demotions), (0, 0));
+    let sdtmm = r.runs[1].overall.tier.as_ref().unwrap();
+    assert!(sdtmm.slow_hits > 0 && sdtmm.demotions > 0, "{sdtmm:?}");
+    assert!(sdtmm.gets_per_sec < all_fast.gets_per_sec);
+    // The table shows the tier figures.
+    assert!(crate::report::table(&r).contains("fast_hit%"));
+}
+
+#[test]
+fn bad_tier_settings_name_their_key() {
+    let bad = TIERED
+        .replace(
+            "fast_share = 0.25",
+            "fast_share = 2.0\nlow_watermark = 0.5\nhigh_watermark = 0.1",
+        )
+        .replace("tier = \"naive\"", "tier = \"fastest\"");
+    let err = parse(&bad).unwrap_err().to_string();
+    for key in [
+        "tier.fast_share",
+        "tier.low_watermark",
+        "controller[2].tier",
+    ] {
+        assert!(err.contains(key), "{key} missing: {err}");
+    }
+    let unknown = TIERED.replace("slow_hit_time = 3", "slow_hit_time = 3\nfast_size = 1");
+    assert!(
+        parse(&unknown)
+            .unwrap_err()
+            .to_string()
+            .contains("fast_size")
+    );
+    let no_table = TIERED.replace("[tier]\nfast_share = 0.25\nslow_hit_time = 3\n", "");
+    assert!(
+        parse(&no_table)
+            .unwrap_err()
+            .to_string()
+            .contains("needs the experiment's [tier] table")
+    );
+}
