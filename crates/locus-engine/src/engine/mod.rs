@@ -237,6 +237,8 @@ struct Tenant {
     large_bytes: u64,
     /// This pool's own class mode, overriding the engine's ([`Engine::set_tenant_class_mode`]).
     class_mode: Option<ClassMode>,
+    /// Set while the tenant is dumped ([`Engine::set_dormant`]).
+    dormant: Option<snapshot::Dormant>,
 }
 
 impl Tenant {
@@ -262,6 +264,7 @@ impl Tenant {
             chunk_bytes: 0,
             large_bytes: 0,
             class_mode: None,
+            dormant: None,
         }
     }
 
