@@ -7,7 +7,9 @@ figures (the longest step under the engine lock, the steps taken) are printed be
 
     LOCUS_BIN=target/release/locus python3 bench/dumpload_stall.py [--control] 100000 300000
 
-`--control` adds 3 runs per size where `a` never dumps, with the same fill and an 8.5 s probe:
+`--hz=N` sets the server's hz (default 10, Redis's): a dump ranks, writes and deletes, and a
+load restores, at most 5,000 items per tick, so a 300,000-key dump needs hz 50 to fit the
+schedule's 4.5 s before its load. `--control` adds 3 runs per size where `a` never dumps, with the same fill and an 8.5 s probe:
 the longest GET the machine gives tenant b without any dump (scheduling noise).
 
 The schedule is "every 12s idle 3s-9s lead 1500ms"; each repeat fills `a` at the end of a cycle
@@ -58,10 +60,13 @@ class Probe(threading.Thread):
                 self.n += 1
 
 
+HZ = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--hz=")), 10)
+
+
 def run(n: int, mode: str = SCHEDULE) -> dict:
     snap = Path(tempfile.mkdtemp(prefix="locus-dlbench-"))
     port = harness.free_port()
-    cfg = (f'[server]\nbind = "127.0.0.1"\nport = {port}\n[memory]\nmaxmemory = "2gb"\n'
+    cfg = (f'[server]\nbind = "127.0.0.1"\nport = {port}\nhz = {HZ}\n[memory]\nmaxmemory = "2gb"\n'
            f'[snapshot]\ndir = "{snap}"\non_shutdown = false\n'
            '[tenancy]\nmode = "user"\n'
            f'[[tenant]]\nname = "a"\nuser = "alice"\npassword = "apw"\ndump_load = "{mode}"\n'
@@ -104,7 +109,8 @@ def mmm(v: list[float]) -> str:
 
 
 def main() -> None:
-    for n in map(int, [a for a in sys.argv[1:] if a != "--control"] or ["100000"]):
+    sizes = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for n in map(int, sizes or ["100000"]):
         runs = [run(n) for _ in range(3)]
         print(f"{n} keys (min / median / max of 3):")
         print(f"  tenant b's longest GET during a's dump and load, ms: "

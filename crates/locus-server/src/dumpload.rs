@@ -674,6 +674,7 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
             if end < keys.len() {
                 d.phase = Phase::Deleting { keys, next: end };
             } else {
+                off_lock(keys, None);
                 eng.set_dormant(d.id, true);
                 d.dumps += 1;
                 d.phase = Phase::Dumped;
@@ -736,21 +737,50 @@ fn load_slice(eng: &mut Engine, d: &mut TenantDl, n: usize, now_ms: u64) -> Opti
     let Phase::Loading(p) = std::mem::take(&mut d.phase) else {
         return None;
     };
-    d.superseded.clear();
+    let superseded = std::mem::take(&mut d.superseded);
     d.flushed = false;
-    let _ = std::fs::remove_file(&p.path);
+    let path = p.path.clone();
+    let done = p.done;
+    // Freeing the file's records and the keys, and unlinking the file, take tens of ms for a
+    // large tenant: not under the engine lock.
+    off_lock((p, superseded), Some(path.clone()));
     d.loads += 1;
     d.last_load_ms = now_ms;
-    d.items_loaded = p.done.items;
+    d.items_loaded = done.items;
     d.last_error.clear();
     Some(format!(
         "dump_load: tenant {}: loaded {} keys back from {} ({} expired meanwhile, {} refused for memory)",
         d.name,
-        p.done.items,
-        p.path.display(),
-        p.done.expired,
-        p.done.dropped
+        done.items,
+        path.display(),
+        done.expired,
+        done.dropped
     ))
+}
+
+/// Drops `x` and removes the file `rm` on a thread of their own (here if none can be had).
+fn off_lock<T: Send + 'static>(x: T, rm: Option<PathBuf>) {
+    let work = move || {
+        drop(x);
+        if let Some(p) = rm {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    // A spawn that fails hands the closure back only inside the error; run it the long way.
+    let slot = std::sync::Arc::new(Mutex::new(Some(work)));
+    let theirs = std::sync::Arc::clone(&slot);
+    let spawned = std::thread::Builder::new()
+        .name("locus-dumpload".into())
+        .spawn(move || {
+            if let Some(w) = theirs.lock().take() {
+                w();
+            }
+        });
+    if spawned.is_err()
+        && let Some(w) = slot.lock().take()
+    {
+        w();
+    }
 }
 
 /// At start-up (after the snapshot load): loads the dump files a crash left, skipping keys
