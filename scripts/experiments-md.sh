@@ -3,7 +3,7 @@
 # Usage: scripts/experiments-md.sh   (run after changing a write-up; the result is committed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-order=(issue16 dlru kredis predis mpart lama memsweeper oracle sdtmm live)
+order=(issue16 dlru kredis predis predis_dump_load mpart lama memsweeper oracle sdtmm live)
 {
   cat <<'HEAD'
 # Experiments

@@ -7,6 +7,8 @@ written or deleted meanwhile. Locus's own feature: every test is `locus_only`.
 
 from __future__ import annotations
 
+import random
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -33,9 +35,10 @@ def config(port: int, snap: Path, a_mode: str, extra: str = "", maxmemory: str =
     )
 
 
-def start(snap: Path, a_mode: str, extra: str = "", port: int | None = None) -> harness.ServerProcess:
+def start(snap: Path, a_mode: str, extra: str = "", port: int | None = None,
+          maxmemory: str = "16mb") -> harness.ServerProcess:
     port = port or harness.free_port()
-    return harness.start_locus(config(port, snap, a_mode, extra), port)
+    return harness.start_locus(config(port, snap, a_mode, extra, maxmemory), port)
 
 
 def info(c: Raw, section: str) -> dict[str, str]:
@@ -85,6 +88,17 @@ def wait_phase(period: float, lo: float, hi: float) -> None:
         time.sleep(min(0.05, max(0.001, (lo - off) % period)))
 
 
+def wait_loaded(c: Raw, loads0: int, tenant: str = "a", timeout: float = 10.0) -> dict[str, str]:
+    """Polls INFO dumpload until `tenant`'s load after `loads0` loads has ended (a loaded
+    machine may take a few tick steps more than the schedule's lead)."""
+    end = time.time() + timeout
+    while True:
+        s = dl(c, tenant)
+        if int(s["loads"]) > loads0 and s["state"] == "resident" or time.time() > end:
+            return s
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def snap():
     return Path(tempfile.mkdtemp(prefix="locus-dl-"))
@@ -128,9 +142,10 @@ def test_schedule_dumps_frees_memory_for_the_other_tenant_and_loads_back(snap):
             assert tenant_items(root, "b") == 9000
             # b's busy time ends (its keys go) before a's comes back.
             assert b.call("FLUSHDB") == "OK"
-            # Loaded back 1.5 s before the idle window's end (at 7.5 s).
-            wait_phase(12, 7.8, 8.5)
-            s = dl(a)
+            # Loaded back 1.5 s before the idle window's end (at 7.5 s): the file is read on a
+            # thread, then restored 5,000 items per tick step.
+            wait_phase(12, 7.5, 8.5)
+            s = wait_loaded(a, loads0)
             assert (s["state"], int(s["loads"])) == ("resident", loads0 + 1), s
             assert s["items_loaded"] == "8998", s
             assert not (snap / "a.locus-dump").exists()
@@ -187,9 +202,14 @@ def test_auto_dumps_the_quiet_tenant_and_loads_it_back_ahead_of_its_rise(snap):
                     a.call("GET", "a0")
                     time.sleep(0.1)
                 s = dl(a)
-                events.append((time.time() - t0, int(s["dumps"]), int(s["loads"]), s["state"]))
-            dumps = [e for p, e in zip(events, events[1:]) if e[1] > p[1]]
-            loads = [e for p, e in zip(events, events[1:]) if e[2] > p[2]]
+                # A dump takes a few tick steps (bounded slices) and a load's file is read on a
+                # thread: the server's own times of the dump's start and the load's end say
+                # where they fell, not when this client saw them.
+                events.append((time.time() - t0, int(s["dumps"]), int(s["loads"]), s["state"],
+                               int(s["last_dump_ms"]) / 1000 - t0,
+                               int(s["last_load_ms"]) / 1000 - t0))
+            dumps = [(e[4],) + e[1:4] for p, e in zip(events, events[1:]) if e[1] > p[1]]
+            loads = [(e[5],) + e[1:4] for p, e in zip(events, events[1:]) if e[2] > p[2]]
             assert len(dumps) >= 2, events
             # Every dump in a quiet half (2..4 s into a cycle).
             for e in dumps:
@@ -218,7 +238,10 @@ def test_a_corrupt_dump_file_is_set_aside_and_the_server_carries_on(snap):
             data[len(data) // 2] ^= 0x40
             path.write_bytes(bytes(data))
             assert a.call("SET", "fresh", "1") == "OK"
-            wait_phase(12, 7.8, 8.5)
+            wait_phase(12, 7.5, 8.5)
+            end = time.time() + 10
+            while dl(a)["state"] != "resident" and time.time() < end:
+                time.sleep(0.05)
             s = dl(a)
             assert s["state"] == "resident" and int(s["loads"]) == loads0, s
             assert "is corrupt at byte" in s["last_error"], s
@@ -267,4 +290,157 @@ def test_a_restart_while_dumped_loses_nothing(snap, how):
             assert a.call("DBSIZE") == 1000
             assert not (snap / "a.locus-dump").exists()
     finally:
+        srv.stop()
+
+
+def test_a_dump_runs_in_bounded_steps_and_writes_made_meanwhile_win(snap):
+    """The dump walks, writes and deletes at most DUMP_SLICE (5,000) items per tick step, so the
+    other tenants never wait for the whole tenant; writes made while it runs (visible as state
+    `dumping`) are neither undone by the dump's deletes nor by the load."""
+    srv = start(snap, SCHEDULE, maxmemory="64mb")
+    try:
+        with login(srv.port, "alice", "apw") as a, login(srv.port, "root", "rootpw") as root:
+            wait_phase(12, 0.0, 1.0)
+            n = 20000
+            fill(a, "a", n)
+            loads0 = int(dl(a)["loads"])
+            order = list(range(n))
+            random.Random(7).shuffle(order)
+            written, deleted, states = set(), set(), set()
+            wait_phase(12, 2.9, 3.0)
+            for j, i in enumerate(order):
+                if j % 2:
+                    assert a.call("SET", f"a{i}", f"new{i}") == "OK"
+                    written.add(i)
+                else:
+                    a.call("DEL", f"a{i}")
+                    deleted.add(i)
+                if j % 25 == 0:
+                    states.add(dl(a)["state"])
+                    if "dumped" in states:
+                        break
+            s = dl(a)
+            assert "dumping" in states, states  # seen mid-dump: it took more than one step
+            assert int(s["dump_steps"]) >= 2 * (n // 5000) - 2, s  # walk+write, then delete
+            assert 0 < int(s["dump_step_items_max"]) <= 5000, s
+            assert int(s["items_dumped"]) <= n, s
+            wait_phase(12, 7.5, 8.5)
+            s = wait_loaded(a, loads0)
+            assert s["state"] == "resident" and int(s["loads"]) == loads0 + 1, s
+            got = {}
+            for i0 in range(0, n, 2000):
+                keys = [f"a{i}" for i in range(i0, min(n, i0 + 2000))]
+                got.update(zip(range(i0, i0 + len(keys)), a.call("MGET", *keys)))
+            for i, v in got.items():
+                if i in written:
+                    assert v == f"new{i}".encode(), (i, v)
+                elif i in deleted:
+                    assert v is None, (i, v)
+                else:
+                    assert v == VALUE + str(i).encode(), (i, v)
+            assert a.call("DBSIZE") == n - len(deleted)
+            assert tenant_items(root, "a") == n - len(deleted)
+    finally:
+        srv.stop()
+
+
+def locus_info(c: Raw) -> dict[str, dict[str, str]]:
+    """INFO locus's `pool_<tenant>` lines as dicts."""
+    return {k[len("pool_"):]: fields(v) for k, v in info(c, "locus").items()
+            if k.startswith("pool_")}
+
+
+def test_a_partitioning_controllers_target_for_a_dumped_tenant_goes_to_the_others(snap):
+    """Under a partitioning controller (`static`, shares 1:1) the dumped tenant's target drops
+    to the pages its resident items need and the other tenant's rises by as much, so it grows
+    past its old share without evicting; the load gives both their targets back."""
+    port = harness.free_port()
+    cfg = (f'[server]\nbind = "127.0.0.1"\nport = {port}\nhz = 20\n'
+           '[memory]\nmaxmemory = "16mb"\npage_size = "64KiB"\n'
+           f'[snapshot]\ndir = "{snap}"\n'
+           '[tenancy]\nmode = "user"\n[admin]\nuser = "root"\npassword = "rootpw"\n'
+           '[controller]\nname = "static"\ninterval = "200ms"\n'
+           '[controller.settings]\nshares = [1, 1]\n'
+           f'[[tenant]]\nname = "a"\nuser = "alice"\npassword = "apw"\ndump_load = "{SCHEDULE}"\n'
+           '[[tenant]]\nname = "b"\nuser = "bob"\npassword = "bpw"\n')
+    srv = harness.start_locus(cfg, port)
+    try:
+        with login(port, "alice", "apw") as a, login(port, "bob", "bpw") as b, \
+                login(port, "root", "rootpw") as root:
+            wait_phase(12, 0.0, 1.0)
+            fill(a, "a", 3000)
+            loads0 = int(dl(a)["loads"])
+            time.sleep(0.5)
+            before = locus_info(root)
+            ta, tb = int(before["a"]["target"]), int(before["b"]["target"])
+            assert abs(ta - tb) <= 1 and ta > 100, before
+            wait_phase(12, 3.5, 4.0)
+            assert dl(a)["state"] == "dumped"
+            during = locus_info(root)
+            da, db = int(during["a"]["target"]), int(during["b"]["target"])
+            assert da <= 2 and db == tb + ta - da, (before, during)
+            # b grows past its old share (tb pages, 8 MiB) without evicting: 11 MiB.
+            fill(b, "b", 10000)
+            time.sleep(0.5)
+            during = locus_info(root)
+            assert int(during["b"]["pages"]) > tb, during
+            assert int(during["b"]["target"]) == db, during
+            assert info(root, "stats")["evicted_keys"] == "0"
+            assert tenant_items(root, "b") == 10000
+            # Loaded back: both targets as before the dump; a's items back (b gives pages).
+            wait_phase(12, 7.5, 8.5)
+            s = wait_loaded(a, loads0)
+            assert s["state"] == "resident" and s["items_loaded"] == "3000", s
+            time.sleep(0.5)
+            after = locus_info(root)
+            assert int(after["a"]["target"]) == ta and int(after["b"]["target"]) == tb, after
+            assert tenant_items(root, "a") == 3000
+    finally:
+        srv.stop()
+
+
+def test_memcached_writes_of_a_dumped_tenant_are_not_undone_by_its_load(snap):
+    """A memcached `delete`, `set` (text and meta) of a dumped key supersedes the dump's copy,
+    as RESP's writes do: the load does not bring the old item back."""
+    from pymemcache.client.base import Client
+
+    port, mc_port, a_port = harness.free_ports(3)
+    cfg = (f'[server]\nbind = "127.0.0.1"\nport = {port}\nhz = 20\n'
+           f'[memory]\nmaxmemory = "16mb"\n[snapshot]\ndir = "{snap}"\n'
+           '[tenancy]\nmode = "port"\ndefault_tenant = "a"\n[admin]\nuser = "root"\npassword = "rootpw"\n'
+           f'[[tenant]]\nname = "a"\nport = {a_port}\nmemcached_port = {mc_port}\n'
+           f'dump_load = "{SCHEDULE}"\n')
+    srv = harness.start_locus(cfg, port, {"memcached": mc_port})
+    mc = Client(("127.0.0.1", mc_port), timeout=5)
+    try:
+        with login(port, "root", "rootpw") as root:
+            wait_phase(12, 0.0, 1.0)
+            for i in range(0, 2000, 500):
+                assert mc.set_many({f"k{j}": f"v{j}" for j in range(i, i + 500)}) == []
+            loads0 = int(fields(info(root, "dumpload")["dumpload_a"])["loads"])
+            wait_phase(12, 3.5, 4.0)
+            assert fields(info(root, "dumpload")["dumpload_a"])["state"] == "dumped"
+            assert mc.get("k5") is None
+            assert mc.delete("k1", noreply=False) is False  # not in memory: NOT_FOUND
+            assert mc.set("k2", "new", noreply=False) is True
+            assert mc.get("k2") == b"new"
+            raw = socket.create_connection(("127.0.0.1", mc_port), timeout=5)
+            raw.sendall(b"ms k3 3\r\nnew\r\nmd k4\r\nmn\r\n")
+            reply = b""
+            while not reply.endswith(b"MN\r\n"):
+                reply += raw.recv(4096)
+            assert reply == b"HD\r\nNF\r\nMN\r\n", reply
+            raw.close()
+            assert mc.touch("k6", 1000, noreply=False) is False
+            wait_phase(12, 7.5, 8.5)
+            s = wait_loaded(root, loads0)
+            assert s["state"] == "resident" and int(s["loads"]) == loads0 + 1, s
+            assert mc.get("k1") is None
+            assert mc.get("k2") == b"new"
+            assert mc.get("k3") == b"new"
+            assert mc.get("k4") is None
+            assert mc.get("k6") is None
+            assert mc.get("k5") == b"v5" and mc.get("k1999") == b"v1999"
+    finally:
+        mc.close()
         srv.stop()

@@ -140,10 +140,15 @@ pub struct PoolState {
     pub samples: u32,
     /// Eviction pool size (16 = Redis, 0 = textbook K-LRU).
     pub evpool_size: u32,
-    /// Static floor from the tenant configuration, in pages.
+    /// Static floor from the tenant configuration, in pages (lowered to the cap while the
+    /// tenant is dormant).
     pub min_pages: u64,
-    /// Static cap from the tenant configuration, in pages.
+    /// Static cap from the tenant configuration, in pages; while the tenant is dormant (dumped
+    /// by pRedis's dump/load, [`crate::Engine::set_dormant`]) the pages its resident items
+    /// need, so a planner gives the rest to the other pools.
     pub max_pages: Option<u64>,
+    /// Whether the tenant is dormant (see `max_pages`).
+    pub dormant: bool,
     /// The target in force.
     pub target_pages: Option<u64>,
     /// Mean miss penalty in µs: the operator's hint if set, else measured (GET miss to SET of the

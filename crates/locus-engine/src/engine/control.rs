@@ -198,7 +198,6 @@ impl Engine {
 
     /// Every pool as a controller sees it.
     pub(super) fn pool_states(&self, targets: &[Option<u64>]) -> Vec<PoolState> {
-        let ps = self.cfg.page_size;
         self.tenants
             .iter()
             .enumerate()
@@ -234,8 +233,9 @@ impl Engine {
                     evictions: tn.counters.evictions.total(),
                     samples: tn.cfg.samples,
                     evpool_size: tn.cfg.evpool_size,
-                    min_pages: tn.cfg.min_bytes / ps,
-                    max_pages: tn.cfg.max_bytes.map(|m| m / ps),
+                    min_pages: self.page_bounds(i).0,
+                    max_pages: self.page_bounds(i).1,
+                    dormant: tn.dormant.is_some(),
                     target_pages: targets.get(i).copied().flatten(),
                     penalty_us,
                     penalty_samples,
@@ -281,15 +281,26 @@ impl Engine {
             }
             cs.targets = t.into_iter().map(Some).collect();
         }
-        // Tenant budgets hold under every controller: targets are clamped into [min, max].
-        let ps = self.cfg.page_size;
+        // Tenant budgets hold under every controller: targets are clamped into [min, max]
+        // (a dormant tenant's cap included, `Engine::set_dormant`).
+        // What a dormant tenant's cap took off its target goes to the others, whatever the
+        // controller planned (one that ignores caps too).
+        let mut freed = Vec::new();
         for (ti, target) in cs.targets.iter_mut().enumerate() {
             if let Some(x) = target {
-                let c = &self.tenants[ti].cfg;
-                let lo = c.min_bytes / ps;
-                let hi = c.max_bytes.map_or(u64::MAX, |m| m / ps);
-                *x = (*x).max(lo).min(hi);
+                let (lo, hi) = self.page_bounds(ti);
+                let want = *x;
+                *x = (*x).max(lo).min(hi.unwrap_or(u64::MAX));
+                if self.tenants[ti].dormant.is_some() && want > *x {
+                    freed.push((ti, want - *x));
+                }
             }
+        }
+        for (ti, pages) in freed {
+            let tenants = &self.tenants;
+            snapshot::share_out(&mut cs.targets, ti, pages, self.pages_total, |i| {
+                tenants[i].dormant.is_some()
+            });
         }
         self.arbiter.set_targets(&cs.targets);
 

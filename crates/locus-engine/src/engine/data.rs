@@ -350,7 +350,7 @@ impl Engine {
     /// `visit(engine, tenant, handle, expired)` on each until it has returned `true` `count`
     /// times (or 64 × `count` items were visited); returns the cursor to resume from, 0 at the
     /// end. `visit` may unlink the item it is given (items never move, so the walk stays valid).
-    fn walk(
+    pub(super) fn walk(
         &mut self,
         t: TenantId,
         cursor: u64,

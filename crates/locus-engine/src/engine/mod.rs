@@ -263,6 +263,8 @@ struct Tenant {
     class_mode: Option<ClassMode>,
     /// Its tier lists and counters (tiered engines only).
     tier: Option<Box<tier::TenantTier>>,
+    /// Set while the tenant is dumped ([`Engine::set_dormant`]).
+    dormant: Option<snapshot::Dormant>,
 }
 
 impl Tenant {
@@ -289,6 +291,7 @@ impl Tenant {
             large_bytes: 0,
             class_mode: None,
             tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),
+            dormant: None,
         }
     }
 

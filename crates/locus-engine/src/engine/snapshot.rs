@@ -230,3 +230,209 @@ mod tests {
         assert!(!c.exists(tc, b"x"));
     }
 }
+
+impl Engine {
+    /// One bounded step of a walk over tenant `t`'s items in storage order (a dump made in
+    /// slices, so no step stalls the other tenants for long): calls `f(key, value, meta,
+    /// coldness)` on about `count` live, unexpired items from `cursor` (0 to start) and returns
+    /// the cursor to resume from, 0 at the end. Nothing is touched or counted. Items never move
+    /// while they live, so an item present for the whole walk is visited exactly once; one
+    /// written or deleted between steps may be visited or not. `coldness` is
+    /// [`Engine::coldness`] of the item.
+    pub fn walk_items(
+        &mut self,
+        t: TenantId,
+        cursor: u64,
+        count: usize,
+        mut f: impl FnMut(&[u8], ValueRef<'_>, ItemMeta, u64),
+    ) -> u64 {
+        let clock = self.lru_clock();
+        self.walk(t, cursor, count, |eng, ti, h, expired| {
+            if expired {
+                return false;
+            }
+            let meta = ItemMeta {
+                expire_at_ms: eng.expiry(ti, h),
+                stamp: eng.store.lru(h),
+            };
+            let cold = eng.coldness_at(ti, clock, meta.stamp);
+            f(eng.store.key(h), eng.value_ref(h), meta, cold);
+            true
+        })
+    }
+
+    /// How cold an item of tenant `t` with recency `stamp` is now, as its policy ranks items
+    /// (larger: evicted sooner): the idle time under LRU policies, 255 minus the log counter
+    /// under LFU ones. A dump that keeps a tenant's hottest share dumps the coldest first.
+    pub fn coldness(&self, t: TenantId, stamp: u32) -> u64 {
+        self.coldness_at(t.0 as usize, self.lru_clock(), stamp)
+    }
+
+    fn coldness_at(&self, t: usize, clock: u32, stamp: u32) -> u64 {
+        if self.tenants[t].cfg.policy.is_lfu() {
+            255 - u64::from(stamp & 0xff)
+        } else {
+            self.idle_of(clock, stamp)
+        }
+    }
+
+    /// Marks tenant `t` dormant (pRedis's dump: its items were written out, and it is idle until
+    /// its load) or active again. Under a controller a dormant pool is capped at the pages its
+    /// resident items need (plus one per class they use, plus one for the writes it still gets)
+    /// in the [`crate::control::ControlView`] (`max_pages`, `min_pages`, `dormant`) and in every
+    /// target the engine carries out, and the pages its target loses go to the other pools at
+    /// once, in proportion to their targets (then the target arbiter lets them take its pages);
+    /// a decision is made due, so the controller plans with the cap. Waking restores the target
+    /// it had (taken back from the others in proportion to theirs). Without targets only the
+    /// flag changes: the shared and static arbiters already let other pools take a pool's free
+    /// chunks.
+    pub fn set_dormant(&mut self, t: TenantId, dormant: bool) {
+        let ti = t.0 as usize;
+        if ti >= self.tenants.len() || self.tenants[ti].dormant.is_some() == dormant {
+            return;
+        }
+        let n = self.tenants.len();
+        let total = self.pages_total;
+        let mut targets = self.control.as_ref().map(|c| {
+            let mut v = c.targets.clone();
+            v.resize(n, None);
+            v
+        });
+        if dormant {
+            let tn = &self.tenants[ti];
+            let ps = self.cfg.page_size;
+            let classes = tn.class_counters.iter().filter(|c| c.items > 0).count() as u64;
+            // One page more: the valley's own writes need somewhere to go.
+            let cap = tn.charged_bytes.div_ceil(ps) + tn.large_bytes.div_ceil(ps) + classes + 1;
+            let saved = targets.as_ref().and_then(|v| v[ti]);
+            self.tenants[ti].dormant = Some(Dormant {
+                cap_pages: cap,
+                saved_target: saved,
+            });
+            if let (Some(v), Some(old)) = (targets.as_mut(), saved)
+                && old > cap
+            {
+                v[ti] = Some(cap);
+                share_out(v, ti, old - cap, total, |i| {
+                    self.tenants[i].dormant.is_some()
+                });
+            }
+            self.control_due = self.control.is_some();
+        } else {
+            let saved = self.tenants[ti].dormant.take().and_then(|d| d.saved_target);
+            if let (Some(v), Some(want)) = (targets.as_mut(), saved) {
+                v[ti] = Some(want);
+                let sum: u64 = v.iter().flatten().sum();
+                if sum > total {
+                    take_back(v, ti, sum - total);
+                }
+            }
+        }
+        if let (Some(v), Some(cs)) = (targets, self.control.as_mut()) {
+            cs.targets = v;
+            self.arbiter.set_targets(&cs.targets);
+        }
+    }
+
+    /// Whether tenant `t` is dormant ([`Engine::set_dormant`]).
+    pub fn dormant(&self, t: TenantId) -> bool {
+        self.tenants
+            .get(t.0 as usize)
+            .is_some_and(|tn| tn.dormant.is_some())
+    }
+
+    /// Tenant `ti`'s page bounds as its configuration and dormancy set them: (floor, cap).
+    pub(super) fn page_bounds(&self, ti: usize) -> (u64, Option<u64>) {
+        bounds_of(&self.tenants[ti], self.cfg.page_size)
+    }
+}
+
+/// A tenant's page bounds as its configuration and dormancy set them: (floor, cap).
+#[inline]
+fn bounds_of(tn: &Tenant, ps: u64) -> (u64, Option<u64>) {
+    let (lo, hi) = (tn.cfg.min_bytes / ps, tn.cfg.max_bytes.map(|m| m / ps));
+    match &tn.dormant {
+        Some(d) => (
+            lo.min(d.cap_pages),
+            Some(hi.map_or(d.cap_pages, |h| h.min(d.cap_pages))),
+        ),
+        None => (lo, hi),
+    }
+}
+
+/// Gives `pages` to the pools other than `skip` that have a target and are not `dormant`, in proportion to their
+/// targets (evenly when they are all 0), the rounding left-over to the first; never past `total`.
+pub(super) fn share_out(
+    v: &mut [Option<u64>],
+    skip: usize,
+    pages: u64,
+    total: u64,
+    dormant: impl Fn(usize) -> bool,
+) {
+    let room = total.saturating_sub(v.iter().flatten().sum());
+    let pages = pages.min(room);
+    let others: Vec<usize> = (0..v.len())
+        .filter(|&i| i != skip && v[i].is_some() && !dormant(i))
+        .collect();
+    if others.is_empty() || pages == 0 {
+        return;
+    }
+    let weight: u64 = others.iter().map(|&i| v[i].unwrap_or(0)).sum();
+    let mut given = 0;
+    for &i in &others {
+        let w = v[i].unwrap_or(0);
+        let add = if weight == 0 {
+            pages / others.len() as u64
+        } else {
+            (pages as u128 * w as u128 / weight as u128) as u64
+        };
+        v[i] = Some(w + add);
+        given += add;
+    }
+    if let Some(x) = v[others[0]].as_mut() {
+        *x += pages - given;
+    }
+}
+
+/// Takes `pages` from the pools other than `keep`, in proportion to their targets.
+fn take_back(v: &mut [Option<u64>], keep: usize, pages: u64) {
+    let weight: u64 = (0..v.len())
+        .filter(|&i| i != keep)
+        .filter_map(|i| v[i])
+        .sum();
+    if weight == 0 {
+        return;
+    }
+    let mut left = pages.min(weight);
+    let mut taken = 0;
+    for i in (0..v.len()).filter(|&i| i != keep) {
+        if let Some(x) = v[i].as_mut() {
+            let cut = ((pages.min(weight) as u128 * *x as u128 / weight as u128) as u64).min(*x);
+            *x -= cut;
+            taken += cut;
+        }
+    }
+    left -= taken.min(left);
+    // Rounding: the rest from the largest.
+    while left > 0 {
+        let Some(i) = (0..v.len())
+            .filter(|&i| i != keep && v[i].is_some_and(|x| x > 0))
+            .max_by_key(|&i| v[i])
+        else {
+            break;
+        };
+        let x = v[i].as_mut().expect("filtered on Some");
+        let cut = left.min(*x);
+        *x -= cut;
+        left -= cut;
+    }
+}
+
+/// A dormant tenant's cap and the target it had before ([`Engine::set_dormant`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Dormant {
+    /// Pages its resident items need.
+    pub(super) cap_pages: u64,
+    /// The controller's target for it when it went dormant.
+    pub(super) saved_target: Option<u64>,
+}

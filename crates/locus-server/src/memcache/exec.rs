@@ -5,7 +5,9 @@
 use std::sync::atomic::Ordering;
 
 use locus_engine::{ClassId, Engine, EngineError, Expire, SetOptions, TenantId};
-use locus_protocol::memcache::{AutomoveSetting, ReplyWriter, Request, Store, StoreMode};
+use locus_protocol::memcache::{
+    AutomoveSetting, MetaCommand, ReplyWriter, Request, Store, StoreMode,
+};
 
 use super::item::{self, Expiry, Meta};
 use super::{Counters, McListener, McState, McTenant};
@@ -56,7 +58,9 @@ impl<'a> McCtx<'a> {
     pub(super) fn route(&mut self, key: &[u8]) -> Option<(TenantId, &'a McTenant)> {
         let mc: &'a McState = self.mc;
         let t = mc.route(self.conn.listener, key)?;
-        mc.run_due_flush(self.eng, t, self.now_ms);
+        if mc.run_due_flush(self.eng, t, self.now_ms) {
+            self.shared.dumploads().note_write(t, &[], true);
+        }
         Some((t, mc.tenant(t)?))
     }
 
@@ -68,6 +72,49 @@ impl<'a> McCtx<'a> {
 
 /// Executes one request, appending its reply to `out`.
 pub fn execute(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
+    execute_request(cx, req, out);
+    if cx.shared.dumploads().any_dumped() {
+        note_dumped_writes(cx, req);
+    }
+}
+
+/// pRedis's dump/load: the keys `req` wrote (stored, changed, deleted or touched), or its
+/// flush, supersede a dumped tenant's copies of them, as RESP's writes do (`exec::run`), even
+/// when the reply says nothing changed (the key may be in the dump file, not in memory).
+/// `mg` counts when it may write (`T` touches, `N` vivifies).
+fn note_dumped_writes(cx: &mut McCtx<'_>, req: &Request<'_>) {
+    let note = |cx: &mut McCtx<'_>, key: &[u8]| {
+        if let Some(t) = cx.mc.route(cx.conn.listener, key) {
+            cx.shared.dumploads().note_write(t, &[key], false);
+        }
+    };
+    match req {
+        Request::Store(s) => note(cx, s.key),
+        Request::Incr { key, .. }
+        | Request::Decr { key, .. }
+        | Request::Delete { key, .. }
+        | Request::Touch { key, .. } => note(cx, key),
+        Request::Gat { keys, .. } => {
+            for key in keys.iter() {
+                note(cx, key);
+            }
+        }
+        Request::Meta(m)
+            if m.command != MetaCommand::Debug
+                && (m.command != MetaCommand::Get || m.flags.has(b'T') || m.flags.has(b'N')) =>
+        {
+            note(cx, m.key.bytes());
+        }
+        Request::FlushAll { delay, .. } if delay.is_none_or(|d| i64::from(d) <= 0) => {
+            if let Some(t) = cx.scope() {
+                cx.shared.dumploads().note_write(t, &[], true);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn execute_request(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
     let pipelined = !out.is_empty();
     let mut w = ReplyWriter::new(out);
     match req {
@@ -189,6 +236,7 @@ pub fn refused_too_large(cx: &mut McCtx<'_>, buf: &[u8]) {
     Counters::bump(&mt.counters.store_too_large);
     if cmd == Some(b"set".as_slice()) {
         cx.eng.delete(t, key);
+        cx.shared.dumploads().note_write(t, &[key], false);
     }
 }
 

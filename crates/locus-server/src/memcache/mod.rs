@@ -378,15 +378,18 @@ impl McState {
             .filter(|t| self.tenant(*t).is_some())
     }
 
-    /// Runs tenant `t`'s delayed `flush_all` if it is due (before any command of the tenant).
-    pub fn run_due_flush(&self, eng: &mut Engine, t: TenantId, now_ms: u64) {
+    /// Runs tenant `t`'s delayed `flush_all` if it is due (before any command of the tenant);
+    /// returns whether it ran.
+    pub fn run_due_flush(&self, eng: &mut Engine, t: TenantId, now_ms: u64) -> bool {
         if let Some(mt) = self.tenant(t) {
             let at = mt.flush_at_ms.load(Ordering::Relaxed);
             if at != 0 && at <= now_ms {
                 mt.flush_at_ms.store(0, Ordering::Relaxed);
                 flush_tenant(eng, mt, t);
+                return true;
             }
         }
+        false
     }
 
     /// `flush_all` on tenant `t`: now (`at_ms` None) or at a clock time.

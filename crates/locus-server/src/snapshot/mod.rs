@@ -108,7 +108,7 @@ pub fn write_tenant(eng: &Engine, t: TenantId, name: &str, dir: &Path) -> Result
 
 /// Writes the items of tenant `t` whose key `select` accepts to `path` (in the snapshot
 /// format, through a temporary file renamed over it, as [`write_tenant`]); returns the items
-/// written. pRedis's dump files ([`crate::dumpload`]) are written this way.
+/// written.
 ///
 /// # Errors
 /// As [`write_tenant`].
@@ -119,83 +119,149 @@ pub fn write_selected(
     path: &Path,
     select: &dyn Fn(&[u8]) -> bool,
 ) -> Result<u64, String> {
-    let tmp = PathBuf::from(format!("{}.tmp.{}", path.display(), std::process::id()));
-    let r = write_file(eng, t, name, &tmp, select);
-    let r = r.and_then(|n| {
-        fs::rename(&tmp, path).map_err(|e| format!("rename: {e}"))?;
-        if let Some(dir) = path.parent() {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| format!("fsync of the directory: {e}"))?;
-        }
-        Ok(n)
-    });
-    if r.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    r.map_err(|e| format!("{}: {e}", path.display()))
-}
-
-fn write_file(
-    eng: &Engine,
-    t: TenantId,
-    name: &str,
-    tmp: &Path,
-    select: &dyn Fn(&[u8]) -> bool,
-) -> Result<u64, String> {
     let now = eng.now_ms();
-    let file = File::create(tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
-    let mut w = BufWriter::with_capacity(1 << 20, file);
-    let io = |e: std::io::Error| format!("write: {e}");
-    format::write_header(
-        &mut w,
-        &Header {
-            tenant: name.to_string(),
-            recency: eng.recency_kind(t).code(),
-            created_ms: now,
-        },
-    )
-    .map_err(io)?;
-    let mut body = Vec::new();
-    let mut items = 0u64;
+    let mut w = FileWriter::create(path, name, eng.recency_kind(t), now)?;
     let mut failed: Option<String> = None;
     eng.for_each_item(t, |key, value, meta| {
         if failed.is_some() || meta.expire_at_ms.is_some_and(|at| at <= now) || !select(key) {
             return;
         }
-        format::item_head(&mut body, key, meta.expire_at_ms, meta.stamp);
+        if let Err(e) = w.item(key, value, meta) {
+            failed = Some(e);
+        }
+    });
+    match failed {
+        Some(e) => {
+            w.abandon();
+            Err(format!("{}: {e}", path.display()))
+        }
+        None => w.finish(),
+    }
+}
+
+/// A tenant's file being written item by item, possibly over several steps (pRedis's dump
+/// files, [`crate::dumpload`], are written in slices so that no step stalls the other tenants
+/// for long): to `<path>.tmp.<pid>`, which [`FileWriter::finish`] closes with the end record,
+/// fsyncs and renames over `path`, and [`FileWriter::abandon`] removes. Until `finish`
+/// returns, `path` holds what it held before (a complete file or nothing).
+#[derive(Debug)]
+pub struct FileWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    w: BufWriter<File>,
+    body: Vec<u8>,
+    items: u64,
+}
+
+impl FileWriter {
+    /// Creates the temporary file and writes the header (tenant `name`, stamps of `recency`).
+    ///
+    /// # Errors
+    /// The I/O error, with the file name.
+    pub fn create(
+        path: &Path,
+        name: &str,
+        recency: RecencyKind,
+        created_ms: u64,
+    ) -> Result<Self, String> {
+        let tmp = PathBuf::from(format!("{}.tmp.{}", path.display(), std::process::id()));
+        let file = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 20, file);
+        let header = Header {
+            tenant: name.to_string(),
+            recency: recency.code(),
+            created_ms,
+        };
+        if let Err(e) = format::write_header(&mut w, &header) {
+            drop(w);
+            let _ = fs::remove_file(&tmp);
+            return Err(format!("{}: write: {e}", path.display()));
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            tmp,
+            w,
+            body: Vec::new(),
+            items: 0,
+        })
+    }
+
+    /// Appends one item.
+    ///
+    /// # Errors
+    /// An I/O error, or an object type without a codec; the caller then abandons the file.
+    pub fn item(&mut self, key: &[u8], value: ValueRef<'_>, meta: ItemMeta) -> Result<(), String> {
+        self.body.clear();
+        format::item_head(&mut self.body, key, meta.expire_at_ms, meta.stamp);
         let tag = match value {
             ValueRef::Str(v) => {
-                body.extend_from_slice(v);
+                self.body.extend_from_slice(v);
                 TAG_STRING
             }
             ValueRef::Obj(o) => {
                 let codec = types::codec_for(o.type_name());
-                match codec.and_then(|c| (c.encode)(o, &mut body).map(|()| c.tag)) {
-                    Some(tag) => tag,
-                    None => {
-                        failed = Some(format!(
+                codec
+                    .and_then(|c| (c.encode)(o, &mut self.body).map(|()| c.tag))
+                    .ok_or_else(|| {
+                        format!(
                             "no snapshot codec for type '{}' (key of {} bytes)",
                             o.type_name(),
                             key.len()
-                        ));
-                        return;
-                    }
-                }
+                        )
+                    })?
             }
         };
-        if let Err(e) = format::write_record(&mut w, tag, &body) {
-            failed = Some(io(e));
-        }
-        items += 1;
-    });
-    if let Some(e) = failed {
-        return Err(e);
+        format::write_record(&mut self.w, tag, &self.body).map_err(|e| format!("write: {e}"))?;
+        self.items += 1;
+        Ok(())
     }
-    format::write_record(&mut w, TAG_END, &items.to_le_bytes()).map_err(io)?;
-    let file = w.into_inner().map_err(|e| io(e.into_error()))?;
-    file.sync_all().map_err(|e| format!("fsync: {e}"))?;
-    Ok(items)
+
+    /// Items appended so far.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// Writes the end record, fsyncs, renames the file over its name and fsyncs the directory;
+    /// returns the items written. Needs no engine: a caller may run it on another thread.
+    ///
+    /// # Errors
+    /// The first I/O error, with the file name; the temporary file is removed then and the
+    /// name keeps what it held.
+    pub fn finish(self) -> Result<u64, String> {
+        let Self {
+            path,
+            tmp,
+            mut w,
+            items,
+            ..
+        } = self;
+        let io = |e: std::io::Error| format!("write: {e}");
+        let r = format::write_record(&mut w, TAG_END, &items.to_le_bytes())
+            .map_err(io)
+            .and_then(|()| w.into_inner().map_err(|e| io(e.into_error())))
+            .and_then(|file| file.sync_all().map_err(|e| format!("fsync: {e}")))
+            .and_then(|()| fs::rename(&tmp, &path).map_err(|e| format!("rename: {e}")))
+            .and_then(|()| match path.parent() {
+                Some(dir) => File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| format!("fsync of the directory: {e}")),
+                None => Ok(()),
+            });
+        match r {
+            Ok(()) => Ok(items),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                Err(format!("{}: {e}", path.display()))
+            }
+        }
+    }
+
+    /// Gives the file up: the temporary file is removed, the name keeps what it held.
+    pub fn abandon(self) {
+        let tmp = self.tmp.clone();
+        drop(self);
+        let _ = fs::remove_file(tmp);
+    }
 }
 
 /// Writes every tenant's snapshot; returns the items written.

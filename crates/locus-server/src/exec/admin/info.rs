@@ -299,7 +299,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             if let Some(d) = sh.dumploads().status(*t) {
                 let _ = write!(
                     out,
-                    "dumpload_{}:mode={},state={},dumps={},loads={},last_dump_ms={},last_load_ms={},items_dumped={},items_loaded={},last_dump_usec={},last_load_usec={},last_error={}\r\n",
+                    "dumpload_{}:mode={},state={},dumps={},loads={},last_dump_ms={},last_load_ms={},items_dumped={},items_loaded={},last_dump_usec={},dump_steps={},dump_step_items_max={},last_load_usec={},last_error={}\r\n",
                     sh.tenancy().name(*t),
                     d.mode.replace([',', ' '], "_"),
                     d.state,
@@ -310,6 +310,8 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
                     d.items_dumped,
                     d.items_loaded,
                     d.dump_usec,
+                    d.dump_steps,
+                    d.dump_step_items_max,
                     d.load_usec,
                     d.last_error.replace(['\r', '\n', ','], " "),
                 );
