@@ -765,10 +765,11 @@ mod tests {
     }
 
     /// The paper's threshold baselines (§5). A loop of 30 pages' worth of items next to a
-    /// uniform tenant that uses 20 of its 24-page share: Max moves 9 pages (the uniform tenant
-    /// ends at 15, 75% hits) and the loop fits; with a size threshold of 3 pages the loop's cliff
-    /// is out of reach and nothing moves; with a hit-rate threshold of 0 the uniform tenant stops
-    /// giving pages as soon as a page it gives up would cost hits, and keeps more of them.
+    /// uniform tenant that uses 20 of its 24-page share: Max moves 7 pages (the uniform tenant
+    /// ends at 17, 85% hits; 15 and 75% when the recency stack sampled 1/16 of the keys) and the
+    /// loop fits; with a size threshold of 3 pages the loop's cliff is out of reach and nothing
+    /// moves; with a hit-rate threshold of 0 the uniform tenant stops giving pages as soon as a
+    /// page it gives up would cost hits, and keeps more of them (18, 90%).
     #[test]
     fn threshold_baselines_limit_the_moves() {
         let per_page = items_per_page();
@@ -798,11 +799,11 @@ mod tests {
         assert!(size.tail_hit_ratio[0] < 0.3, "{size:?}");
         let hit = go(&[("hit_threshold", "0")]);
         assert!(
-            hit.targets[1].unwrap() > free.targets[1].unwrap() + 1,
+            hit.targets[1].unwrap() > free.targets[1].unwrap(),
             "{hit:?}"
         );
         assert!(
-            hit.tail_hit_ratio[1] > free.tail_hit_ratio[1] + 0.05,
+            hit.tail_hit_ratio[1] > free.tail_hit_ratio[1] + 0.03,
             "{hit:?}"
         );
     }
