@@ -64,8 +64,13 @@ pub struct LamaConfig {
     pub miss_us: f64,
     /// Least relative cost reduction that justifies moving (default 0.0: any gain).
     pub min_gain: f64,
-    /// Spatial sampling rate of the footprint profilers (default 1.0: every key).
+    /// Highest spatial sampling rate of the footprint profilers (default 1.0: every key).
     pub sample_rate: f64,
+    /// Most distinct keys one footprint profiler (a pool's size class) follows in a window
+    /// (default 16,384): each window samples at the rate that would have kept the last one
+    /// within it, and a window that outgrows twice the budget restarts at a rate scaled down
+    /// to it, so the profilers' memory stays bounded whatever the key count (0: no budget).
+    pub sample_keys: u64,
     /// Window-edge correction: a reuse of time `t` is seen in an `n`-access window only when
     /// its first access falls inside, `n - t` chances in `n`, so it counts `n / (n - t)` hits,
     /// the weight capped at `edge_cap`: 0 (default) no cap, 1 no correction (the paper's
@@ -85,6 +90,7 @@ impl Default for LamaConfig {
             miss_us: 1000.0,
             min_gain: 0.0,
             sample_rate: 1.0,
+            sample_keys: 16_384,
             edge_cap: 0.0,
             max_intervals: 4,
         }
@@ -154,7 +160,7 @@ impl Lama {
                 &f.footprint_curve(),
                 f.reuse_times(),
                 f.full_len(),
-                self.cfg.sample_rate,
+                f.rate(),
                 &caps,
                 cap,
             ));
@@ -359,6 +365,20 @@ fn grow_to<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
     &mut v[i]
 }
 
+/// The rate at which `tracked` keys seen at `rate` would have been about `budget`, at most `top`
+/// and at least the finest rate the filter has.
+fn budget_rate(rate: f64, tracked: usize, budget: usize, top: f64) -> f64 {
+    let want = if tracked == 0 {
+        top
+    } else {
+        rate * budget as f64 / tracked as f64
+    };
+    want.clamp(MIN_SAMPLE_RATE, top)
+}
+
+/// The finest footprint sampling rate (64 of the filter's 2^24 hash values).
+const MIN_SAMPLE_RATE: f64 = 64.0 / locus_mrc::sampling::SAMPLE_MODULUS as f64;
+
 fn view_chunk(ps: &super::PoolState, c: ClassId) -> Option<u32> {
     ps.classes
         .iter()
@@ -386,6 +406,13 @@ impl Controller for Lama {
                 )
             });
             p.0.access(a.key_hash, a.size, op);
+            let budget = self.cfg.sample_keys as usize;
+            if budget > 0 && p.0.tracked() > 2 * budget {
+                // The key set outgrew the budget inside the window: restart the class's window
+                // at the rate that would have held it to the budget.
+                let r = budget_rate(p.0.rate(), p.0.tracked(), budget, rate);
+                let _ = p.0.restart_at(r);
+            }
         }
     }
 
@@ -410,9 +437,18 @@ impl Controller for Lama {
             self.decide_pool(view, p.pool, &mut d);
         }
         self.tracker.reset();
+        let (budget, top) = (self.cfg.sample_keys as usize, self.cfg.sample_rate);
         for p in self.profilers.iter_mut().flatten().flatten() {
-            // Footprint restarts (its only decay); a fresh window per repartition.
-            let _ = p.0.decay(0.0);
+            // Footprint restarts (its only decay); a fresh window per repartition, sampled at
+            // the rate that would have kept this one within the key budget.
+            let r = if budget > 0 {
+                budget_rate(p.0.rate(), p.0.tracked(), budget, top)
+            } else {
+                top
+            };
+            if p.0.restart_at(r).is_err() {
+                let _ = p.0.decay(0.0);
+            }
         }
         self.window_intervals = 0;
         d
@@ -445,6 +481,7 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
         miss_us: s.f64("miss_us", d.miss_us)?,
         min_gain: s.f64("min_gain", d.min_gain)?,
         sample_rate: s.f64("sample_rate", d.sample_rate)?,
+        sample_keys: s.u64("sample_keys", d.sample_keys)?,
         edge_cap: s.f64("edge_cap", d.edge_cap)?,
         max_intervals: s.u64("max_intervals", d.max_intervals)?,
     };
@@ -476,6 +513,70 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn set(key: u64) -> Access {
+        Access {
+            tenant: locus_engine::TenantId(0),
+            pool: PoolId(0),
+            kind: locus_engine::control::AccessKind::Set,
+            key_hash: key.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            size: 100,
+            class: Some(ClassId(3)),
+            now_us: key,
+        }
+    }
+
+    #[test]
+    fn the_footprint_profilers_keep_to_their_key_budget() {
+        let cfg = LamaConfig {
+            sample_keys: 1000,
+            ..LamaConfig::default()
+        };
+        let mut l = Lama::new(cfg);
+        // A small class is followed whole: 500 keys, rate 1.
+        for k in 0..500 {
+            l.on_access(&set(k));
+        }
+        fn f(l: &Lama) -> &Footprint {
+            &l.profilers[0][3].as_ref().unwrap().0
+        }
+        assert_eq!((f(&l).tracked(), f(&l).rate()), (500, 1.0));
+        // 200,000 new keys in one window: the profiler restarts at lower rates and never holds
+        // more than twice its budget.
+        let mut most = 0;
+        for k in 500..200_500 {
+            l.on_access(&set(k));
+            most = most.max(f(&l).tracked());
+        }
+        assert!(most <= 2 * 1000 + 1, "{most}");
+        let r = f(&l).rate();
+        assert!(r < 0.02, "{r}");
+        // Sampled at that rate, a window of the same 200,000 keys holds about the budget.
+        let mut l2 = Lama::new(LamaConfig {
+            sample_keys: 1000,
+            ..LamaConfig::default()
+        });
+        l2.on_access(&set(0));
+        let _ = l2.profilers[0][3].as_mut().unwrap().0.restart_at(r);
+        for k in 0..200_000 {
+            l2.on_access(&set(k));
+        }
+        let held = f(&l2).tracked();
+        assert!((400..=2001).contains(&held), "{held}");
+        // With no budget every key is followed.
+        let mut l3 = Lama::new(LamaConfig {
+            sample_keys: 0,
+            ..LamaConfig::default()
+        });
+        for k in 0..5000 {
+            l3.on_access(&set(k));
+        }
+        assert_eq!(f(&l3).tracked(), 5000);
+        assert_eq!(budget_rate(1.0, 0, 10, 1.0), 1.0);
+        assert_eq!(budget_rate(1.0, 20, 10, 1.0), 0.5);
+        assert_eq!(budget_rate(0.5, 1, 10, 1.0), 1.0);
+        assert!(budget_rate(1.0, usize::MAX, 10, 1.0) >= MIN_SAMPLE_RATE);
+    }
 
     /// Footprint and reuse times of a key stream.
     fn profile(keys: &[u64]) -> Footprint {

@@ -71,6 +71,30 @@ impl Footprint {
         self.full
     }
 
+    /// The spatial sampling rate in force.
+    pub fn rate(&self) -> f64 {
+        self.filter.rate()
+    }
+
+    /// Distinct sampled keys the profiler holds (live, and ended by DEL): its memory.
+    pub fn tracked(&self) -> usize {
+        self.live.len() + self.ended.len()
+    }
+
+    /// Restarts (as `decay(0.0)`) sampling at `rate` from now on, the same keys' hashes.
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] for a bad rate (the profiler is then unchanged).
+    pub fn restart_at(&mut self, rate: f64) -> Result<(), MrcError> {
+        self.filter = SpatialFilter::new(rate, self.filter.seed())?;
+        self.live.clear();
+        self.ended.clear();
+        self.rt.clear();
+        self.n = 0;
+        self.full = 0;
+        Ok(())
+    }
+
     /// Calls `f(w, fp(w), hits(w))` for `w = 0, 1, …, n` where `hits(w) = Σ_{t ≤ w} r_t`; stops
     /// when `f` returns false.
     fn sweep(&self, mut f: impl FnMut(u64, f64, f64) -> bool) {

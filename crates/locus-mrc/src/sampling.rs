@@ -39,6 +39,11 @@ impl SpatialFilter {
         self.threshold as f64 / SAMPLE_MODULUS as f64
     }
 
+    /// The seed of its hash.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// The sampling hash of `key`, reduced mod `P`.
     #[inline]
     pub fn hash(&self, key: u64) -> u64 {
