@@ -742,8 +742,12 @@ fn load_slice(eng: &mut Engine, d: &mut TenantDl, n: usize, now_ms: u64) -> Opti
     let path = p.path.clone();
     let done = p.done;
     // Freeing the file's records and the keys, and unlinking the file, take tens of ms for a
-    // large tenant: not under the engine lock.
-    off_lock((p, superseded), Some(path.clone()));
+    // large tenant: not under the engine lock. The file leaves its name here, though (a rename
+    // is one metadata write): a crash before the unlink must not find a dump file to load at
+    // the next start and bring back keys deleted since this load. The temporary name is one the
+    // start-up cleans away.
+    let gone = retire(&path);
+    off_lock((p, superseded), gone);
     d.loads += 1;
     d.last_load_ms = now_ms;
     d.items_loaded = done.items;
@@ -756,6 +760,24 @@ fn load_slice(eng: &mut Engine, d: &mut TenantDl, n: usize, now_ms: u64) -> Opti
         done.expired,
         done.dropped
     ))
+}
+
+/// Moves the loaded dump file `path` out of the way under a temporary name (see
+/// [`load_leftovers`]) for the caller to unlink off the lock; removes it here when the rename
+/// fails. `None` once the file is gone.
+fn retire(path: &Path) -> Option<PathBuf> {
+    let tmp = PathBuf::from(format!(
+        "{}.tmp.loaded.{}",
+        path.display(),
+        std::process::id()
+    ));
+    match std::fs::rename(path, &tmp) {
+        Ok(()) => Some(tmp),
+        Err(_) => {
+            let _ = std::fs::remove_file(path);
+            None
+        }
+    }
 }
 
 /// Drops `x` and removes the file `rm` on a thread of their own (here if none can be had).
