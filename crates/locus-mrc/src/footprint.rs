@@ -87,12 +87,17 @@ impl Footprint {
     /// [`MrcError::InvalidRate`] for a bad rate (the profiler is then unchanged).
     pub fn restart_at(&mut self, rate: f64) -> Result<(), MrcError> {
         self.filter = SpatialFilter::new(rate, self.filter.seed())?;
+        self.clear();
+        Ok(())
+    }
+
+    /// Forgets the window: lifetimes, reuse times and counts (the rate stays).
+    fn clear(&mut self) {
         self.live.clear();
         self.ended.clear();
         self.rt.clear();
         self.n = 0;
         self.full = 0;
-        Ok(())
     }
 
     /// Calls `f(w, fp(w), hits(w))` for `w = 0, 1, …, n` where `hits(w) = Σ_{t ≤ w} r_t`; stops
@@ -209,11 +214,7 @@ impl Profiler for Footprint {
                     .into(),
             });
         }
-        self.live.clear();
-        self.ended.clear();
-        self.rt.clear();
-        self.n = 0;
-        self.full = 0;
+        self.clear();
         Ok(())
     }
 

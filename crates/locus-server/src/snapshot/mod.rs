@@ -314,13 +314,19 @@ pub fn load_tenant(
     name: &str,
     path: &Path,
 ) -> Result<Loaded, format::FormatError> {
+    let (file, size) = open_sized(path)?;
+    load_from(eng, t, name, file, size)
+}
+
+/// `path` opened for reading with its size, errors worded for a snapshot file.
+fn open_sized(path: &Path) -> Result<(BufReader<File>, u64), format::FormatError> {
     let ferr = |what: String| format::FormatError { offset: 0, what };
     let file = File::open(path).map_err(|e| ferr(format!("cannot open: {e}")))?;
     let size = file
         .metadata()
         .map_err(|e| ferr(format!("cannot stat: {e}")))?
         .len();
-    load_from(eng, t, name, BufReader::with_capacity(1 << 20, file), size)
+    Ok((BufReader::with_capacity(1 << 20, file), size))
 }
 
 /// [`load_tenant`] from any reader of `size` bytes.
@@ -424,12 +430,8 @@ pub struct ReadItems {
 /// A [`format::FormatError`] with the offset of the bad record.
 pub fn read_items(path: &Path, name: &str) -> Result<ReadItems, format::FormatError> {
     let ferr = |what: String| format::FormatError { offset: 0, what };
-    let file = File::open(path).map_err(|e| ferr(format!("cannot open: {e}")))?;
-    let size = file
-        .metadata()
-        .map_err(|e| ferr(format!("cannot stat: {e}")))?
-        .len();
-    let (header, mut reader) = Reader::open(BufReader::with_capacity(1 << 20, file), size)?;
+    let (file, size) = open_sized(path)?;
+    let (header, mut reader) = Reader::open(file, size)?;
     if header.tenant != name {
         return Err(ferr(format!(
             "holds tenant {:?}, not {name:?}",
