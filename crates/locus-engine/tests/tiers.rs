@@ -182,22 +182,79 @@ fn naive_promotion_moves_any_recently_touched_slow_item() {
 }
 
 #[test]
-fn a_full_fast_tier_evicts_without_cascading_into_the_slow_tier() {
+fn a_full_fast_tier_demotes_on_write_then_evicts_without_cascading() {
     let (mut e, _) = engine_with(tiered(50, PromotionMode::Off));
     let t = tenant(&mut e, "a", Policy::AllkeysLru);
-    // No worker runs: the fast tier fills and must evict by itself.
+    // No worker runs: once the fast tier is at its budget, writes demote its coldest items
+    // while the slow tier has room, and only then evict out of the cache.
+    let mut first_eviction = None;
     for i in 0..2000 {
+        let before = e.tier_stats().unwrap();
         e.set(t, &key(i), &val(i, 200), SetOptions::default())
             .unwrap();
+        let st = e.tenant_tier_stats(t).unwrap();
+        if st.tiers[0].evictions.total() > 0 && first_eviction.is_none() {
+            first_eviction = Some(i);
+            assert_eq!(
+                before.used_pages[1], before.budget_pages[1],
+                "the fast tier evicted while the slow tier had a free page"
+            );
+        }
+        assert_eq!(
+            st.tiers[1].evictions.total(),
+            0,
+            "a write evicted from the slow tier"
+        );
+        assert_eq!(e.item_tier(t, &key(i)), Some(Tier::Fast), "admission");
     }
     let st = e.tenant_tier_stats(t).unwrap();
-    assert_eq!(st.tiers[1].items, 0, "nothing went to the slow tier");
-    assert_eq!(st.demotions, 0);
+    assert!(st.demotions > 0 && st.tiers[1].items == st.demotions);
+    assert!(
+        first_eviction.is_some(),
+        "2000 items of 200 bytes overflow 50 pages of 4 KiB: the fast tier must evict in the end"
+    );
     assert!(st.tiers[0].evictions.reactive > 0);
-    assert_eq!(st.tiers[1].evictions.total(), 0);
     let ts = e.tier_stats().unwrap();
     assert!(ts.used_pages[0] <= ts.budget_pages[0]);
+    assert_eq!(ts.used_pages[1], ts.budget_pages[1]);
+    // Every demoted item kept its value.
+    for i in 0..2000 {
+        if e.item_tier(t, &key(i)) == Some(Tier::Slow) {
+            assert_eq!(e.peek(t, &key(i)).unwrap(), &val(i, 200)[..]);
+        }
+    }
     e.check_invariants();
+}
+
+#[test]
+fn a_write_demotes_another_tenants_page_rather_than_evicting() {
+    // Two tenants share a small fast tier; b fills it first, then a writes: a's writes take
+    // b's fast pages by demoting their items (b keeps them, in the slow tier) instead of
+    // evicting b's items or a's own.
+    let (mut e, _) = engine_with(tiered(100, PromotionMode::Off));
+    let a = tenant(&mut e, "a", Policy::AllkeysLru);
+    let b = tenant(&mut e, "b", Policy::AllkeysLru);
+    for i in 0..300 {
+        e.set(b, &key(i), &val(i, 200), SetOptions::default())
+            .unwrap();
+    }
+    for i in 0..300 {
+        e.set(a, &key(i), &val(i, 200), SetOptions::default())
+            .unwrap();
+        e.check_invariants();
+    }
+    for t in [a, b] {
+        let st = e.tenant_tier_stats(t).unwrap();
+        assert_eq!(
+            st.tiers[0].evictions.total() + st.tiers[1].evictions.total(),
+            0
+        );
+        assert_eq!(st.tiers[0].items + st.tiers[1].items, 300);
+    }
+    assert!(e.tenant_tier_stats(a).unwrap().tiers[0].pages > 0);
+    for i in 0..300 {
+        assert_eq!(e.peek(b, &key(i)).unwrap(), &val(i, 200)[..]);
+    }
 }
 
 #[test]
@@ -258,6 +315,13 @@ fn moves(e: &Engine, ids: &[locus_engine::TenantId]) -> (u64, u64) {
     })
 }
 
+/// Fast-tier evictions so far (every cause), over all tenants.
+fn fast_evictions(e: &Engine, ids: &[locus_engine::TenantId]) -> u64 {
+    ids.iter()
+        .map(|&t| e.tenant_tier_stats(t).unwrap().tiers[0].evictions.total())
+        .sum()
+}
+
 fn run_ops(ops: &[Op], promotion: PromotionMode, targets: bool) {
     // Tiers of a few 4 KiB pages: at sdTMM's 2%/5% a tier's watermark would be smaller than
     // one chunk, so these runs use 15%/30% to make the workers start and stop often.
@@ -283,6 +347,11 @@ fn run_ops(ops: &[Op], promotion: PromotionMode, targets: bool) {
         match *o {
             Op::Set { t, k, len } => {
                 let before = moves(&e, &ids);
+                let fast_before = fast_evictions(&e, &ids);
+                let slow_room = {
+                    let ts = e.tier_stats().unwrap();
+                    ts.used_pages[1] < ts.budget_pages[1]
+                };
                 let existed = e.item_tier(ids[t], &key(u64::from(k))).is_some();
                 let v = val(n as u64, len as usize);
                 e.set(ids[t], &key(u64::from(k)), &v, SetOptions::default())
@@ -298,10 +367,19 @@ fn run_ops(ops: &[Op], promotion: PromotionMode, targets: bool) {
                     );
                 }
                 assert_eq!(
-                    moves(&e, &ids),
-                    before,
-                    "a write demoted or evicted from the slow tier (cascade)"
+                    moves(&e, &ids).0,
+                    before.0,
+                    "a write evicted from the slow tier (cascade)"
                 );
+                // A write may demote to make room, and evicts out of the fast tier only when
+                // demotion could not: never while the slow tier has a free page.
+                if slow_room {
+                    assert_eq!(
+                        fast_evictions(&e, &ids),
+                        fast_before,
+                        "a write evicted from the fast tier while the slow tier had room"
+                    );
+                }
             }
             Op::Get { t, k } => {
                 let got = e.get(ids[t], &key(u64::from(k))).map(<[u8]>::to_vec);

@@ -575,29 +575,31 @@ impl Engine {
 
     /// The emptiest page of `tier`, the requester's first, other than a full page of (t, c).
     fn sparsest_tier_page(&self, t: usize, c: u16, tier: usize) -> Option<u32> {
-        for r in super::pages::requester_first(t, self.tenants.len()) {
-            let mut best: Option<(u32, u64, u64)> = None;
-            for &pg in &self.tenants[r].pages {
-                let p = &self.store.pages[pg as usize];
-                if usize::from(p.tier) != tier || (r == t && p.class == c) {
-                    continue;
-                }
-                let (l, s) = (u64::from(p.live), u64::from(p.slots));
-                if best.is_none_or(|(_, bl, bs)| l * bs < bl * s) {
-                    best = Some((pg, l, s));
-                }
+        super::pages::requester_first(t, self.tenants.len())
+            .find_map(|r| self.sparsest_page_of(r, tier, (r == t).then_some(c)))
+    }
+
+    /// The emptiest page `r` owns in `tier`, other than one of class `exclude`.
+    fn sparsest_page_of(&self, r: usize, tier: usize, exclude: Option<u16>) -> Option<u32> {
+        let mut best: Option<(u32, u64, u64)> = None;
+        for &pg in &self.tenants[r].pages {
+            let p = &self.store.pages[pg as usize];
+            if usize::from(p.tier) != tier || exclude == Some(p.class) {
+                continue;
             }
-            if let Some((pg, _, _)) = best {
-                return Some(pg);
+            let (l, s) = (u64::from(p.live), u64::from(p.slots));
+            if best.is_none_or(|(_, bl, bs)| l * bs < bl * s) {
+                best = Some((pg, l, s));
             }
         }
-        None
+        best.map(|b| b.0)
     }
 
     /// A chunk of class `c` for tenant `t` in `tier`: a free chunk, a page of the tier's budget,
-    /// else reactive eviction in that tier (the fast tier's victims leave the cache, no
-    /// cascade; the slow tier's make room for demotions), and after repeated evictions that
-    /// freed other classes' chunks, the tier's emptiest page taken back.
+    /// in the fast tier a demotion that makes room ([`Engine::demote_for_write`]), else
+    /// reactive eviction in that tier (the fast tier's victims leave the cache, no cascade; the
+    /// slow tier's make room for demotions), and after repeated evictions that freed other
+    /// classes' chunks, the tier's emptiest page taken back.
     pub(super) fn alloc_tiered(
         &mut self,
         t: usize,
@@ -612,6 +614,12 @@ impl Engine {
             let ts = self.tiers.as_ref().expect("tiered");
             if ts.used[tier] < ts.budget[tier] && self.pages_used < self.pages_total {
                 self.grant_page_in(t, c, tier as u8);
+                continue;
+            }
+            // The fast tier is at its budget and (t, c) has no free chunk: demote to make
+            // room when the slow tier can take the items without evicting (no cascade); only
+            // when it cannot does the write evict out of the cache.
+            if tier == Tier::Fast.index() && self.demote_for_write(t, c) {
                 continue;
             }
             if fruitless < FRUITLESS_EVICTIONS && self.tier_evict_one(Some(t), tier, false) {
@@ -633,6 +641,79 @@ impl Engine {
                 .page_reclaim += n;
             fruitless = 0;
         }
+    }
+
+    /// Makes room in the fast tier for a chunk of (t, c) by demotion, on the write path: the
+    /// coldest fast item of (t, c) itself (its chunk is the one the write takes), or, when
+    /// (t, c) holds none in the fast tier or a tenant other than `t` is over its fast-tier
+    /// target while `t` is not, a whole fast page emptied into the slow tier (it returns to
+    /// the tier's budget and (t, c) gets it). Each item moves only where the slow tier has a
+    /// free chunk or page for it, so nothing is evicted from the slow tier for a write. False
+    /// when nothing could be demoted (the caller then evicts).
+    fn demote_for_write(&mut self, t: usize, c: u16) -> bool {
+        let (fast, slow) = (Tier::Fast.index(), Tier::Slow.index());
+        let over = |tt: &TenantTier| {
+            tt.stats
+                .fast_target_bytes
+                .is_some_and(|tg| tt.stats.tiers[fast].charged_bytes > tg)
+        };
+        let giver = match self.tenants[t].tier.as_deref() {
+            Some(tt) if !over(tt) => self
+                .tenants
+                .iter()
+                .enumerate()
+                .find(|(r, tn)| *r != t && tn.tier.as_deref().is_some_and(over))
+                .map(|(r, _)| r),
+            _ => None,
+        };
+        if giver.is_none()
+            && let Some(h) = self.coldest_fast_of_class(t, c)
+        {
+            return self.tier_has_room(t, c, slow) && self.migrate(t, h, slow);
+        }
+        let pg = match giver {
+            Some(r) => self.sparsest_page_of(r, fast, None),
+            None => self.sparsest_tier_page(t, c, fast),
+        };
+        let Some(pg) = pg else {
+            return false;
+        };
+        let (owner, class, bump) = {
+            let p = &self.store.pages[pg as usize];
+            (p.owner as usize, p.class, p.bump)
+        };
+        let mut moved = false;
+        for slot in 0..bump {
+            let h = self.store.handle(pg, slot);
+            if !self.store.is_live(h) {
+                continue;
+            }
+            if !self.tier_has_room(owner, class, slow) || !self.migrate(owner, h, slow) {
+                break;
+            }
+            moved = true;
+        }
+        moved
+    }
+
+    /// The least recently used fast-tier item of (t, c): the tail of `t`'s fast list, or the
+    /// first of class `c` within `promotion_scan` items of it.
+    fn coldest_fast_of_class(&self, t: usize, c: u16) -> Option<u32> {
+        let scan = self.tiers.as_ref()?.cfg.promotion_scan;
+        let tn = &self.tenants[t];
+        let tt = tn.tier.as_ref()?;
+        let mut pos = tt.lists[Tier::Fast.index()].tail;
+        for _ in 0..scan {
+            if pos == NIL {
+                return None;
+            }
+            let h = tn.all[pos as usize];
+            if self.store.pages[self.store.split(h).0].class == c {
+                return Some(h);
+            }
+            pos = tt.prev[pos as usize];
+        }
+        None
     }
 
     /// Moves item `h` of `r` to the other tier: a chunk of its class there (making room as
