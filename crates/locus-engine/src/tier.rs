@@ -80,8 +80,11 @@ pub enum SlowBackend {
         /// Extra nanoseconds per slow-tier access.
         ns: u64,
     },
-    /// A shared mapping of this file (DAX/pmem device, tmpfs, plain file). Not implemented yet:
-    /// validation checks the file and then refuses the backend.
+    /// A shared mapping of this file (a file on tmpfs, on a DAX/pmem file system, or a plain
+    /// file): created or truncated at start, given the slow tier's budget in bytes with
+    /// `posix_fallocate` (too little space is an error at start), every slow page a window of
+    /// it, removed when the engine is dropped. Its contents are not kept across restarts; one
+    /// engine per file (it is locked with `flock` while mapped).
     File {
         /// The file.
         path: String,
@@ -288,7 +291,7 @@ impl TierConfig {
             SlowBackend::Numa { node } => {
                 if std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists() {
                     p.push(format!(
-                        "tier.slow_backend: numa:{node} is not implemented yet (use emulated:<ns>)"
+                        "tier.slow_backend: numa:{node} is not implemented yet (use emulated:<ns> or file:<path>)"
                     ));
                 } else {
                     p.push(format!(
@@ -297,18 +300,8 @@ impl TierConfig {
                 }
             }
             SlowBackend::File { path } => {
-                match std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(path)
-                {
-                    Ok(_) => p.push(format!(
-                        "tier.slow_backend: file:{path} is not implemented yet (use emulated:<ns>)"
-                    )),
-                    Err(e) => p.push(format!(
-                        "tier.slow_backend: file {path} cannot be opened for writing: {e}"
-                    )),
+                if let Err(e) = crate::region::file_writable(path) {
+                    p.push(format!("tier.slow_backend: {e}"));
                 }
             }
         }

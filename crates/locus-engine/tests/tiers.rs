@@ -86,6 +86,8 @@ fn bad_tier_settings_are_refused_naming_the_key() {
         })
         .contains("cannot be opened for writing")
     );
+    // The failed validation left no file behind.
+    assert!(!std::path::Path::new("/proc/nonexistent/dir/slow").exists());
 }
 
 #[test]
@@ -479,5 +481,102 @@ proptest! {
         ops in prop::collection::vec(op(), 1..1000)
     ) {
         run_ops(&ops, PromotionMode::Reuse, true);
+    }
+}
+
+/// `tiered(pages)` with this slow backend and workers run by the test.
+fn tiered_on(pages: u64, backend: SlowBackend) -> EngineConfig {
+    let mut cfg = tiered(pages, PromotionMode::Reuse);
+    cfg.tier.as_mut().unwrap().slow_backend = backend;
+    cfg
+}
+
+/// Writes 400 keys with the workers running, re-reads a slice of them (promotions), and checks
+/// every value against what was written, through demotions, promotions and slow-tier hits.
+fn round_trip(e: &mut Engine) -> locus_engine::TenantId {
+    let t = tenant(e, "a", Policy::AllkeysLru);
+    for i in 0..400 {
+        e.set(t, &key(i), &val(i, 200), SetOptions::default())
+            .unwrap();
+        e.run_tier_workers();
+    }
+    for _ in 0..5 {
+        for i in (0..400).step_by(7) {
+            if let Some(v) = e.get(t, &key(i)) {
+                assert_eq!(v, &val(i, 200)[..]);
+            }
+            e.run_tier_workers();
+        }
+    }
+    let st = e.tenant_tier_stats(t).unwrap();
+    assert!(st.demotions > 0 && st.promotions > 0, "{st:?}");
+    assert!(st.tiers[1].items > 0);
+    for i in 0..400 {
+        if let Some(v) = e.peek(t, &key(i)) {
+            assert_eq!(v, &val(i, 200)[..], "key {i}");
+        }
+    }
+    e.check_invariants();
+    t
+}
+
+#[test]
+fn the_file_backend_keeps_slow_pages_in_the_file() {
+    let dir = std::env::temp_dir().join(format!("locus-tiers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("slow.tier");
+    // A stale file of the wrong size is truncated and resized.
+    std::fs::write(&path, b"left over from an earlier run").unwrap();
+    let (mut e, _) = engine_with(tiered_on(
+        50,
+        SlowBackend::File {
+            path: path.to_str().unwrap().into(),
+        },
+    ));
+    let ts = e.tier_stats().unwrap();
+    let (file, len) = e.slow_tier_file().unwrap();
+    assert_eq!(file, path);
+    assert_eq!(
+        len,
+        ts.budget_pages[1] * 4096,
+        "the mapping is the slow budget"
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len, "file size");
+    let t = round_trip(&mut e);
+    // The slow items' bytes are in the file: every slow key appears in it.
+    let bytes = std::fs::read(&path).unwrap();
+    let slow: Vec<u64> = (0..400)
+        .filter(|&i| e.item_tier(t, &key(i)) == Some(Tier::Slow))
+        .collect();
+    assert!(!slow.is_empty());
+    for i in slow {
+        let k = key(i);
+        assert!(
+            bytes.windows(k.len()).any(|w| w == &k[..]),
+            "slow key {i} is not in the file"
+        );
+    }
+    drop(e);
+    assert!(!path.exists(), "the file is removed with the engine");
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+#[test]
+fn the_file_backend_refuses_a_path_it_cannot_write() {
+    let cfg = tiered_on(
+        50,
+        SlowBackend::File {
+            path: "/proc/self/no-such-file".into(),
+        },
+    );
+    match Engine::new(cfg, std::sync::Arc::new(locus_common::VirtualClock::new(0))) {
+        Err(EngineError::InvalidConfig { problems }) => {
+            let p = problems.join("; ");
+            assert!(
+                p.contains("tier.slow_backend") && p.contains("/proc/self/no-such-file"),
+                "{p}"
+            );
+        }
+        other => panic!("accepted: {other:?}"),
     }
 }

@@ -15,7 +15,8 @@
 //! reports the tier it hit ([`Engine::last_hit_tier`]) and the caller charges the delay.
 
 use super::*;
-use crate::tier::{PromotionMode, TenantTierStats, Tier, TierConfig, TierStats};
+use crate::region::Region;
+use crate::tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};
 
 /// One item's tier state.
 #[derive(Clone, Copy, Debug)]
@@ -249,12 +250,27 @@ pub(super) struct TierState {
     runs: u64,
     last_hit: Option<Tier>,
     cursor: usize,
+    /// The slow tier's mapping (`file:` backend; `None` for `emulated:`).
+    region: Option<Region>,
+    /// Page ids holding a window of `region`, not in use.
+    free_mapped: Vec<u32>,
+    /// Windows of `region` handed to page ids so far.
+    windows: u64,
 }
 
 impl TierState {
-    pub(super) fn new(cfg: TierConfig, pages_total: u64) -> Self {
-        Self {
-            budget: cfg.split_pages(pages_total),
+    /// The tier state, with the slow tier's mapping made for a `file:` backend.
+    fn new(cfg: TierConfig, pages_total: u64, page_size: u64) -> Result<Self, String> {
+        let budget = cfg.split_pages(pages_total);
+        let region = match &cfg.slow_backend {
+            SlowBackend::Emulated { .. } => None,
+            SlowBackend::File { path } => Some(Region::file(path, budget[1], page_size)?),
+            SlowBackend::Numa { node } => {
+                return Err(format!("numa:{node} is not implemented yet"));
+            }
+        };
+        Ok(Self {
+            budget,
             used: [0; 2],
             charged: [0; 2],
             chunk_bytes: [0; 2],
@@ -267,8 +283,11 @@ impl TierState {
             runs: 0,
             last_hit: None,
             cursor: 0,
+            region,
+            free_mapped: Vec::new(),
+            windows: 0,
             cfg,
-        }
+        })
     }
 
     fn note_reuse(&mut self, rt: u64) {
@@ -303,11 +322,57 @@ pub struct TierWork {
 }
 
 impl Engine {
-    /// Sets up the tier state (from `Engine::new`).
-    pub(super) fn tier_state(cfg: &EngineConfig, pages_total: u64) -> Option<Box<TierState>> {
+    /// Sets up the tier state (from `Engine::new`), mapping the slow tier's memory for a
+    /// `file:` backend.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] naming `tier.slow_backend` when the mapping fails.
+    pub(super) fn tier_state(
+        cfg: &EngineConfig,
+        pages_total: u64,
+    ) -> Result<Option<Box<TierState>>, EngineError> {
         cfg.tier
             .clone()
-            .map(|t| Box::new(TierState::new(t, pages_total)))
+            .map(|t| {
+                TierState::new(t, pages_total, cfg.page_size)
+                    .map(Box::new)
+                    .map_err(|e| invalid(vec![format!("tier.slow_backend: {e}")]))
+            })
+            .transpose()
+    }
+
+    /// A page id for the slow tier whose buffer is a window of its mapping (`None` without a
+    /// mapping: the page gets ordinary memory). The caller checked the slow tier's budget, so
+    /// a window is free: every window handed out is on a page in use or in `free_mapped`.
+    pub(super) fn tier_mapped_page(&mut self) -> Option<u32> {
+        let ts = self.tiers.as_mut()?;
+        let region = ts.region.as_ref()?;
+        if let Some(pg) = ts.free_mapped.pop() {
+            return Some(pg);
+        }
+        let id = self.store.pages.len() as u32;
+        locus_common::strict_assert!(u64::from(id) < self.max_page_ids);
+        let mut page = Page::empty();
+        page.buf = region.window(ts.windows);
+        ts.windows += 1;
+        self.store.pages.push(page);
+        Some(id)
+    }
+
+    /// A released page whose buffer is a window of the slow tier's mapping waits for the next
+    /// slow page.
+    pub(super) fn tier_release_mapped(&mut self, pg: u32) {
+        self.tiers
+            .as_mut()
+            .expect("mapped pages exist only with tiers")
+            .free_mapped
+            .push(pg);
+    }
+
+    /// The slow tier's backing file and its size in bytes (`file:` backend only).
+    pub fn slow_tier_file(&self) -> Option<(std::path::PathBuf, u64)> {
+        let r = self.tiers.as_ref()?.region.as_ref()?;
+        Some((r.path()?.to_path_buf(), r.len() as u64))
     }
 
     #[inline]
