@@ -1,9 +1,9 @@
-//! Page buffers, and the slow tier's memory region (sdTMM's `file:` backend).
+//! Page buffers, and the slow tier's memory region (sdTMM's `file:` and `numa:` backends).
 //!
 //! Every page's bytes are a [`PageBuf`]: a pointer and a length, so that reading an item costs
 //! the same whether the bytes are the page's own heap allocation (every page of an untiered
 //! engine, the fast tier, the `emulated:` slow tier) or a page-sized window of a [`Region`]
-//! (the slow tier's pages with a `file:` backend).
+//! (the slow tier's pages with a `file:` or `numa:` backend).
 //!
 //! ```text
 //!  Region (one mmap, slow budget × page_size bytes)
@@ -14,7 +14,9 @@
 //!
 //!  file:<path>  MAP_SHARED of <path>, created (or emptied), locked (flock: one engine per file)
 //!               and allocated with posix_fallocate to the region's size at start, removed when
-//!               the engine is dropped.
+//!               the engine is dropped;
+//!  numa:<node>  MAP_PRIVATE|MAP_ANONYMOUS, bound to <node> with mbind(MPOL_BIND) before any
+//!               byte is touched, so every page faults in on that node.
 //! ```
 
 use std::ffi::CString;
@@ -130,6 +132,11 @@ impl std::fmt::Debug for Region {
     }
 }
 
+const MPOL_BIND: libc::c_int = 2;
+const MPOL_F_NODE: libc::c_ulong = 1;
+const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
+const MPOL_MF_STRICT: libc::c_uint = 1;
+
 fn os_err(what: &str) -> String {
     format!("{what}: {}", std::io::Error::last_os_error())
 }
@@ -203,6 +210,59 @@ impl Region {
         })
     }
 
+    /// An anonymous mapping bound to NUMA node `node` (`mbind`, `MPOL_BIND`, strict).
+    ///
+    /// # Errors
+    /// The problem, worded for `tier.slow_backend` (an unknown node, a kernel without NUMA).
+    pub(crate) fn numa(node: u32, pages: u64, page_size: u64) -> Result<Self, String> {
+        if !numa_node_exists(node) {
+            return Err(format!(
+                "NUMA node {node} does not exist on this machine (see /sys/devices/system/node)"
+            ));
+        }
+        let len = Self::len_of(pages, page_size)?;
+        // SAFETY: a fresh anonymous private mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_err(&format!("numa:{node}: mmap of {len} bytes failed")));
+        }
+        let region = Self {
+            base: NonNull::new(p.cast::<u8>()).expect("mmap never returns null on success"),
+            len,
+            page_size: page_size as usize,
+            file: None,
+        };
+        let bits = 8 * std::mem::size_of::<libc::c_ulong>();
+        let mut mask = vec![0 as libc::c_ulong; node as usize / bits + 1];
+        mask[node as usize / bits] |= 1 << (node as usize % bits);
+        // SAFETY: `p` is our mapping of `len` bytes; the mask holds `mask.len() * bits` bits
+        // and the kernel reads `maxnode - 1` of them.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                p,
+                len,
+                MPOL_BIND,
+                mask.as_ptr(),
+                (mask.len() * bits + 1) as libc::c_ulong,
+                MPOL_MF_STRICT,
+            )
+        };
+        if rc != 0 {
+            return Err(os_err(&format!("numa:{node}: mbind to node {node} failed")));
+        }
+        Ok(region)
+    }
+
     fn len_of(pages: u64, page_size: u64) -> Result<usize, String> {
         pages
             .checked_mul(page_size)
@@ -249,6 +309,28 @@ impl Drop for Region {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Whether the kernel knows NUMA node `node`.
+pub(crate) fn numa_node_exists(node: u32) -> bool {
+    std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists()
+}
+
+/// The NUMA node holding the (touched) byte at `addr`, as the kernel reports it.
+pub(crate) fn node_of(addr: *const u8) -> Option<i32> {
+    let mut node: libc::c_int = -1;
+    // SAFETY: get_mempolicy writes one int; the other pointers are null with maxnode 0.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            addr,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    (rc == 0).then_some(node)
 }
 
 /// Whether `path` names a file that could be created or opened for writing, without creating
@@ -329,6 +411,19 @@ mod tests {
             Region::file("/dev/null", 1, 4096)
                 .unwrap_err()
                 .contains("not a regular file")
+        );
+    }
+
+    #[test]
+    fn a_numa_region_on_node_0_places_its_pages_there() {
+        let r = Region::numa(0, 4, 4096).unwrap();
+        let mut w = r.window(1);
+        w[0] = 7;
+        assert_eq!(node_of(w.as_ptr()), Some(0));
+        assert!(
+            Region::numa(4095, 1, 4096)
+                .unwrap_err()
+                .contains("NUMA node 4095 does not exist")
         );
     }
 

@@ -89,8 +89,8 @@ pub enum SlowBackend {
         /// The file.
         path: String,
     },
-    /// Memory bound to this NUMA node (`mbind`). Not implemented yet: validation checks the
-    /// node and then refuses the backend.
+    /// Anonymous memory bound to this NUMA node with `mbind(MPOL_BIND)` (CXL memory appears
+    /// as a CPU-less node, a far socket as another node); every slow page is a window of it.
     Numa {
         /// The node.
         node: u32,
@@ -289,11 +289,7 @@ impl TierConfig {
         match &self.slow_backend {
             SlowBackend::Emulated { .. } => {}
             SlowBackend::Numa { node } => {
-                if std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists() {
-                    p.push(format!(
-                        "tier.slow_backend: numa:{node} is not implemented yet (use emulated:<ns> or file:<path>)"
-                    ));
-                } else {
+                if !crate::region::numa_node_exists(*node) {
                     p.push(format!(
                         "tier.slow_backend: NUMA node {node} does not exist on this machine (see /sys/devices/system/node)"
                     ));
@@ -427,6 +423,11 @@ mod tests {
                 .contains("cannot be opened for writing")
         );
         assert!(TierConfig::default().problems(100).is_empty());
+        let node0 = TierConfig {
+            slow_backend: SlowBackend::Numa { node: 0 },
+            ..TierConfig::default()
+        };
+        assert!(node0.problems(100).is_empty(), "node 0 always exists");
         assert_eq!(TierConfig::default().split_pages(100), [20, 80]);
     }
 }

@@ -580,3 +580,47 @@ fn the_file_backend_refuses_a_path_it_cannot_write() {
         other => panic!("accepted: {other:?}"),
     }
 }
+
+#[test]
+fn the_numa_backend_binds_slow_pages_to_node_0() {
+    let (mut e, _) = engine_with(tiered_on(50, SlowBackend::Numa { node: 0 }));
+    let t = round_trip(&mut e);
+    let s = (0..400)
+        .find(|&i| e.item_tier(t, &key(i)) == Some(Tier::Slow))
+        .unwrap();
+    assert_eq!(e.item_numa_node(t, &key(s)), Some(0));
+    assert!(e.slow_tier_file().is_none());
+}
+
+#[test]
+fn the_numa_backend_binds_slow_pages_to_node_1() {
+    if !std::path::Path::new("/sys/devices/system/node/node1").exists() {
+        // Skipped loudly: a banner (shown with --nocapture) and a line in the skip log that
+        // scripts/test.sh prints at the end, as the tests needing ../shared do.
+        let why = "the_numa_backend_binds_slow_pages_to_node_1: SKIPPED, this machine has one \
+                   NUMA node (no /sys/devices/system/node/node1; see numactl -H)";
+        eprintln!("\n!!!!!!!! {why} !!!!!!!!\n");
+        let log = std::env::var_os("LOCUS_SKIP_LOG")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../target/skipped-tests.txt")
+            });
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+        {
+            use std::io::Write;
+            let _ = writeln!(f, "{why}");
+        }
+        return;
+    }
+    let (mut e, _) = engine_with(tiered_on(50, SlowBackend::Numa { node: 1 }));
+    let t = round_trip(&mut e);
+    for i in 0..400 {
+        if e.item_tier(t, &key(i)) == Some(Tier::Slow) {
+            assert_eq!(e.item_numa_node(t, &key(i)), Some(1), "key {i}");
+        }
+    }
+}

@@ -250,7 +250,7 @@ pub(super) struct TierState {
     runs: u64,
     last_hit: Option<Tier>,
     cursor: usize,
-    /// The slow tier's mapping (`file:` backend; `None` for `emulated:`).
+    /// The slow tier's mapping (`file:` and `numa:` backends; `None` for `emulated:`).
     region: Option<Region>,
     /// Page ids holding a window of `region`, not in use.
     free_mapped: Vec<u32>,
@@ -259,15 +259,13 @@ pub(super) struct TierState {
 }
 
 impl TierState {
-    /// The tier state, with the slow tier's mapping made for a `file:` backend.
+    /// The tier state, with the slow tier's mapping made for a `file:` or `numa:` backend.
     fn new(cfg: TierConfig, pages_total: u64, page_size: u64) -> Result<Self, String> {
         let budget = cfg.split_pages(pages_total);
         let region = match &cfg.slow_backend {
             SlowBackend::Emulated { .. } => None,
             SlowBackend::File { path } => Some(Region::file(path, budget[1], page_size)?),
-            SlowBackend::Numa { node } => {
-                return Err(format!("numa:{node} is not implemented yet"));
-            }
+            SlowBackend::Numa { node } => Some(Region::numa(*node, budget[1], page_size)?),
         };
         Ok(Self {
             budget,
@@ -323,7 +321,7 @@ pub struct TierWork {
 
 impl Engine {
     /// Sets up the tier state (from `Engine::new`), mapping the slow tier's memory for a
-    /// `file:` backend.
+    /// `file:` or `numa:` backend.
     ///
     /// # Errors
     /// [`EngineError::InvalidConfig`] naming `tier.slow_backend` when the mapping fails.
@@ -367,6 +365,15 @@ impl Engine {
             .expect("mapped pages exist only with tiers")
             .free_mapped
             .push(pg);
+    }
+
+    /// The NUMA node holding `key`'s bytes, as the kernel reports it (`get_mempolicy`), without
+    /// touching the item's recency; `None` when absent or the kernel cannot tell.
+    pub fn item_numa_node(&self, t: TenantId, key: &[u8]) -> Option<i32> {
+        let h = self.find(t.0 as usize, key, hash_key(key))?;
+        let (pg, slot) = self.store.split(h);
+        let page = &self.store.pages[pg];
+        crate::region::node_of(page.buf[slot * page.chunk as usize..].as_ptr())
     }
 
     /// The slow tier's backing file and its size in bytes (`file:` backend only).
