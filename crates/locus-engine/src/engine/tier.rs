@@ -6,7 +6,8 @@
 //! ```text
 //!  per tenant:  fast list  head ... [ip: 1/4 from tail] ... tail   (new items enter at ip)
 //!               slow list  head ... [ip: midpoint]      ... tail   (demoted items enter at ip)
-//!  nodes are indexed by the item's dense position (`Tenant::all`), like `LruList`; an item is
+//!  nodes are indexed by the item's dense position (`Tenant::all`); both lists thread through
+//!  one `Links` (evict.rs, the links `LruList` uses too), with their own ends; an item is
 //!  in exactly one list, the one of its page's tier.
 //! ```
 //!
@@ -15,6 +16,7 @@
 //! reports the tier it hit ([`Engine::last_hit_tier`]) and the caller charges the delay.
 
 use super::*;
+use crate::evict::{Ends, Links};
 use crate::region::Region;
 use crate::tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};
 
@@ -30,13 +32,13 @@ struct Node {
     tail: bool,
 }
 
-/// A doubly linked LRU list over node positions with an insertion point kept at `frac` of the
-/// list's length from the tail (CacheLib's MMLru insertion point: a marker and the length of
-/// the tail segment it opens, rebalanced by a step or two after each change).
+/// One tier's list, threaded through the tenant's [`Links`] (the same links as `LruList`'s),
+/// with an insertion point kept at `frac` of the list's length from the tail (CacheLib's MMLru
+/// insertion point: a marker and the length of the tail segment it opens, rebalanced by a step
+/// or two after each change).
 #[derive(Clone, Copy, Debug)]
 struct IpList {
-    head: u32,
-    tail: u32,
+    ends: Ends,
     /// The first (most recent) node of the tail segment, `NIL` when the segment is empty.
     ip: u32,
     len: u32,
@@ -47,8 +49,7 @@ struct IpList {
 impl IpList {
     fn new(frac: f64) -> Self {
         Self {
-            head: NIL,
-            tail: NIL,
+            ends: Ends::EMPTY,
             ip: NIL,
             len: 0,
             tail_len: 0,
@@ -64,8 +65,7 @@ impl IpList {
 /// A tenant's tier lists and counters.
 #[derive(Debug)]
 pub(super) struct TenantTier {
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    links: Links,
     node: Vec<Node>,
     lists: [IpList; 2],
     stats: TenantTierStats,
@@ -74,8 +74,7 @@ pub(super) struct TenantTier {
 impl TenantTier {
     pub(super) fn new(cfg: &TierConfig) -> Self {
         Self {
-            prev: Vec::new(),
-            next: Vec::new(),
+            links: Links::default(),
             node: Vec::new(),
             lists: [
                 IpList::new(cfg.fast_insertion),
@@ -86,7 +85,7 @@ impl TenantTier {
     }
 
     pub(super) fn bytes(&self) -> u64 {
-        (self.prev.capacity() * 8 + self.node.capacity() * std::mem::size_of::<Node>()) as u64
+        self.links.bytes() + (self.node.capacity() * std::mem::size_of::<Node>()) as u64
     }
 
     fn rebalance(&mut self, tier: usize) {
@@ -94,15 +93,15 @@ impl TenantTier {
         while self.lists[tier].tail_len > target {
             let n = self.lists[tier].ip;
             self.node[n as usize].tail = false;
-            self.lists[tier].ip = self.next[n as usize];
+            self.lists[tier].ip = self.links.next(n);
             self.lists[tier].tail_len -= 1;
         }
         while self.lists[tier].tail_len < target {
             let l = self.lists[tier];
             let n = if l.ip == NIL {
-                l.tail
+                l.ends.tail
             } else {
-                self.prev[l.ip as usize]
+                self.links.prev(l.ip)
             };
             self.node[n as usize].tail = true;
             self.lists[tier].ip = n;
@@ -113,76 +112,32 @@ impl TenantTier {
     fn unlink(&mut self, pos: u32) {
         let p = pos as usize;
         let tier = self.node[p].tier as usize;
-        let (pr, nx) = (self.prev[p], self.next[p]);
         let l = &mut self.lists[tier];
         if self.node[p].tail {
             if l.ip == pos {
-                l.ip = nx;
+                l.ip = self.links.next(pos);
             }
             l.tail_len -= 1;
             self.node[p].tail = false;
         }
         l.len -= 1;
-        self.point_neighbours(tier, pr, nx, nx, pr);
+        self.links.unlink(&mut l.ends, pos);
         self.rebalance(tier);
     }
 
-    /// Points the node before a gap (`pr`, or the head) at `after` and the node after it
-    /// (`nx`, or the tail) at `before`.
-    fn point_neighbours(&mut self, tier: usize, pr: u32, nx: u32, after: u32, before: u32) {
-        let l = &mut self.lists[tier];
-        if pr != NIL {
-            self.next[pr as usize] = after;
-        } else {
-            l.head = after;
-        }
-        if nx != NIL {
-            self.prev[nx as usize] = before;
-        } else {
-            l.tail = before;
-        }
-    }
-
-    /// Links `pos` into `tier`'s list: at its head, or at its insertion point.
+    /// Links `pos` into `tier`'s list: at its head, or at its insertion point (at the tail when
+    /// the tail segment is empty).
     fn link(&mut self, pos: u32, tier: usize, at_ip: bool) {
         let p = pos as usize;
         self.node[p].tier = tier as u8;
         let l = &mut self.lists[tier];
         if at_ip {
-            if l.ip == NIL {
-                // Empty tail segment: the new node becomes the tail.
-                self.prev[p] = l.tail;
-                self.next[p] = NIL;
-                if l.tail != NIL {
-                    self.next[l.tail as usize] = pos;
-                } else {
-                    l.head = pos;
-                }
-                l.tail = pos;
-            } else {
-                let at = l.ip;
-                let pr = self.prev[at as usize];
-                self.prev[p] = pr;
-                self.next[p] = at;
-                if pr != NIL {
-                    self.next[pr as usize] = pos;
-                } else {
-                    l.head = pos;
-                }
-                self.prev[at as usize] = pos;
-            }
+            self.links.link_before(&mut l.ends, pos, l.ip);
             self.node[p].tail = true;
             l.ip = pos;
             l.tail_len += 1;
         } else {
-            self.prev[p] = NIL;
-            self.next[p] = l.head;
-            if l.head != NIL {
-                self.prev[l.head as usize] = pos;
-            } else {
-                l.tail = pos;
-            }
-            l.head = pos;
+            self.links.link_front(&mut l.ends, pos);
             self.node[p].tail = false;
         }
         l.len += 1;
@@ -192,8 +147,7 @@ impl TenantTier {
     /// A new item at `pos` (== number of nodes), entering `tier` at its insertion point.
     fn push(&mut self, pos: u32, tier: usize, now: u64) {
         debug_assert_eq!(pos as usize, self.node.len());
-        self.prev.push(NIL);
-        self.next.push(NIL);
+        self.links.push();
         self.node.push(Node {
             last: now,
             reuse: u64::MAX,
@@ -207,26 +161,20 @@ impl TenantTier {
     fn swap_remove(&mut self, pos: u32) {
         self.unlink(pos);
         let last = (self.node.len() - 1) as u32;
+        let tier = self.node[last as usize].tier as usize;
+        let list = &mut self.lists[tier];
+        self.links.swap_remove(pos, &mut list.ends);
         if last != pos {
-            let (p, l) = (pos as usize, last as usize);
-            let (pr, nx) = (self.prev[l], self.next[l]);
-            self.prev[p] = pr;
-            self.next[p] = nx;
-            self.node[p] = self.node[l];
-            let tier = self.node[p].tier as usize;
-            self.point_neighbours(tier, pr, nx, pos, pos);
-            let list = &mut self.lists[tier];
             if list.ip == last {
                 list.ip = pos;
             }
+            self.node[pos as usize] = self.node[last as usize];
         }
-        self.prev.pop();
-        self.next.pop();
         self.node.pop();
     }
 
     fn tail_of(&self, tier: usize) -> Option<u32> {
-        let t = self.lists[tier].tail;
+        let t = self.lists[tier].ends.tail;
         (t != NIL).then_some(t)
     }
 }
@@ -447,7 +395,7 @@ impl Engine {
             tt.stats.tiers[tier].hits += 1;
             ts.last_hit = Some(Tier::from_index(tier as u8));
         }
-        if tt.lists[tier].head != pos {
+        if tt.lists[tier].ends.head != pos {
             tt.unlink(pos);
             tt.link(pos, tier, false);
         }
@@ -774,7 +722,7 @@ impl Engine {
         let scan = self.tiers.as_ref()?.cfg.promotion_scan;
         let tn = &self.tenants[t];
         let tt = tn.tier.as_ref()?;
-        let mut pos = tt.lists[Tier::Fast.index()].tail;
+        let mut pos = tt.lists[Tier::Fast.index()].ends.tail;
         for _ in 0..scan {
             if pos == NIL {
                 return None;
@@ -783,7 +731,7 @@ impl Engine {
             if self.store.pages[self.store.split(h).0].class == c {
                 return Some(h);
             }
-            pos = tt.prev[pos as usize];
+            pos = tt.links.prev(pos);
         }
         None
     }
@@ -940,7 +888,7 @@ impl Engine {
                 .unwrap_or(0);
             let tn = &self.tenants[r];
             let Some(tt) = tn.tier.as_ref() else { continue };
-            let mut pos = tt.lists[slow].head;
+            let mut pos = tt.lists[slow].ends.head;
             let mut scanned = 0;
             while pos != NIL && scanned < cfg.promotion_scan {
                 let node = &tt.node[pos as usize];
@@ -954,7 +902,7 @@ impl Engine {
                         break;
                     }
                 }
-                pos = tt.next[pos as usize];
+                pos = tt.links.next(pos);
                 scanned += 1;
             }
         }
@@ -1013,13 +961,13 @@ impl Engine {
             for tier in 0..2 {
                 let l = tt.lists[tier];
                 let (mut n, mut tails, mut bytes) = (0u32, 0u32, 0u64);
-                let (mut pos, mut prev) = (l.head, NIL);
+                let (mut pos, mut prev) = (l.ends.head, NIL);
                 let mut in_tail = false;
                 while pos != NIL {
                     let p = pos as usize;
                     assert!(!seen[p], "tenant {ti}: item in two lists (or twice in one)");
                     seen[p] = true;
-                    assert_eq!(tt.prev[p], prev, "tier list links");
+                    assert_eq!(tt.links.prev(pos), prev, "tier list links");
                     assert_eq!(usize::from(tt.node[p].tier), tier, "node tier");
                     let h = tn.all[p];
                     assert_eq!(
@@ -1035,9 +983,9 @@ impl Engine {
                     tails += u32::from(tt.node[p].tail);
                     n += 1;
                     prev = pos;
-                    pos = tt.next[p];
+                    pos = tt.links.next(pos);
                 }
-                assert_eq!(l.tail, prev, "tier list tail");
+                assert_eq!(l.ends.tail, prev, "tier list tail");
                 assert_eq!(n, l.len, "tier list length");
                 assert_eq!(tails, l.tail_len, "tail segment length");
                 assert_eq!(l.tail_len, l.target_tail(), "insertion point position");
