@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests and benchmarks need, when it is missing: Debian's redis-server,
 # redis-tools and memcached (the peers and their clients), tcl (Redis's test suite), chromium (the
-# live page's browser test), nutcracker (twemproxy), postgresql (`locus replay`'s backend), and the
+# live page's browser test), nutcracker (twemproxy), postgresql (`locus replay`'s backend), numactl, and the
 # Python packages in tests/requirements.txt. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,9 @@ command -v nutcracker >/dev/null 2>&1 || need_apt+=(nutcracker)  # twemproxy (te
 # The live page's browser test (tests/python/test_live_page.py): Debian's headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
+# numactl -H: how many NUMA nodes the machine has (the engine's numa:<node> slow-tier backend and
+# its node-1 test, which skips on a one-node machine).
+command -v numactl >/dev/null 2>&1 || need_apt+=(numactl)
 # `locus replay`'s postgres backend (tests/python/test_replay.py, bench/live): Debian's PostgreSQL,
 # whose initdb/postgres live under /usr/lib/postgresql/<version>/bin (the harness finds them there).
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need_apt+=(postgresql)

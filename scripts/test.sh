@@ -37,7 +37,7 @@ else
 fi
 print_skips() {
   if [ -s "$LOCUS_SKIP_LOG" ]; then
-    printf '\n=== %s tests skipped for missing shared data (../shared):\n' "$(sort -u "$LOCUS_SKIP_LOG" | wc -l)"
+    printf '\n=== %s tests skipped for missing shared data (../shared) or hardware this machine lacks:\n' "$(sort -u "$LOCUS_SKIP_LOG" | wc -l)"
     sort -u "$LOCUS_SKIP_LOG" | sed 's/^/  /'
   else
     printf '\n=== no tests skipped for missing shared data\n'

@@ -193,107 +193,177 @@ impl EvPool {
 /// `NONE` link.
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// Head and tail of one list threaded through [`Links`] (`NIL` when empty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ends {
+    pub head: u32,
+    pub tail: u32,
+}
+
+impl Ends {
+    /// An empty list.
+    pub(crate) const EMPTY: Ends = Ends {
+        head: NIL,
+        tail: NIL,
+    };
+}
+
+/// Doubly linked lists over the positions of a pool's dense item array: the `prev`/`next`
+/// links of every position, and one [`Ends`] per list, kept by the caller. Each position is in
+/// at most one list. `LruList` is one list over them; the memory tiers keep two (fast and
+/// slow) over the same links, with an insertion point each (`engine/tier.rs`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Links {
+    prev: Vec<u32>,
+    next: Vec<u32>,
+}
+
+impl Links {
+    pub(crate) fn bytes(&self) -> u64 {
+        (self.prev.capacity() + self.next.capacity()) as u64 * 4
+    }
+
+    /// The neighbour towards the head (more recent), or `NIL`.
+    #[inline]
+    pub(crate) fn prev(&self, pos: u32) -> u32 {
+        self.prev[pos as usize]
+    }
+
+    /// The neighbour towards the tail (less recent), or `NIL`.
+    #[inline]
+    pub(crate) fn next(&self, pos: u32) -> u32 {
+        self.next[pos as usize]
+    }
+
+    /// A new, unlinked position at the end (== the current length).
+    pub(crate) fn push(&mut self) -> u32 {
+        self.prev.push(NIL);
+        self.next.push(NIL);
+        (self.prev.len() - 1) as u32
+    }
+
+    /// Links `pos` into the list `e` just before `at` (towards the head), or at the tail when
+    /// `at` is `NIL`.
+    pub(crate) fn link_before(&mut self, e: &mut Ends, pos: u32, at: u32) {
+        let p = pos as usize;
+        let pr = if at == NIL {
+            e.tail
+        } else {
+            self.prev[at as usize]
+        };
+        self.prev[p] = pr;
+        self.next[p] = at;
+        if pr != NIL {
+            self.next[pr as usize] = pos;
+        } else {
+            e.head = pos;
+        }
+        if at != NIL {
+            self.prev[at as usize] = pos;
+        } else {
+            e.tail = pos;
+        }
+    }
+
+    /// Links `pos` at the head of `e`.
+    pub(crate) fn link_front(&mut self, e: &mut Ends, pos: u32) {
+        let head = e.head;
+        self.link_before(e, pos, head);
+    }
+
+    /// Takes `pos` out of `e`.
+    pub(crate) fn unlink(&mut self, e: &mut Ends, pos: u32) {
+        let (pr, nx) = (self.prev[pos as usize], self.next[pos as usize]);
+        self.repoint(e, pr, nx, nx, pr);
+    }
+
+    /// Points the node before a gap (`pr`, or the head) at `after` and the node after it
+    /// (`nx`, or the tail) at `before`.
+    fn repoint(&mut self, e: &mut Ends, pr: u32, nx: u32, after: u32, before: u32) {
+        if pr != NIL {
+            self.next[pr as usize] = after;
+        } else {
+            e.head = after;
+        }
+        if nx != NIL {
+            self.prev[nx as usize] = before;
+        } else {
+            e.tail = before;
+        }
+    }
+
+    /// Removes the last position, whose node (linked in `e_last`, unless `pos` is the last)
+    /// moves into `pos` (which the caller unlinked): swap-remove, like the dense array.
+    pub(crate) fn swap_remove(&mut self, pos: u32, e_last: &mut Ends) {
+        let last = (self.prev.len() - 1) as u32;
+        if last != pos {
+            let (pr, nx) = (self.prev[last as usize], self.next[last as usize]);
+            self.prev[pos as usize] = pr;
+            self.next[pos as usize] = nx;
+            self.repoint(e_last, pr, nx, pos, pos);
+        }
+        self.prev.pop();
+        self.next.pop();
+    }
+
+    /// The number of positions.
+    pub(crate) fn len(&self) -> usize {
+        self.prev.len()
+    }
+}
+
 /// The recency list of `allkeys-exact-lru`, over positions of the pool's dense item array
 /// (head = most recently used). Kept only while the policy is exact LRU.
 #[derive(Debug, Clone)]
 pub(crate) struct LruList {
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: u32,
-    tail: u32,
+    links: Links,
+    ends: Ends,
 }
 
 impl LruList {
     pub(crate) fn new() -> Self {
         Self {
-            prev: Vec::new(),
-            next: Vec::new(),
-            head: NIL,
-            tail: NIL,
+            links: Links::default(),
+            ends: Ends::EMPTY,
         }
     }
 
     pub(crate) fn bytes(&self) -> u64 {
-        (self.prev.capacity() + self.next.capacity()) as u64 * 4
+        self.links.bytes()
     }
 
     /// The least recently used position.
     pub(crate) fn tail(&self) -> Option<u32> {
-        (self.tail != NIL).then_some(self.tail)
-    }
-
-    fn link_front(&mut self, pos: u32) {
-        let p = pos as usize;
-        self.prev[p] = NIL;
-        self.next[p] = self.head;
-        if self.head != NIL {
-            self.prev[self.head as usize] = pos;
-        } else {
-            self.tail = pos;
-        }
-        self.head = pos;
-    }
-
-    fn unlink(&mut self, pos: u32) {
-        let p = pos as usize;
-        let (pr, nx) = (self.prev[p], self.next[p]);
-        if pr != NIL {
-            self.next[pr as usize] = nx;
-        } else {
-            self.head = nx;
-        }
-        if nx != NIL {
-            self.prev[nx as usize] = pr;
-        } else {
-            self.tail = pr;
-        }
+        (self.ends.tail != NIL).then_some(self.ends.tail)
     }
 
     /// The next more recently used position after `pos` (towards the head), for walking the
     /// list from [`LruList::tail`] to the most recent item.
     pub(crate) fn more_recent(&self, pos: u32) -> Option<u32> {
-        let p = self.prev[pos as usize];
+        let p = self.links.prev(pos);
         (p != NIL).then_some(p)
     }
 
     /// A new item at position `pos` (== current length), most recent.
     pub(crate) fn push(&mut self, pos: u32) {
-        debug_assert_eq!(pos as usize, self.prev.len());
-        self.prev.push(NIL);
-        self.next.push(NIL);
-        self.link_front(pos);
+        debug_assert_eq!(pos as usize, self.links.len());
+        self.links.push();
+        self.links.link_front(&mut self.ends, pos);
     }
 
     /// A touch.
     pub(crate) fn move_front(&mut self, pos: u32) {
-        if self.head != pos {
-            self.unlink(pos);
-            self.link_front(pos);
+        if self.ends.head != pos {
+            self.links.unlink(&mut self.ends, pos);
+            self.links.link_front(&mut self.ends, pos);
         }
     }
 
     /// Removes `pos`; the item at the last position moves into `pos` (swap-remove, like the
     /// dense array).
     pub(crate) fn swap_remove(&mut self, pos: u32) {
-        self.unlink(pos);
-        let last = (self.prev.len() - 1) as u32;
-        if last != pos {
-            let (pr, nx) = (self.prev[last as usize], self.next[last as usize]);
-            self.prev[pos as usize] = pr;
-            self.next[pos as usize] = nx;
-            if pr != NIL {
-                self.next[pr as usize] = pos;
-            } else {
-                self.head = pos;
-            }
-            if nx != NIL {
-                self.prev[nx as usize] = pos;
-            } else {
-                self.tail = pos;
-            }
-        }
-        self.prev.pop();
-        self.next.pop();
+        self.links.unlink(&mut self.ends, pos);
+        self.links.swap_remove(pos, &mut self.ends);
     }
 }
 

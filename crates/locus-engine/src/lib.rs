@@ -90,6 +90,7 @@ mod evict;
 pub mod ids;
 pub mod minisim;
 pub mod policy;
+mod region;
 pub mod stats;
 mod store;
 pub mod tier;

@@ -20,6 +20,7 @@
 //! A handle is `page_id << slot_bits | slot` in a `u32`; items never move while they live.
 
 use crate::evict::NIL;
+use crate::region::PageBuf;
 
 /// Bytes of the per-item header.
 pub(crate) const HDR: usize = 16;
@@ -30,10 +31,11 @@ const KLEN_MASK: u32 = OBJ - 1;
 /// Keys must be shorter than this (the key length shares its word with the flags).
 pub(crate) const MAX_KEY_LEN: usize = OBJ as usize;
 
-/// One page: its buffer (allocated lazily, kept while the page id is reused) and its slab state.
+/// One page: its buffer (allocated lazily, kept while the page id is reused; a window of the
+/// slow tier's mapping with a `file:` or `numa:` backend) and its slab state.
 #[derive(Debug)]
 pub(crate) struct Page {
-    pub buf: Vec<u8>,
+    pub buf: PageBuf,
     /// Owning pool, or `NIL` when free.
     pub owner: u32,
     pub class: u16,
@@ -61,7 +63,7 @@ pub(crate) struct Page {
 impl Page {
     pub(crate) fn empty() -> Self {
         Self {
-            buf: Vec::new(),
+            buf: PageBuf::none(),
             owner: NIL,
             class: 0,
             chunk: 0,
@@ -119,7 +121,7 @@ impl Store {
     fn loc(&self, h: u32) -> (&[u8], usize) {
         let (p, s) = self.split(h);
         let page = &self.pages[p];
-        (&page.buf, s * page.chunk as usize)
+        (&page.buf[..], s * page.chunk as usize)
     }
 
     #[inline]
@@ -127,7 +129,7 @@ impl Store {
         let (p, s) = self.split(h);
         let page = &mut self.pages[p];
         let off = s * page.chunk as usize;
-        (&mut page.buf, off)
+        (&mut page.buf[..], off)
     }
 
     #[inline]

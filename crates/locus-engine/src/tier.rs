@@ -80,14 +80,17 @@ pub enum SlowBackend {
         /// Extra nanoseconds per slow-tier access.
         ns: u64,
     },
-    /// A shared mapping of this file (DAX/pmem device, tmpfs, plain file). Not implemented yet:
-    /// validation checks the file and then refuses the backend.
+    /// A shared mapping of this file (a file on tmpfs, on a DAX/pmem file system, or a plain
+    /// file): created or truncated at start, given the slow tier's budget in bytes with
+    /// `posix_fallocate` (too little space is an error at start), every slow page a window of
+    /// it, removed when the engine is dropped. Its contents are not kept across restarts; one
+    /// engine per file (it is locked with `flock` while mapped).
     File {
         /// The file.
         path: String,
     },
-    /// Memory bound to this NUMA node (`mbind`). Not implemented yet: validation checks the
-    /// node and then refuses the backend.
+    /// Anonymous memory bound to this NUMA node with `mbind(MPOL_BIND)` (CXL memory appears
+    /// as a CPU-less node, a far socket as another node); every slow page is a window of it.
     Numa {
         /// The node.
         node: u32,
@@ -286,29 +289,15 @@ impl TierConfig {
         match &self.slow_backend {
             SlowBackend::Emulated { .. } => {}
             SlowBackend::Numa { node } => {
-                if std::path::Path::new(&format!("/sys/devices/system/node/node{node}")).exists() {
-                    p.push(format!(
-                        "tier.slow_backend: numa:{node} is not implemented yet (use emulated:<ns>)"
-                    ));
-                } else {
+                if !crate::region::numa_node_exists(*node) {
                     p.push(format!(
                         "tier.slow_backend: NUMA node {node} does not exist on this machine (see /sys/devices/system/node)"
                     ));
                 }
             }
             SlowBackend::File { path } => {
-                match std::fs::OpenOptions::new()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .open(path)
-                {
-                    Ok(_) => p.push(format!(
-                        "tier.slow_backend: file:{path} is not implemented yet (use emulated:<ns>)"
-                    )),
-                    Err(e) => p.push(format!(
-                        "tier.slow_backend: file {path} cannot be opened for writing: {e}"
-                    )),
+                if let Err(e) = crate::region::file_writable(path) {
+                    p.push(format!("tier.slow_backend: {e}"));
                 }
             }
         }
@@ -434,6 +423,11 @@ mod tests {
                 .contains("cannot be opened for writing")
         );
         assert!(TierConfig::default().problems(100).is_empty());
+        let node0 = TierConfig {
+            slow_backend: SlowBackend::Numa { node: 0 },
+            ..TierConfig::default()
+        };
+        assert!(node0.problems(100).is_empty(), "node 0 always exists");
         assert_eq!(TierConfig::default().split_pages(100), [20, 80]);
     }
 }

@@ -214,7 +214,7 @@ impl Engine {
             }
         };
         let page = &mut self.store.pages[pg as usize];
-        page.buf = vec![0u8; size as usize];
+        page.buf = crate::region::PageBuf::zeroed(size as usize);
         page.owner = t as u32;
         page.class = c;
         page.chunk = size as u32;

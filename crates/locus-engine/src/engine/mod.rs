@@ -477,7 +477,7 @@ impl Engine {
             key_events: None,
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,
-            tiers: Self::tier_state(&cfg, pages_total),
+            tiers: Self::tier_state(&cfg, pages_total)?,
             cfg,
             clock,
         })

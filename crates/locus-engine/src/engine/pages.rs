@@ -98,7 +98,11 @@ impl Engine {
 
     pub(super) fn release_page(&mut self, pg: u32) {
         self.detach_page(pg);
-        self.free_with_buf.push(pg);
+        if self.store.pages[pg as usize].buf.is_mapped() {
+            self.tier_release_mapped(pg);
+        } else {
+            self.free_with_buf.push(pg);
+        }
     }
 
     /// Gives a free page to (t, c). The caller checked `pages_used < pages_total`.
@@ -108,7 +112,14 @@ impl Engine {
 
     /// Gives a free page to (t, c) in `tier`. The caller checked the budgets.
     pub(super) fn grant_page_in(&mut self, t: usize, c: u16, tier: u8) {
-        let pg = if let Some(pg) = self.free_with_buf.pop() {
+        let mapped = if tier == 0 {
+            None
+        } else {
+            self.tier_mapped_page()
+        };
+        let pg = if let Some(pg) = mapped {
+            pg
+        } else if let Some(pg) = self.free_with_buf.pop() {
             pg
         } else {
             let pg = if let Some(pg) = self.free_no_buf.pop() {
@@ -120,7 +131,8 @@ impl Engine {
                 id
             };
             // Zeroed allocation: large buffers come from fresh mappings, so RSS grows with use.
-            self.store.pages[pg as usize].buf = vec![0u8; self.cfg.page_size as usize];
+            self.store.pages[pg as usize].buf =
+                crate::region::PageBuf::zeroed(self.cfg.page_size as usize);
             self.allocated_bufs += 1;
             pg
         };

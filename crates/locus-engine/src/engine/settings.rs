@@ -88,7 +88,7 @@ impl Engine {
             let Some(pg) = self.free_with_buf.pop() else {
                 break;
             };
-            self.store.pages[pg as usize].buf = Vec::new();
+            self.store.pages[pg as usize].buf = crate::region::PageBuf::none();
             self.allocated_bufs -= 1;
             self.free_no_buf.push(pg);
         }

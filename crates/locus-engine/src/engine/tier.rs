@@ -6,7 +6,8 @@
 //! ```text
 //!  per tenant:  fast list  head ... [ip: 1/4 from tail] ... tail   (new items enter at ip)
 //!               slow list  head ... [ip: midpoint]      ... tail   (demoted items enter at ip)
-//!  nodes are indexed by the item's dense position (`Tenant::all`), like `LruList`; an item is
+//!  nodes are indexed by the item's dense position (`Tenant::all`); both lists thread through
+//!  one `Links` (evict.rs, the links `LruList` uses too), with their own ends; an item is
 //!  in exactly one list, the one of its page's tier.
 //! ```
 //!
@@ -15,7 +16,9 @@
 //! reports the tier it hit ([`Engine::last_hit_tier`]) and the caller charges the delay.
 
 use super::*;
-use crate::tier::{PromotionMode, TenantTierStats, Tier, TierConfig, TierStats};
+use crate::evict::{Ends, Links};
+use crate::region::Region;
+use crate::tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};
 
 /// One item's tier state.
 #[derive(Clone, Copy, Debug)]
@@ -29,13 +32,13 @@ struct Node {
     tail: bool,
 }
 
-/// A doubly linked LRU list over node positions with an insertion point kept at `frac` of the
-/// list's length from the tail (CacheLib's MMLru insertion point: a marker and the length of
-/// the tail segment it opens, rebalanced by a step or two after each change).
+/// One tier's list, threaded through the tenant's [`Links`] (the same links as `LruList`'s),
+/// with an insertion point kept at `frac` of the list's length from the tail (CacheLib's MMLru
+/// insertion point: a marker and the length of the tail segment it opens, rebalanced by a step
+/// or two after each change).
 #[derive(Clone, Copy, Debug)]
 struct IpList {
-    head: u32,
-    tail: u32,
+    ends: Ends,
     /// The first (most recent) node of the tail segment, `NIL` when the segment is empty.
     ip: u32,
     len: u32,
@@ -46,8 +49,7 @@ struct IpList {
 impl IpList {
     fn new(frac: f64) -> Self {
         Self {
-            head: NIL,
-            tail: NIL,
+            ends: Ends::EMPTY,
             ip: NIL,
             len: 0,
             tail_len: 0,
@@ -63,8 +65,7 @@ impl IpList {
 /// A tenant's tier lists and counters.
 #[derive(Debug)]
 pub(super) struct TenantTier {
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    links: Links,
     node: Vec<Node>,
     lists: [IpList; 2],
     stats: TenantTierStats,
@@ -73,8 +74,7 @@ pub(super) struct TenantTier {
 impl TenantTier {
     pub(super) fn new(cfg: &TierConfig) -> Self {
         Self {
-            prev: Vec::new(),
-            next: Vec::new(),
+            links: Links::default(),
             node: Vec::new(),
             lists: [
                 IpList::new(cfg.fast_insertion),
@@ -85,7 +85,7 @@ impl TenantTier {
     }
 
     pub(super) fn bytes(&self) -> u64 {
-        (self.prev.capacity() * 8 + self.node.capacity() * std::mem::size_of::<Node>()) as u64
+        self.links.bytes() + (self.node.capacity() * std::mem::size_of::<Node>()) as u64
     }
 
     fn rebalance(&mut self, tier: usize) {
@@ -93,15 +93,15 @@ impl TenantTier {
         while self.lists[tier].tail_len > target {
             let n = self.lists[tier].ip;
             self.node[n as usize].tail = false;
-            self.lists[tier].ip = self.next[n as usize];
+            self.lists[tier].ip = self.links.next(n);
             self.lists[tier].tail_len -= 1;
         }
         while self.lists[tier].tail_len < target {
             let l = self.lists[tier];
             let n = if l.ip == NIL {
-                l.tail
+                l.ends.tail
             } else {
-                self.prev[l.ip as usize]
+                self.links.prev(l.ip)
             };
             self.node[n as usize].tail = true;
             self.lists[tier].ip = n;
@@ -112,76 +112,32 @@ impl TenantTier {
     fn unlink(&mut self, pos: u32) {
         let p = pos as usize;
         let tier = self.node[p].tier as usize;
-        let (pr, nx) = (self.prev[p], self.next[p]);
         let l = &mut self.lists[tier];
         if self.node[p].tail {
             if l.ip == pos {
-                l.ip = nx;
+                l.ip = self.links.next(pos);
             }
             l.tail_len -= 1;
             self.node[p].tail = false;
         }
         l.len -= 1;
-        self.point_neighbours(tier, pr, nx, nx, pr);
+        self.links.unlink(&mut l.ends, pos);
         self.rebalance(tier);
     }
 
-    /// Points the node before a gap (`pr`, or the head) at `after` and the node after it
-    /// (`nx`, or the tail) at `before`.
-    fn point_neighbours(&mut self, tier: usize, pr: u32, nx: u32, after: u32, before: u32) {
-        let l = &mut self.lists[tier];
-        if pr != NIL {
-            self.next[pr as usize] = after;
-        } else {
-            l.head = after;
-        }
-        if nx != NIL {
-            self.prev[nx as usize] = before;
-        } else {
-            l.tail = before;
-        }
-    }
-
-    /// Links `pos` into `tier`'s list: at its head, or at its insertion point.
+    /// Links `pos` into `tier`'s list: at its head, or at its insertion point (at the tail when
+    /// the tail segment is empty).
     fn link(&mut self, pos: u32, tier: usize, at_ip: bool) {
         let p = pos as usize;
         self.node[p].tier = tier as u8;
         let l = &mut self.lists[tier];
         if at_ip {
-            if l.ip == NIL {
-                // Empty tail segment: the new node becomes the tail.
-                self.prev[p] = l.tail;
-                self.next[p] = NIL;
-                if l.tail != NIL {
-                    self.next[l.tail as usize] = pos;
-                } else {
-                    l.head = pos;
-                }
-                l.tail = pos;
-            } else {
-                let at = l.ip;
-                let pr = self.prev[at as usize];
-                self.prev[p] = pr;
-                self.next[p] = at;
-                if pr != NIL {
-                    self.next[pr as usize] = pos;
-                } else {
-                    l.head = pos;
-                }
-                self.prev[at as usize] = pos;
-            }
+            self.links.link_before(&mut l.ends, pos, l.ip);
             self.node[p].tail = true;
             l.ip = pos;
             l.tail_len += 1;
         } else {
-            self.prev[p] = NIL;
-            self.next[p] = l.head;
-            if l.head != NIL {
-                self.prev[l.head as usize] = pos;
-            } else {
-                l.tail = pos;
-            }
-            l.head = pos;
+            self.links.link_front(&mut l.ends, pos);
             self.node[p].tail = false;
         }
         l.len += 1;
@@ -191,8 +147,7 @@ impl TenantTier {
     /// A new item at `pos` (== number of nodes), entering `tier` at its insertion point.
     fn push(&mut self, pos: u32, tier: usize, now: u64) {
         debug_assert_eq!(pos as usize, self.node.len());
-        self.prev.push(NIL);
-        self.next.push(NIL);
+        self.links.push();
         self.node.push(Node {
             last: now,
             reuse: u64::MAX,
@@ -206,26 +161,20 @@ impl TenantTier {
     fn swap_remove(&mut self, pos: u32) {
         self.unlink(pos);
         let last = (self.node.len() - 1) as u32;
+        let tier = self.node[last as usize].tier as usize;
+        let list = &mut self.lists[tier];
+        self.links.swap_remove(pos, &mut list.ends);
         if last != pos {
-            let (p, l) = (pos as usize, last as usize);
-            let (pr, nx) = (self.prev[l], self.next[l]);
-            self.prev[p] = pr;
-            self.next[p] = nx;
-            self.node[p] = self.node[l];
-            let tier = self.node[p].tier as usize;
-            self.point_neighbours(tier, pr, nx, pos, pos);
-            let list = &mut self.lists[tier];
             if list.ip == last {
                 list.ip = pos;
             }
+            self.node[pos as usize] = self.node[last as usize];
         }
-        self.prev.pop();
-        self.next.pop();
         self.node.pop();
     }
 
     fn tail_of(&self, tier: usize) -> Option<u32> {
-        let t = self.lists[tier].tail;
+        let t = self.lists[tier].ends.tail;
         (t != NIL).then_some(t)
     }
 }
@@ -249,12 +198,25 @@ pub(super) struct TierState {
     runs: u64,
     last_hit: Option<Tier>,
     cursor: usize,
+    /// The slow tier's mapping (`file:` and `numa:` backends; `None` for `emulated:`).
+    region: Option<Region>,
+    /// Page ids holding a window of `region`, not in use.
+    free_mapped: Vec<u32>,
+    /// Windows of `region` handed to page ids so far.
+    windows: u64,
 }
 
 impl TierState {
-    pub(super) fn new(cfg: TierConfig, pages_total: u64) -> Self {
-        Self {
-            budget: cfg.split_pages(pages_total),
+    /// The tier state, with the slow tier's mapping made for a `file:` or `numa:` backend.
+    fn new(cfg: TierConfig, pages_total: u64, page_size: u64) -> Result<Self, String> {
+        let budget = cfg.split_pages(pages_total);
+        let region = match &cfg.slow_backend {
+            SlowBackend::Emulated { .. } => None,
+            SlowBackend::File { path } => Some(Region::file(path, budget[1], page_size)?),
+            SlowBackend::Numa { node } => Some(Region::numa(*node, budget[1], page_size)?),
+        };
+        Ok(Self {
+            budget,
             used: [0; 2],
             charged: [0; 2],
             chunk_bytes: [0; 2],
@@ -267,8 +229,11 @@ impl TierState {
             runs: 0,
             last_hit: None,
             cursor: 0,
+            region,
+            free_mapped: Vec::new(),
+            windows: 0,
             cfg,
-        }
+        })
     }
 
     fn note_reuse(&mut self, rt: u64) {
@@ -303,11 +268,66 @@ pub struct TierWork {
 }
 
 impl Engine {
-    /// Sets up the tier state (from `Engine::new`).
-    pub(super) fn tier_state(cfg: &EngineConfig, pages_total: u64) -> Option<Box<TierState>> {
+    /// Sets up the tier state (from `Engine::new`), mapping the slow tier's memory for a
+    /// `file:` or `numa:` backend.
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] naming `tier.slow_backend` when the mapping fails.
+    pub(super) fn tier_state(
+        cfg: &EngineConfig,
+        pages_total: u64,
+    ) -> Result<Option<Box<TierState>>, EngineError> {
         cfg.tier
             .clone()
-            .map(|t| Box::new(TierState::new(t, pages_total)))
+            .map(|t| {
+                TierState::new(t, pages_total, cfg.page_size)
+                    .map(Box::new)
+                    .map_err(|e| invalid(vec![format!("tier.slow_backend: {e}")]))
+            })
+            .transpose()
+    }
+
+    /// A page id for the slow tier whose buffer is a window of its mapping (`None` without a
+    /// mapping: the page gets ordinary memory). The caller checked the slow tier's budget, so
+    /// a window is free: every window handed out is on a page in use or in `free_mapped`.
+    pub(super) fn tier_mapped_page(&mut self) -> Option<u32> {
+        let ts = self.tiers.as_mut()?;
+        let region = ts.region.as_ref()?;
+        if let Some(pg) = ts.free_mapped.pop() {
+            return Some(pg);
+        }
+        let id = self.store.pages.len() as u32;
+        locus_common::strict_assert!(u64::from(id) < self.max_page_ids);
+        let mut page = Page::empty();
+        page.buf = region.window(ts.windows);
+        ts.windows += 1;
+        self.store.pages.push(page);
+        Some(id)
+    }
+
+    /// A released page whose buffer is a window of the slow tier's mapping waits for the next
+    /// slow page.
+    pub(super) fn tier_release_mapped(&mut self, pg: u32) {
+        self.tiers
+            .as_mut()
+            .expect("mapped pages exist only with tiers")
+            .free_mapped
+            .push(pg);
+    }
+
+    /// The NUMA node holding `key`'s bytes, as the kernel reports it (`get_mempolicy`), without
+    /// touching the item's recency; `None` when absent or the kernel cannot tell.
+    pub fn item_numa_node(&self, t: TenantId, key: &[u8]) -> Option<i32> {
+        let h = self.find(t.0 as usize, key, hash_key(key))?;
+        let (pg, slot) = self.store.split(h);
+        let page = &self.store.pages[pg];
+        crate::region::node_of(page.buf[slot * page.chunk as usize..].as_ptr())
+    }
+
+    /// The slow tier's backing file and its size in bytes (`file:` backend only).
+    pub fn slow_tier_file(&self) -> Option<(std::path::PathBuf, u64)> {
+        let r = self.tiers.as_ref()?.region.as_ref()?;
+        Some((r.path()?.to_path_buf(), r.len() as u64))
     }
 
     #[inline]
@@ -375,7 +395,7 @@ impl Engine {
             tt.stats.tiers[tier].hits += 1;
             ts.last_hit = Some(Tier::from_index(tier as u8));
         }
-        if tt.lists[tier].head != pos {
+        if tt.lists[tier].ends.head != pos {
             tt.unlink(pos);
             tt.link(pos, tier, false);
         }
@@ -575,29 +595,31 @@ impl Engine {
 
     /// The emptiest page of `tier`, the requester's first, other than a full page of (t, c).
     fn sparsest_tier_page(&self, t: usize, c: u16, tier: usize) -> Option<u32> {
-        for r in super::pages::requester_first(t, self.tenants.len()) {
-            let mut best: Option<(u32, u64, u64)> = None;
-            for &pg in &self.tenants[r].pages {
-                let p = &self.store.pages[pg as usize];
-                if usize::from(p.tier) != tier || (r == t && p.class == c) {
-                    continue;
-                }
-                let (l, s) = (u64::from(p.live), u64::from(p.slots));
-                if best.is_none_or(|(_, bl, bs)| l * bs < bl * s) {
-                    best = Some((pg, l, s));
-                }
+        super::pages::requester_first(t, self.tenants.len())
+            .find_map(|r| self.sparsest_page_of(r, tier, (r == t).then_some(c)))
+    }
+
+    /// The emptiest page `r` owns in `tier`, other than one of class `exclude`.
+    fn sparsest_page_of(&self, r: usize, tier: usize, exclude: Option<u16>) -> Option<u32> {
+        let mut best: Option<(u32, u64, u64)> = None;
+        for &pg in &self.tenants[r].pages {
+            let p = &self.store.pages[pg as usize];
+            if usize::from(p.tier) != tier || exclude == Some(p.class) {
+                continue;
             }
-            if let Some((pg, _, _)) = best {
-                return Some(pg);
+            let (l, s) = (u64::from(p.live), u64::from(p.slots));
+            if best.is_none_or(|(_, bl, bs)| l * bs < bl * s) {
+                best = Some((pg, l, s));
             }
         }
-        None
+        best.map(|b| b.0)
     }
 
     /// A chunk of class `c` for tenant `t` in `tier`: a free chunk, a page of the tier's budget,
-    /// else reactive eviction in that tier (the fast tier's victims leave the cache, no
-    /// cascade; the slow tier's make room for demotions), and after repeated evictions that
-    /// freed other classes' chunks, the tier's emptiest page taken back.
+    /// in the fast tier a demotion that makes room ([`Engine::demote_for_write`]), else
+    /// reactive eviction in that tier (the fast tier's victims leave the cache, no cascade; the
+    /// slow tier's make room for demotions), and after repeated evictions that freed other
+    /// classes' chunks, the tier's emptiest page taken back.
     pub(super) fn alloc_tiered(
         &mut self,
         t: usize,
@@ -612,6 +634,12 @@ impl Engine {
             let ts = self.tiers.as_ref().expect("tiered");
             if ts.used[tier] < ts.budget[tier] && self.pages_used < self.pages_total {
                 self.grant_page_in(t, c, tier as u8);
+                continue;
+            }
+            // The fast tier is at its budget and (t, c) has no free chunk: demote to make
+            // room when the slow tier can take the items without evicting (no cascade); only
+            // when it cannot does the write evict out of the cache.
+            if tier == Tier::Fast.index() && self.demote_for_write(t, c) {
                 continue;
             }
             if fruitless < FRUITLESS_EVICTIONS && self.tier_evict_one(Some(t), tier, false) {
@@ -633,6 +661,79 @@ impl Engine {
                 .page_reclaim += n;
             fruitless = 0;
         }
+    }
+
+    /// Makes room in the fast tier for a chunk of (t, c) by demotion, on the write path: the
+    /// coldest fast item of (t, c) itself (its chunk is the one the write takes), or, when
+    /// (t, c) holds none in the fast tier or a tenant other than `t` is over its fast-tier
+    /// target while `t` is not, a whole fast page emptied into the slow tier (it returns to
+    /// the tier's budget and (t, c) gets it). Each item moves only where the slow tier has a
+    /// free chunk or page for it, so nothing is evicted from the slow tier for a write. False
+    /// when nothing could be demoted (the caller then evicts).
+    fn demote_for_write(&mut self, t: usize, c: u16) -> bool {
+        let (fast, slow) = (Tier::Fast.index(), Tier::Slow.index());
+        let over = |tt: &TenantTier| {
+            tt.stats
+                .fast_target_bytes
+                .is_some_and(|tg| tt.stats.tiers[fast].charged_bytes > tg)
+        };
+        let giver = match self.tenants[t].tier.as_deref() {
+            Some(tt) if !over(tt) => self
+                .tenants
+                .iter()
+                .enumerate()
+                .find(|(r, tn)| *r != t && tn.tier.as_deref().is_some_and(over))
+                .map(|(r, _)| r),
+            _ => None,
+        };
+        if giver.is_none()
+            && let Some(h) = self.coldest_fast_of_class(t, c)
+        {
+            return self.tier_has_room(t, c, slow) && self.migrate(t, h, slow);
+        }
+        let pg = match giver {
+            Some(r) => self.sparsest_page_of(r, fast, None),
+            None => self.sparsest_tier_page(t, c, fast),
+        };
+        let Some(pg) = pg else {
+            return false;
+        };
+        let (owner, class, bump) = {
+            let p = &self.store.pages[pg as usize];
+            (p.owner as usize, p.class, p.bump)
+        };
+        let mut moved = false;
+        for slot in 0..bump {
+            let h = self.store.handle(pg, slot);
+            if !self.store.is_live(h) {
+                continue;
+            }
+            if !self.tier_has_room(owner, class, slow) || !self.migrate(owner, h, slow) {
+                break;
+            }
+            moved = true;
+        }
+        moved
+    }
+
+    /// The least recently used fast-tier item of (t, c): the tail of `t`'s fast list, or the
+    /// first of class `c` within `promotion_scan` items of it.
+    fn coldest_fast_of_class(&self, t: usize, c: u16) -> Option<u32> {
+        let scan = self.tiers.as_ref()?.cfg.promotion_scan;
+        let tn = &self.tenants[t];
+        let tt = tn.tier.as_ref()?;
+        let mut pos = tt.lists[Tier::Fast.index()].ends.tail;
+        for _ in 0..scan {
+            if pos == NIL {
+                return None;
+            }
+            let h = tn.all[pos as usize];
+            if self.store.pages[self.store.split(h).0].class == c {
+                return Some(h);
+            }
+            pos = tt.links.prev(pos);
+        }
+        None
     }
 
     /// Moves item `h` of `r` to the other tier: a chunk of its class there (making room as
@@ -787,7 +888,7 @@ impl Engine {
                 .unwrap_or(0);
             let tn = &self.tenants[r];
             let Some(tt) = tn.tier.as_ref() else { continue };
-            let mut pos = tt.lists[slow].head;
+            let mut pos = tt.lists[slow].ends.head;
             let mut scanned = 0;
             while pos != NIL && scanned < cfg.promotion_scan {
                 let node = &tt.node[pos as usize];
@@ -801,7 +902,7 @@ impl Engine {
                         break;
                     }
                 }
-                pos = tt.next[pos as usize];
+                pos = tt.links.next(pos);
                 scanned += 1;
             }
         }
@@ -860,13 +961,13 @@ impl Engine {
             for tier in 0..2 {
                 let l = tt.lists[tier];
                 let (mut n, mut tails, mut bytes) = (0u32, 0u32, 0u64);
-                let (mut pos, mut prev) = (l.head, NIL);
+                let (mut pos, mut prev) = (l.ends.head, NIL);
                 let mut in_tail = false;
                 while pos != NIL {
                     let p = pos as usize;
                     assert!(!seen[p], "tenant {ti}: item in two lists (or twice in one)");
                     seen[p] = true;
-                    assert_eq!(tt.prev[p], prev, "tier list links");
+                    assert_eq!(tt.links.prev(pos), prev, "tier list links");
                     assert_eq!(usize::from(tt.node[p].tier), tier, "node tier");
                     let h = tn.all[p];
                     assert_eq!(
@@ -882,9 +983,9 @@ impl Engine {
                     tails += u32::from(tt.node[p].tail);
                     n += 1;
                     prev = pos;
-                    pos = tt.next[p];
+                    pos = tt.links.next(pos);
                 }
-                assert_eq!(l.tail, prev, "tier list tail");
+                assert_eq!(l.ends.tail, prev, "tier list tail");
                 assert_eq!(n, l.len, "tier list length");
                 assert_eq!(tails, l.tail_len, "tail segment length");
                 assert_eq!(l.tail_len, l.target_tail(), "insertion point position");
