@@ -14,6 +14,7 @@ when they do not fit, Zipf with a moving hot set), scaled down to finish in minu
 Usage: bench/live/kredis4.py [--shares 0.25,0.5,0.75] [--repeats 3] [--requests 60000]
        [--warmup 20000] [--json FILE]
        bench/live/kredis4.py --report FILE     (the tables of saved raw results)
+       bench/live/kredis4.py --report FILE --model-seeds 3   (the same, the model re-run under 3 seeds)
 (LOCUS_BIN selects the binary; default target/release/locus.)
 """
 
@@ -50,7 +51,7 @@ def main():
     ap.add_argument("--loop-keys", type=int, default=2000)
     ap.add_argument("--zipf-keys", type=int, default=2000)
     L.common_args(ap, 2, "per tenant")
-    a = ap.parse_args()
+    a, saved = L.remodel_args(ap, ap.parse_args())
     if a.report:
         return L.reprint(a.report, NAMES, SHORT)
     locus, targets, wd, stamp = L.begin("kredis4", a)
@@ -71,6 +72,9 @@ def main():
                                     1000, a.interval, L.controller_settings(a.rate), a.connections,
                                     a.warmup, a.requests)
             L.log(f"share {label}: memory for {keys} keys")
+            if saved:  # --report with --model-seeds: the saved live figures, a new model
+                cases[label] = saved["cases"][label]
+                continue
             cases[label] = L.run_case(locus, exps[label], ws, keys, f"{label} of the working set",
                                       targets, a.repeats, calib_cache)
         L.finish(locus, a, "kredis4", stamp, cases, exps, NAMES, SHORT)

@@ -254,13 +254,25 @@ def tenant(r: dict, i: int) -> dict:
 
 
 def simulate(locus: str, exp: Setting, workdir: Path, maxmemory: int, penalties: list[float],
-             hit_us: float, controllers: list[str]) -> dict:
+             hit_us: float, controllers: list[str], seeds: int = 1) -> dict:
     """`locus simulate` of the same trace: tenants by its tenant column, merged by time, the
     Locus maxmemory and page size of the live runs, penalties and hit time as measured live;
-    steady window = the requests after the replay's warm-up. Returns {controller: steady}."""
+    steady window = the requests after the replay's warm-up. With `seeds` > 1 the model runs
+    under seeds 1..N (the engine's and the controllers' random draws; the trace is the live
+    one). Returns {controller: steady} for one seed, {controller: [steady per seed]} for more."""
+    if seeds > 1:
+        runs = [simulate_seed(locus, exp, workdir, maxmemory, penalties, hit_us, controllers, s)
+                for s in range(1, seeds + 1)]
+        return {c: [r[c] for r in runs] for c in runs[0]}
+    return simulate_seed(locus, exp, workdir, maxmemory, penalties, hit_us, controllers, 1)
+
+
+def simulate_seed(locus: str, exp: Setting, workdir: Path, maxmemory: int, penalties: list[float],
+                  hit_us: float, controllers: list[str], seed: int) -> dict:
+    """One `locus simulate` run of [`simulate`] under `seed`: {controller: steady}."""
     page = max(16 << 10, 1 << (max(1, maxmemory // 4096).bit_length() - 1))
     page = min(page, 1 << 20)
-    lines = [f'name = "live_{exp.name}"', "seed = 1", f"memory = {maxmemory}",
+    lines = [f'name = "live_{exp.name}"', f"seed = {seed}", f"memory = {maxmemory}",
              f'page_size = {page}', f'interval = "{exp.interval.removesuffix("req")}"',
              'interleave = "time"', f"requests = {exp.requests}",
              f"steady = {1 - exp.warmup / exp.requests:.6f}", ""]
@@ -379,12 +391,19 @@ def table(case: dict, names: list[str], short: list[str], hit_us: float) -> str:
             cell += f" ({(statistics.median(pr) - pb) / pb:+.1%})"
         row.append(cell)
         out.append("| " + " | ".join(row) + " |")
-    for c, st in case["sim"].items():
-        o = st["overall"]
-        ts = {x["name"]: x for x in st["tenants"]}
-        row = [f"*model: {c}*", f"*{o['mean_latency_us'] / 1000:.3f}*", "", ""]
-        row += [f"*{ts[nm]['mean_latency_us'] / 1000:.3f}*" for nm in names]
-        row += [f"*{ts[nm]['hit_ratio']:.3f}*" for nm in names]
+    for c, sts in case["sim"].items():
+        # One steady window per model seed (an older file has one, not in a list).
+        sts = sts if isinstance(sts, list) else [sts]
+
+        def cell(f) -> str:
+            return "*" + mmm([f(st) for st in sts]) + "*"
+
+        def ten(st, nm):
+            return next(x for x in st["tenants"] if x["name"] == nm)
+
+        row = [f"*model: {c}*", cell(lambda st: st["overall"]["mean_latency_us"] / 1000), "", ""]
+        row += [cell(lambda st, nm=nm: ten(st, nm)["mean_latency_us"] / 1000) for nm in names]
+        row += [cell(lambda st, nm=nm: ten(st, nm)["hit_ratio"]) for nm in names]
         row += ["", ""]
         out.append("| " + " | ".join(row) + " |")
     return "\n".join(out)
@@ -404,6 +423,10 @@ def common_args(ap, connections: int, conn_help: str) -> None:
     ap.add_argument("--json", default=None, help="raw results (default: the temp directory)")
     ap.add_argument("--report", default=None, metavar="JSON",
                     help="print the tables of an earlier run's raw results instead of running")
+    ap.add_argument("--model-seeds", type=int, default=1,
+                    help="run the model (locus simulate) under seeds 1..N and give min / median / "
+                         "max; with --report, re-runs only the model of the saved live results "
+                         "(same trace, calibration and measured penalties), no live run")
 
 
 def begin(name: str, a) -> tuple:
@@ -436,10 +459,11 @@ def finish(locus: str, a, name: str, stamp, cases: dict, exps: dict, names: list
     wd = exps[next(iter(exps))].trace.parent
     for k, c in cases.items():
         c["sim"] = simulate(locus, exps[k], wd, c["calib"]["locus"][0], c["penalties"], hit,
-                            [t for t in targets if t != "redis"])
+                            [t for t in targets if t != "redis"], a.model_seeds)
     out = a.json or str(Path(tempfile.gettempdir()) / f"live-{name}-{stamp:%Y%m%dT%H%M%SZ}.json")
     with open(out, "w") as f:
-        json.dump({"argv": sys.argv, "date": stamp.isoformat(), "hit_us": hit,
+        json.dump({"argv": getattr(a, "live_argv", sys.argv),
+                   "date": getattr(a, "live_date", stamp.isoformat()), "hit_us": hit,
                    "replay": exps[next(iter(exps))].replay_args(), "cases": cases}, f, indent=1)
     print_report(cases, names, short, hit, exps[next(iter(exps))].replay_args())
     print(f"raw results: {out}")
@@ -462,11 +486,29 @@ def print_report(cases: dict, names: list[str], short: list[str], hit: float,
     print(f"each run: locus replay TRACE --target redis://127.0.0.1:PORT {' '.join(replay_args)}")
 
 
+def load(path: str) -> dict:
+    """Saved raw results (`--json`, gzipped or not)."""
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return json.load(f)
+
+
 def reprint(path: str, names: list[str], short: list[str]) -> None:
     """`--report`: the tables of saved raw results."""
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        d = json.load(f)
+    d = load(path)
     print_report(d["cases"], names, short, d["hit_us"], d["replay"])
+
+
+def remodel_args(ap, a):
+    """`--report FILE --model-seeds N` (N > 1): the saved run's own arguments (so its traces and
+    settings are rebuilt as they were), with this call's --model-seeds and --json, and the saved
+    results; `(a, None)` otherwise."""
+    if not (a.report and a.model_seeds > 1):
+        return a, None
+    saved = load(a.report)
+    b = ap.parse_args(saved["argv"][1:])
+    b.model_seeds, b.json, b.report = a.model_seeds, a.json, None
+    b.live_argv, b.live_date = saved["argv"], saved["date"]  # the file stays the live run's
+    return b, saved
 
 
 def new_workdir() -> Path:

@@ -20,6 +20,7 @@ GET per record of the range, each a separate look-aside read on its own.
 Usage: bench/live/ycsb.py [--mixes a,b,c,d,e,f] [--repeats 3] [--records 20000]
        [--requests 60000] [--warmup 20000] [--share 0.5] [--json FILE]
        bench/live/ycsb.py --report FILE     (the tables of saved raw results)
+       bench/live/ycsb.py --report FILE --model-seeds 3   (the same, the model re-run under 3 seeds)
 (LOCUS_BIN selects the binary; default target/release/locus.)
 """
 
@@ -44,7 +45,7 @@ def main():
     ap.add_argument("--share", type=float, default=0.5, help="memory: this share of the run's distinct keys")
     ap.add_argument("--slow", type=float, default=0.5, help="share of the keys on the slow query")
     L.common_args(ap, 4, "per class")
-    a = ap.parse_args()
+    a, saved = L.remodel_args(ap, ap.parse_args())
     if a.report:
         return L.reprint(a.report, NAMES, NAMES)
     locus, targets, wd, stamp = L.begin("ycsb", a)
@@ -59,6 +60,9 @@ def main():
                                   [a.fast_query, a.slow_query], 1000, a.interval,
                                   L.controller_settings(a.rate), a.connections, a.warmup, a.requests)
             L.log(f"ycsb-{mix}: {ws['total']} distinct keys {ws['per_tenant']}; memory for {keys}")
+            if saved:  # --report with --model-seeds: the saved live figures, a new model
+                cases[mix] = saved["cases"][mix]
+                continue
             cases[mix] = L.run_case(locus, exps[mix], ws, keys, f"YCSB-{mix.upper()}", targets,
                                     a.repeats, calib_cache)
         L.finish(locus, a, "ycsb", stamp, cases, exps, NAMES, NAMES)

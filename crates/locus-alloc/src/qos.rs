@@ -1,5 +1,9 @@
 //! LAMA's QoS partition (paper 002, section 4, Algorithm 2): find the least memory that meets a
 //! pool's hit-ratio requirement, reserve it, then split the rest optimally with the DP.
+//!
+//! The paper partitions at two levels: applications first (for QoS), then each application's
+//! memory among its size classes (Algorithm 1). [`group_cost`] gives the first level its
+//! curves: an application's least cost at every size, its classes split optimally.
 
 use crate::AllocError;
 use crate::dp::{Allocation, DpProblem, solve_dp, validate};
@@ -94,10 +98,72 @@ pub fn qos_partition(
     })
 }
 
+/// The least summed cost of a group of curves at every budget: `out[b] = min sum_k
+/// costs[k][u_k]` over `u_1 + ... + u_n <= b`, for `b = 0..=total` (a min-plus convolution;
+/// a curve is taken as flat past its end). With no curves every budget costs 0. Time
+/// `O(n * total * len)`: the caller picks a unit that keeps it small.
+///
+/// # Errors
+/// `BadInput`: an empty curve, a NaN or `-inf` cost, or `n * (total + 1)` above
+/// [`MAX_DP_CELLS`](crate::MAX_DP_CELLS).
+pub fn group_cost(costs: &[Vec<f64>], total: u64) -> Result<Vec<f64>, AllocError> {
+    let cells = (costs.len() as u128) * (u128::from(total) + 1);
+    if cells > u128::from(crate::MAX_DP_CELLS) {
+        return Err(AllocError::bad(format!(
+            "group_cost: {} curves x {total} units is above the limit",
+            costs.len()
+        )));
+    }
+    let mut acc = vec![0.0; total as usize + 1];
+    for (i, c) in costs.iter().enumerate() {
+        if c.is_empty() {
+            return Err(AllocError::bad(format!("group_cost: curve {i} is empty")));
+        }
+        if let Some(u) = c.iter().position(|x| x.is_nan() || *x == f64::NEG_INFINITY) {
+            return Err(AllocError::bad(format!(
+                "group_cost: curve {i} costs {} at {u} units",
+                c[u]
+            )));
+        }
+        let next: Vec<f64> = (0..acc.len())
+            .map(|b| {
+                (0..=b.min(c.len() - 1))
+                    .map(|k| c[k] + acc[b - k])
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
+        acc = next;
+    }
+    Ok(acc)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{Objective, miss_cost};
+
+    #[test]
+    fn group_cost_is_the_dp_optimum_at_every_budget() {
+        let a = vec![10.0, 6.0, 5.0, 5.0];
+        let b = vec![8.0, 8.0, 1.0];
+        let c = vec![3.0, 2.0];
+        let g = group_cost(&[a.clone(), b.clone(), c.clone()], 6).unwrap();
+        for (t, &cost) in g.iter().enumerate() {
+            let p = DpProblem {
+                costs: vec![a.clone(), b.clone(), c.clone()],
+                total: t as u64,
+                ..DpProblem::default()
+            };
+            let best = solve_dp(&p).unwrap().cost;
+            assert!((cost - best).abs() < 1e-9, "budget {t}: {cost} vs {best}");
+        }
+        // b's cliff at 2 units is taken over a's steady gains once it fits.
+        assert_eq!(g[2], 10.0 + 1.0 + 3.0);
+        assert_eq!(group_cost(&[], 3).unwrap(), vec![0.0; 4]);
+        assert!(group_cost(&[vec![]], 3).is_err());
+        assert!(group_cost(&[vec![f64::NAN]], 3).is_err());
+        assert!(group_cost(&vec![vec![0.0]; 2], crate::MAX_DP_CELLS).is_err());
+    }
 
     #[test]
     fn least_units() {

@@ -14,8 +14,11 @@
 //!    the uncorrected curves of a 250k-access window predicted 41% more misses than happened
 //!    at the current allocation; corrected, within 1%).
 //! 2. Cost per class (section 3.4, step 1): `OPT_MR`: `MR[i][j] · length(T[i])`; `OPT_ART`:
-//!    `(MR[i][j] · T_m + (1 − MR[i][j]) · T_h) · length(T[i])` with `T_m` the pool's miss
-//!    penalty (measured or hinted; the `miss_us` setting when unknown) and `T_h` = `hit_us`.
+//!    `(MR[i][j] · T_m(i) + (1 − MR[i][j]) · T_h(i)) · length(T[i])` (equation 4), each class
+//!    with its own times: `T_h(i)` = `hit_us` and `T_m(i)` = the pool's miss penalty (measured
+//!    or hinted; the `miss_us` setting when unknown), each plus a transfer time per KiB of the
+//!    class's chunk (`hit_us_per_kib`, `miss_us_per_kib`). The paper defines per-class times
+//!    but gives no model for them; the per-KiB one is ours.
 //! 3. Algorithm 1 (the DP, `locus_alloc::solve_dp`) with every class within `max_moves` pages of
 //!    its current allocation (the radius-N variant).
 //! 4. If the predicted cost falls by more than `min_gain` (relative), at most `max_moves` pages
@@ -27,14 +30,20 @@
 //! `min(2 S_i, S_i + N)` pages, or `max_intervals` intervals have passed; then LAMA
 //! repartitions and the profilers restart. (One interval per window, the first version, left
 //! the small-item classes' curves flat: LAMA settled at 60% of the slab oracle's gain.)
+//! `objective = "qos"` (section 4, Algorithm 2) partitions at two levels instead: the pools
+//! (tenants) first, every pool with a `qos_hit_ratio` target getting the least pages whose
+//! optimal class split reaches it, the rest of the memory going where it saves the most
+//! misses, then each pool's pages among its classes (see `Lama::decide_qos`).
+//!
 //! Runs the engine in [`locus_engine::ClassMode::Manual`] (memcached: class-local eviction).
 
 use locus_alloc::{DpProblem, solve_dp};
 use locus_mrc::{Footprint, Profiler};
 
-use crate::slabs::{ClassTracker, class_pages, page_move, slots_per_page};
+use crate::slabs::{ClassTracker, class_pages, slots_per_page};
 use locus_engine::control::{
-    Access, ControlError, ControlView, Controller, CurveRecord, Decision, Evicted, Settings,
+    Access, ControlError, ControlView, Controller, CurveRecord, Decision, Evicted, PageMove,
+    Settings,
 };
 use locus_engine::ids::{ClassId, PoolId};
 
@@ -47,21 +56,37 @@ const MIN_MISS_SHARE: f64 = 0.01;
 pub enum LamaObjective {
     /// Total misses (`LAMA_OPT_MR`).
     MissRatio,
-    /// Average response time (`LAMA_OPT_ART`).
+    /// Average response time (`LAMA_OPT_ART`), each class with its own hit and miss times
+    /// ([`Lama::class_times`]).
     ResponseTime,
+    /// The QoS partition (section 4): every pool (tenant) with a hit-ratio target
+    /// (`qos_hit_ratio`) gets the least memory that meets it, the rest goes where it saves the
+    /// most misses, across pools; each pool's share is then split among its classes by misses.
+    /// Without targets: one miss-minimising partition of all pools' classes together.
+    Qos,
 }
 
 /// Settings of [`Lama`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct LamaConfig {
-    /// `misses` (OPT_MR, default) or `art` (OPT_ART).
+    /// `misses` (OPT_MR, default), `art` (OPT_ART) or `qos` (the QoS partition).
     pub objective: LamaObjective,
     /// Most pages moved per repartition (the paper's N; default 50).
     pub max_moves: u64,
-    /// Hit time in µs for OPT_ART (default 100).
+    /// Hit time in µs for OPT_ART (default 100), before the per-KiB part.
     pub hit_us: f64,
-    /// Miss time in µs for OPT_ART when the pool's penalty is unknown (default 1000).
+    /// Miss time in µs for OPT_ART when the pool's penalty is unknown (default 1000), before
+    /// the per-KiB part.
     pub miss_us: f64,
+    /// OPT_ART: µs a hit costs per KiB of the class's chunk (default 8: sending it at about
+    /// 1 Gbit/s).
+    pub hit_us_per_kib: f64,
+    /// OPT_ART: µs a miss costs per KiB of the class's chunk (default 16: fetching it from the
+    /// backing store and setting it back, two transfers).
+    pub miss_us_per_kib: f64,
+    /// `qos`: the least hit ratio per pool, in pool (tenant) order; missing entries and 0 ask
+    /// for nothing.
+    pub qos_hit_ratio: Vec<f64>,
     /// Least relative cost reduction that justifies moving (default 0.0: any gain).
     pub min_gain: f64,
     /// Highest spatial sampling rate of the footprint profilers (default 1.0: every key).
@@ -88,6 +113,9 @@ impl Default for LamaConfig {
             max_moves: 50,
             hit_us: 100.0,
             miss_us: 1000.0,
+            hit_us_per_kib: 8.0,
+            miss_us_per_kib: 16.0,
+            qos_hit_ratio: Vec::new(),
             min_gain: 0.0,
             sample_rate: 1.0,
             sample_keys: 16_384,
@@ -197,12 +225,15 @@ impl Lama {
         })
     }
 
-    fn decide_pool(&mut self, view: &ControlView<'_>, pool: PoolId, d: &mut Decision) {
+    /// The per-class curves of `pool` at `0..=max` pages (the curves used are recorded in `d`).
+    fn profile_pool(
+        &self,
+        view: &ControlView<'_>,
+        pool: PoolId,
+        max: u64,
+        d: &mut Decision,
+    ) -> PoolCurves {
         let ps = &view.pools[pool.0 as usize];
-        let max = ps.pages;
-        if max == 0 {
-            return;
-        }
         let mut classes: Vec<ClassId> = ps.classes.iter().map(|c| c.class).collect();
         for c in self.tracker.active_classes(pool) {
             if !classes.contains(&c) {
@@ -215,15 +246,11 @@ impl Lama {
         } else {
             self.cfg.miss_us
         };
-        let mut costs = Vec::with_capacity(classes.len());
-        let mut current = Vec::with_capacity(classes.len());
-        let mut risk = Vec::with_capacity(classes.len());
+        let mut out = PoolCurves::default();
         for &c in &classes {
             let w = self.tracker.get(pool, c);
             let chunk = view_chunk(ps, c).or_else(|| self.seen(c)).unwrap_or(0);
             let cur = class_pages(ps, c);
-            current.push(cur);
-            risk.push(w.requests as f64 / cur.max(1) as f64);
             let n = w.requests as f64;
             let mr = if chunk > 0 && n > 0.0 {
                 let slots = slots_per_page(view, chunk);
@@ -245,29 +272,50 @@ impl Lama {
             } else {
                 None
             };
+            let (t_h, t_mi) = self.class_times(chunk, t_m);
             let cost: Vec<f64> = match mr {
                 Some(mr) => mr
                     .iter()
                     .map(|&m| match self.cfg.objective {
-                        LamaObjective::MissRatio => m * n,
-                        LamaObjective::ResponseTime => (m * t_m + (1.0 - m) * self.cfg.hit_us) * n,
+                        LamaObjective::MissRatio | LamaObjective::Qos => m * n,
+                        LamaObjective::ResponseTime => (m * t_mi + (1.0 - m) * t_h) * n,
                     })
                     .collect(),
                 None => vec![0.0; max as usize + 1],
             };
-            costs.push(cost);
+            out.items.push((pool, c));
+            out.costs.push(cost);
+            out.current.push(cur);
+            out.risk.push(n / cur.max(1) as f64);
+            out.requests += n;
         }
-        let now_cost: f64 = costs
-            .iter()
-            .zip(&current)
-            .map(|(c, &u)| c[(u as usize).min(c.len() - 1)])
-            .sum();
+        out
+    }
+
+    /// OPT_ART's times of a class (equation 4's `T_h(i)` and `T_m(i)`), in µs: the fixed hit
+    /// time and miss time (`t_m`: the pool's penalty) plus a transfer time per KiB of the
+    /// class's chunk, so that a class of larger items costs more per hit and per miss.
+    pub fn class_times(&self, chunk_bytes: u32, t_m: f64) -> (f64, f64) {
+        let kib = f64::from(chunk_bytes) / 1024.0;
+        (
+            self.cfg.hit_us + self.cfg.hit_us_per_kib * kib,
+            t_m + self.cfg.miss_us_per_kib * kib,
+        )
+    }
+
+    fn decide_pool(&mut self, view: &ControlView<'_>, pool: PoolId, d: &mut Decision) {
+        let max = view.pools[pool.0 as usize].pages;
+        if max == 0 {
+            return;
+        }
+        let pc = self.profile_pool(view, pool, max, d);
+        let now_cost = pc.cost_at(&pc.current);
         let problem = DpProblem {
-            costs,
+            costs: pc.costs.clone(),
             total: max,
             floors: Vec::new(),
             caps: Vec::new(),
-            current: Some(current.clone()),
+            current: Some(pc.current.clone()),
             max_move: Some(self.cfg.max_moves),
         };
         let Ok(best) = solve_dp(&problem) else {
@@ -280,26 +328,33 @@ impl Lama {
         if now_cost - best.cost <= self.cfg.min_gain * now_cost.abs() || best.cost >= now_cost {
             return;
         }
-        // Donors (above their new allocation) give pages, lowest PSA risk first; receivers
-        // (below theirs) take them, largest deficit first.
-        let mut surplus: Vec<(usize, u64)> = (0..classes.len())
-            .filter(|&i| current[i] > best.units[i])
-            .map(|i| (i, current[i] - best.units[i]))
+        let moved = self.emit_moves(&pc, &best.units, d);
+        d.notes
+            .push((format!("pool{}.moves", pool.0), moved as f64));
+    }
+
+    /// Moves pages from the items above `target` to those below it, at most `max_moves`:
+    /// donors give lowest PSA risk first, receivers take largest deficit first. Returns the
+    /// moves made.
+    fn emit_moves(&self, pc: &PoolCurves, target: &[u64], d: &mut Decision) -> u64 {
+        let current = &pc.current;
+        let mut surplus: Vec<(usize, u64)> = (0..pc.items.len())
+            .filter(|&i| current[i] > target[i])
+            .map(|i| (i, current[i] - target[i]))
             .collect();
-        surplus.sort_by(|a, b| risk[a.0].total_cmp(&risk[b.0]).then(a.0.cmp(&b.0)));
-        let mut deficit: Vec<(usize, u64)> = (0..classes.len())
-            .filter(|&i| best.units[i] > current[i])
-            .map(|i| (i, best.units[i] - current[i]))
+        surplus.sort_by(|a, b| pc.risk[a.0].total_cmp(&pc.risk[b.0]).then(a.0.cmp(&b.0)));
+        let mut deficit: Vec<(usize, u64)> = (0..pc.items.len())
+            .filter(|&i| target[i] > current[i])
+            .map(|i| (i, target[i] - current[i]))
             .collect();
         deficit.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut moved = 0u64;
         let (mut si, mut di) = (0, 0);
         while moved < self.cfg.max_moves && si < surplus.len() && di < deficit.len() {
-            d.moves.push(page_move(
-                pool,
-                classes[surplus[si].0],
-                classes[deficit[di].0],
-            ));
+            d.moves.push(PageMove {
+                from: pc.items[surplus[si].0],
+                to: pc.items[deficit[di].0],
+            });
             moved += 1;
             surplus[si].1 -= 1;
             deficit[di].1 -= 1;
@@ -310,8 +365,242 @@ impl Lama {
                 di += 1;
             }
         }
-        d.notes
-            .push((format!("pool{}.moves", pool.0), moved as f64));
+        moved
+    }
+
+    /// The QoS partition (section 4, Algorithm 2, and section 5.7): the pools (tenants) first,
+    /// each pool's curve being its classes split optimally at every size
+    /// ([`locus_alloc::group_cost`]); every pool with a hit-ratio target gets at least the
+    /// least pages at which its curve reaches it ([`locus_alloc::qos_partition`]), the rest
+    /// goes where it saves the most misses; then each pool's pages are split among its
+    /// classes (Algorithm 1). A target out of reach (the curve never gets there, or the targets
+    /// together need more than the memory) is lowered to the best the pool's curve reaches,
+    /// noted `poolN.qos_short`; if even that does not fit, the split minimises misses alone.
+    fn decide_qos(&mut self, view: &ControlView<'_>, d: &mut Decision) {
+        let total = view.pages_total;
+        if total == 0 || view.pools.is_empty() {
+            return;
+        }
+        let mut all = PoolCurves::default();
+        let mut groups = Vec::with_capacity(view.pools.len());
+        let mut pools = Vec::with_capacity(view.pools.len());
+        for p in view.pools {
+            let pc = self.profile_pool(view, p.pool, total, d);
+            let Ok(g) = locus_alloc::group_cost(&pc.costs, total) else {
+                d.notes.push(("qos.group_failed".into(), 1.0));
+                return;
+            };
+            groups.push(g);
+            pools.push(pc);
+        }
+        if pools.iter().all(|pc| pc.requests == 0.0) {
+            // Nothing profiled yet (the first decision): every curve is flat, and a plan would
+            // hand the whole memory to the first pool.
+            return;
+        }
+        let hit: Vec<Vec<f64>> = groups
+            .iter()
+            .zip(&pools)
+            .map(|(g, pc)| {
+                g.iter()
+                    .map(|&m| {
+                        if pc.requests > 0.0 {
+                            1.0 - m / pc.requests
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut floors: Vec<f64> = (0..view.pools.len())
+            .map(|i| self.cfg.qos_hit_ratio.get(i).copied().unwrap_or(0.0))
+            .collect();
+        let problem = DpProblem {
+            costs: groups,
+            total,
+            current: Some(view.pools.iter().map(|p| p.pages).collect()),
+            ..DpProblem::default()
+        };
+        let plan = match locus_alloc::qos_partition(&problem, &hit, &floors) {
+            Ok(a) => Ok(a),
+            Err(locus_alloc::AllocError::Infeasible { .. }) => {
+                for (i, f) in floors.iter_mut().enumerate() {
+                    let best = hit[i].iter().copied().fold(0.0, f64::max);
+                    if *f > best {
+                        d.notes.push((format!("pool{i}.qos_short"), *f - best));
+                        *f = best;
+                    }
+                }
+                locus_alloc::qos_partition(&problem, &hit, &floors).or_else(|_| {
+                    d.notes.push(("qos.infeasible".into(), 1.0));
+                    solve_dp(&problem)
+                })
+            }
+            Err(e) => Err(e),
+        };
+        let Ok(plan) = plan else {
+            d.notes.push(("qos.dp_failed".into(), 1.0));
+            return;
+        };
+        let mut target = Vec::new();
+        for (i, pc) in pools.iter().enumerate() {
+            let pages = plan.units[i];
+            d.notes.push((format!("pool{i}.qos_pages"), pages as f64));
+            d.notes
+                .push((format!("pool{i}.qos_hit_planned"), hit[i][pages as usize]));
+            let split = solve_dp(&DpProblem {
+                costs: pc.costs.clone(),
+                total: pages,
+                ..DpProblem::default()
+            });
+            match split {
+                Ok(a) => target.extend(a.units),
+                Err(_) => {
+                    d.notes.push((format!("pool{i}.dp_failed"), 1.0));
+                    return;
+                }
+            }
+            all.items.extend(&pc.items);
+            all.costs.extend(pc.costs.iter().cloned());
+            all.current.extend(&pc.current);
+            all.risk.extend(&pc.risk);
+        }
+        let now_cost = all.cost_at(&all.current);
+        d.notes.push(("qos.cost_now".into(), now_cost));
+        d.notes.push(("qos.cost_planned".into(), plan.cost));
+        d.pool_pages = Some(plan.units.clone());
+        let moved = self.emit_moves(&all, &target, d);
+        d.notes.push(("qos.moves".into(), moved as f64));
+    }
+}
+
+/// One pool's classes (or several pools' together) at a decision: the (pool, class) of each,
+/// its cost at `0..=max` pages, its pages and PSA risk (requests per page).
+#[derive(Debug, Default)]
+struct PoolCurves {
+    items: Vec<(PoolId, ClassId)>,
+    costs: Vec<Vec<f64>>,
+    current: Vec<u64>,
+    risk: Vec<f64>,
+    /// Requests of the window, all classes.
+    requests: f64,
+}
+
+impl PoolCurves {
+    /// The summed cost at `units` pages per item.
+    fn cost_at(&self, units: &[u64]) -> f64 {
+        self.costs
+            .iter()
+            .zip(units)
+            .map(|(c, &u)| c[(u as usize).min(c.len() - 1)])
+            .sum()
+    }
+}
+
+/// One size class for [`predict_default`] (section 3.5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefaultClass {
+    /// `fp(w)` for `w = 0..=n`: the class's average footprint (distinct items) over windows of
+    /// `w` of its own requests (`locus_mrc::Footprint::footprint_curve`).
+    pub footprint: Vec<f64>,
+    /// `q_i`: its share of all requests.
+    pub share: f64,
+    /// Items a page holds (`I_i`).
+    pub slots: u64,
+    /// Its miss ratio at `0, 1, 2, ...` pages.
+    pub miss_ratio: Vec<f64>,
+}
+
+/// [`predict_default`]'s answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefaultPrediction {
+    /// `M`: requests until the cold start has filled the memory (equation 6); `None` when the
+    /// classes' items never fill it.
+    pub cold_start: Option<f64>,
+    /// Pages each class holds once memory is full, in the order given.
+    pub pages: Vec<u64>,
+    /// The predicted miss ratio at that allocation (equation 3).
+    pub miss_ratio: f64,
+}
+
+/// The performance of memcached's default allocation, predicted from the classes' footprints
+/// (paper 002, section 3.5). A cold cache stores every new item, so after `M` requests class
+/// `i` holds `fp_i(M q_i)` items in `ceil(fp_i(M q_i) / I_i)` pages; `M` is the length at which
+/// these pages fill the memory (equation 6, with pages for the paper's capacity `C`), found by
+/// bisection (each class's pages grow with `M`). The allocation then stays (calcified) and the
+/// miss ratio is equation 3 at it. Where several classes take their next page at `M` and only
+/// some fit, the lower class indexes get them.
+pub fn predict_default(classes: &[DefaultClass], pages_total: u64) -> DefaultPrediction {
+    let fp_at = |c: &DefaultClass, w: f64| -> f64 {
+        let n = c.footprint.len().saturating_sub(1);
+        if n == 0 || w <= 0.0 {
+            return 0.0;
+        }
+        let w = w.min(n as f64);
+        let lo = w.floor() as usize;
+        let hi = (lo + 1).min(n);
+        let f = w - lo as f64;
+        c.footprint[lo] * (1.0 - f) + c.footprint[hi] * f
+    };
+    let pages_at = |m: f64| -> Vec<u64> {
+        classes
+            .iter()
+            .map(|c| {
+                (fp_at(c, m * c.share) / c.slots.max(1) as f64 - 1e-9)
+                    .ceil()
+                    .max(0.0) as u64
+            })
+            .collect()
+    };
+    let sum = |p: &[u64]| p.iter().sum::<u64>();
+    let end = classes
+        .iter()
+        .filter(|c| c.share > 0.0)
+        .map(|c| c.footprint.len().saturating_sub(1) as f64 / c.share)
+        .fold(0.0, f64::max);
+    let (cold_start, pages) = if sum(&pages_at(end)) < pages_total {
+        (None, pages_at(end))
+    } else {
+        // Least M whose pages reach the memory: bisect to a request.
+        let (mut lo, mut hi) = (0.0, end);
+        while hi - lo > 0.5 {
+            let mid = (lo + hi) / 2.0;
+            if sum(&pages_at(mid)) >= pages_total {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        let mut pages = pages_at(lo);
+        let next = pages_at(hi);
+        let mut left = pages_total.saturating_sub(sum(&pages));
+        for (p, n) in pages.iter_mut().zip(&next) {
+            let take = (n - *p).min(left);
+            *p += take;
+            left -= take;
+        }
+        (Some(hi), pages)
+    };
+    // Equation 3: the request-weighted miss ratio, i.e. the misses of shares as rates.
+    let curves: Vec<crate::PoolCurve> = classes
+        .iter()
+        .map(|c| crate::PoolCurve {
+            miss_ratio: c.miss_ratio.clone(),
+            rate: c.share,
+            penalty_us: 0.0,
+        })
+        .collect();
+    let shares: f64 = classes.iter().map(|c| c.share).sum();
+    let miss_ratio = if shares > 0.0 {
+        crate::cost_at(&curves, &pages, locus_alloc::Objective::Misses) / shares
+    } else {
+        0.0
+    };
+    DefaultPrediction {
+        cold_start,
+        pages,
+        miss_ratio,
     }
 }
 
@@ -433,8 +722,12 @@ impl Controller for Lama {
             // Equation 8 not met yet: keep profiling the same window.
             return d;
         }
-        for p in view.pools {
-            self.decide_pool(view, p.pool, &mut d);
+        if self.cfg.objective == LamaObjective::Qos {
+            self.decide_qos(view, &mut d);
+        } else {
+            for p in view.pools {
+                self.decide_pool(view, p.pool, &mut d);
+            }
         }
         self.tracker.reset();
         let (budget, top) = (self.cfg.sample_keys as usize, self.cfg.sample_rate);
@@ -465,12 +758,13 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
     let objective = match s.string("objective", "misses")?.as_str() {
         "misses" | "mr" | "miss_ratio" => LamaObjective::MissRatio,
         "art" | "latency" | "response_time" => LamaObjective::ResponseTime,
+        "qos" => LamaObjective::Qos,
         other => {
             return Err(ControlError::BadSetting {
                 controller: "lama".into(),
                 key: "objective".into(),
                 value: other.into(),
-                expected: "misses or art".into(),
+                expected: "misses, art or qos".into(),
             });
         }
     };
@@ -479,6 +773,9 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
         max_moves: s.u64("max_moves", d.max_moves)?,
         hit_us: s.f64("hit_us", d.hit_us)?,
         miss_us: s.f64("miss_us", d.miss_us)?,
+        hit_us_per_kib: s.f64("hit_us_per_kib", d.hit_us_per_kib)?,
+        miss_us_per_kib: s.f64("miss_us_per_kib", d.miss_us_per_kib)?,
+        qos_hit_ratio: s.f64_list("qos_hit_ratio", &[])?,
         min_gain: s.f64("min_gain", d.min_gain)?,
         sample_rate: s.f64("sample_rate", d.sample_rate)?,
         sample_keys: s.u64("sample_keys", d.sample_keys)?,
@@ -491,6 +788,29 @@ pub(crate) fn build(mut s: Settings) -> Result<Box<dyn Controller>, ControlError
             key: "sample_rate".into(),
             value: cfg.sample_rate.to_string(),
             expected: "a rate in (0, 1]".into(),
+        });
+    }
+    if let Some(bad) = cfg
+        .qos_hit_ratio
+        .iter()
+        .find(|h| !(0.0..=1.0).contains(*h))
+        .or([cfg.hit_us_per_kib, cfg.miss_us_per_kib]
+            .iter()
+            .find(|x| **x < 0.0))
+    {
+        return Err(ControlError::BadSetting {
+            controller: "lama".into(),
+            key: "qos_hit_ratio / hit_us_per_kib / miss_us_per_kib".into(),
+            value: bad.to_string(),
+            expected: "hit ratios in [0, 1], times per KiB >= 0".into(),
+        });
+    }
+    if !cfg.qos_hit_ratio.is_empty() && objective != LamaObjective::Qos {
+        return Err(ControlError::BadSetting {
+            controller: "lama".into(),
+            key: "qos_hit_ratio".into(),
+            value: format!("{:?}", cfg.qos_hit_ratio),
+            expected: "objective = \"qos\" (the targets apply only there)".into(),
         });
     }
     if cfg.edge_cap < 0.0 || cfg.max_intervals == 0 {
@@ -709,5 +1029,199 @@ mod tests {
         // A window restarted: the next decision waits again.
         interval(&mut l);
         assert_eq!(window(&l.decide(&view)), Some(1.0));
+    }
+
+    /// A pool state of `classes` given as (class, chunk bytes, pages).
+    fn pool_state(pool: u32, classes: &[(u32, u32, u64)]) -> locus_engine::control::PoolState {
+        use locus_engine::control::{ClassState, PoolState};
+        PoolState {
+            pool: PoolId(pool),
+            tenant: locus_engine::TenantId(pool),
+            classes: classes
+                .iter()
+                .map(|&(c, chunk, pages)| ClassState {
+                    class: ClassId(c as u16),
+                    chunk_bytes: chunk,
+                    pages,
+                    ..ClassState::default()
+                })
+                .collect(),
+            pages: classes.iter().map(|c| c.2).sum(),
+            ..PoolState::default()
+        }
+    }
+
+    /// GET hits `from..from + n` of a loop over `keys` keys of `class` in `pool` (distinct
+    /// hashes per pool and class).
+    fn loop_hits(
+        l: &mut Lama,
+        (pool, class, chunk): (u32, u32, u32),
+        keys: u64,
+        from: u64,
+        n: u64,
+    ) {
+        for i in from..from + n {
+            let key = (u64::from(pool) << 40) | (u64::from(class) << 32) | (i % keys);
+            l.on_access(&Access {
+                tenant: locus_engine::TenantId(pool),
+                pool: PoolId(pool),
+                kind: locus_engine::control::AccessKind::GetHit,
+                key_hash: key.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                size: chunk - locus_engine::ITEM_HEADER_BYTES,
+                class: Some(ClassId(class as u16)),
+                now_us: i,
+            });
+        }
+    }
+
+    fn view(pools: &[locus_engine::control::PoolState]) -> ControlView<'_> {
+        let pages = pools.iter().map(|p| p.pages).sum();
+        ControlView {
+            now_us: 0,
+            requests: 0,
+            interval: 0,
+            page_size: 64 * 1024,
+            pages_total: pages,
+            pages_used: pages,
+            pools,
+        }
+    }
+
+    #[test]
+    fn opt_art_weighs_each_class_by_its_item_size() {
+        // Three pages. Class 1 (1 KiB chunks, 64 a page) loops over 128 keys, 1,150 requests;
+        // class 2 (32 KiB chunks, 2 a page) loops over 4 keys, 1,000 requests. Each needs 2
+        // pages to hit. Misses: class 1 saves more (1,150 against 1,000). Response time: a
+        // class-2 miss costs 1,000 + 16 x 32 µs against a hit's 100 + 8 x 32 (1,156 µs saved),
+        // a class-1 miss 1,016 against 108 (908 saved): class 2 saves more (1.156 s against
+        // 1.044 s).
+        let run = |objective, per_kib: bool| {
+            let mut l = Lama::new(LamaConfig {
+                objective,
+                max_intervals: 1,
+                hit_us_per_kib: if per_kib { 8.0 } else { 0.0 },
+                miss_us_per_kib: if per_kib { 16.0 } else { 0.0 },
+                ..LamaConfig::default()
+            });
+            for r in 0..50 {
+                loop_hits(&mut l, (0, 1, 1024), 128, r * 23, 23);
+                loop_hits(&mut l, (0, 2, 32 * 1024), 4, r * 20, 20);
+            }
+            let pools = [pool_state(0, &[(1, 1024, 2), (2, 32 * 1024, 1)])];
+            l.decide(&view(&pools)).moves
+        };
+        let to_class_2 = vec![PageMove {
+            from: (PoolId(0), ClassId(1)),
+            to: (PoolId(0), ClassId(2)),
+        }];
+        assert_eq!(run(LamaObjective::MissRatio, true), vec![]);
+        assert_eq!(run(LamaObjective::ResponseTime, true), to_class_2);
+        // With one hit time and one miss time for every class, OPT_ART is OPT_MR.
+        assert_eq!(run(LamaObjective::ResponseTime, false), vec![]);
+        let l = Lama::new(LamaConfig::default());
+        assert_eq!(l.class_times(2048, 500.0), (116.0, 532.0));
+    }
+
+    #[test]
+    fn the_qos_partition_guarantees_a_pool_its_hit_ratio_and_gives_the_rest_away() {
+        // Two pools, one class each (1 KiB chunks), three pages in all. Pool 0 loops over 128
+        // keys (2 pages) at 300 requests, pool 1 over 128 keys at 1,000: minimising misses gives
+        // pool 1 its two pages and pool 0 one (no hits).
+        let run = |targets: Vec<f64>| {
+            let mut l = Lama::new(LamaConfig {
+                objective: LamaObjective::Qos,
+                max_intervals: 1,
+                qos_hit_ratio: targets,
+                ..LamaConfig::default()
+            });
+            for r in 0..10 {
+                loop_hits(&mut l, (0, 1, 1024), 128, r * 30, 30);
+                loop_hits(&mut l, (1, 1, 1024), 128, r * 100, 100);
+            }
+            let pools = [
+                pool_state(0, &[(1, 1024, 1)]),
+                pool_state(1, &[(1, 1024, 2)]),
+            ];
+            l.decide(&view(&pools))
+        };
+        let note = |d: &Decision, k: &str| d.notes.iter().find(|n| n.0 == k).map(|n| n.1);
+        // Before any request there is nothing to plan on: no targets.
+        let pools = [
+            pool_state(0, &[(1, 1024, 1)]),
+            pool_state(1, &[(1, 1024, 2)]),
+        ];
+        let mut cold = Lama::new(LamaConfig {
+            objective: LamaObjective::Qos,
+            qos_hit_ratio: vec![0.9],
+            ..LamaConfig::default()
+        });
+        assert_eq!(cold.decide(&view(&pools)).pool_pages, None);
+        let free = run(Vec::new());
+        assert_eq!(free.moves, vec![]);
+        assert_eq!(free.pool_pages, Some(vec![1, 2]));
+        assert_eq!(note(&free, "pool0.qos_hit_planned"), Some(0.0));
+        // A 90% target for pool 0: it gets its two pages, from pool 1.
+        let q = run(vec![0.9]);
+        assert_eq!(q.pool_pages, Some(vec![2, 1]));
+        assert_eq!(
+            q.moves,
+            vec![PageMove {
+                from: (PoolId(1), ClassId(1)),
+                to: (PoolId(0), ClassId(1)),
+            }]
+        );
+        assert!(note(&q, "pool0.qos_hit_planned").unwrap() >= 0.9);
+        // Both pools at 90%: four pages needed, three exist. Each target is within its own
+        // curve's reach, so nothing is short; the split falls back to misses alone.
+        let both = run(vec![0.9, 0.9]);
+        assert_eq!(note(&both, "qos.infeasible"), Some(1.0));
+        assert_eq!(both.pool_pages, Some(vec![1, 2]));
+    }
+
+    #[test]
+    fn qos_settings_are_checked() {
+        let build = |pairs: &[(&str, &str)]| {
+            super::build(Settings::new(
+                "lama",
+                pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+            ))
+        };
+        assert!(build(&[("objective", "qos"), ("qos_hit_ratio", "0.8,0")]).is_ok());
+        assert!(build(&[("objective", "qos"), ("qos_hit_ratio", "1.5")]).is_err());
+        assert!(build(&[("objective", "misses"), ("qos_hit_ratio", "0.8")]).is_err());
+        assert!(build(&[("objective", "art"), ("miss_us_per_kib", "-1")]).is_err());
+        assert!(build(&[("objective", "p99")]).is_err());
+    }
+
+    #[test]
+    fn equation_6_predicts_the_cold_start_allocation() {
+        // Two classes, 10 items a page. Class 0 (3/4 of the requests) has footprint w (every
+        // request new) up to 100 items; class 1 (1/4) grows as w / 2. A class takes a page with
+        // its first item that does not fit: class 1 has its second page once 0.125 M > 10
+        // (M > 80), class 0 its eighth once 0.75 M > 70 (M > 93.3), and then the ten pages are
+        // gone: [8, 2].
+        let a = DefaultClass {
+            footprint: (0..=400).map(|w| f64::from(w.min(100))).collect(),
+            share: 0.75,
+            slots: 10,
+            miss_ratio: (0..=10).map(|p| 1.0 - f64::from(p) / 10.0).collect(),
+        };
+        let b = DefaultClass {
+            footprint: (0..=400).map(|w| f64::from(w) / 2.0).collect(),
+            share: 0.25,
+            slots: 10,
+            miss_ratio: vec![1.0, 0.5, 0.0],
+        };
+        let p = predict_default(&[a.clone(), b.clone()], 10);
+        assert_eq!(p.pages, vec![8, 2]);
+        let m = p.cold_start.unwrap();
+        assert!((m - 280.0 / 3.0).abs() < 1.0, "{m}");
+        // Equation 3: 0.75 x 0.2 + 0.25 x 0.
+        assert!((p.miss_ratio - 0.15).abs() < 1e-9, "{}", p.miss_ratio);
+        // Room for everything: no cold start ends, every class holds its whole footprint.
+        let all = predict_default(&[a, b], 100);
+        assert_eq!((all.cold_start, all.pages), (None, vec![10, 20]));
+        assert!((all.miss_ratio - 0.0).abs() < 1e-9);
+        assert_eq!(predict_default(&[], 4).pages, Vec::<u64>::new());
     }
 }

@@ -69,7 +69,7 @@ pub use dlru::{Dlru, DlruConfig};
 pub use dumpload::{DumpLoadAction, DumpLoadConfig, DumpLoadMode, PeriodDetector};
 pub use facebook::{Facebook, FacebookConfig};
 pub use kredis::{Kredis, KredisConfig, KredisModel, KrrExponent};
-pub use lama::{Lama, LamaConfig, LamaObjective};
+pub use lama::{DefaultClass, DefaultPrediction, Lama, LamaConfig, LamaObjective, predict_default};
 pub use locus_engine::control::{
     Access, AccessKind, ClassState, ControlConfig, ControlError, ControlView, Controller,
     CurveRecord, Decision, Evicted, Interval, IntervalRecord, PageMove, PoolState, Settings,

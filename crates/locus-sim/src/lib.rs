@@ -35,6 +35,7 @@ pub mod dumpload;
 pub mod exact;
 pub mod experiment;
 pub mod plot;
+pub mod predict;
 pub mod profile;
 pub mod report;
 pub mod run;

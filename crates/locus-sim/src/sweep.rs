@@ -36,13 +36,7 @@ pub const MAX_POINTS: usize = 32;
 /// # Errors
 /// Trace errors; engine configuration errors (the probe engine that gives chunk sizes).
 pub fn working_set_bytes(exp: &Experiment) -> Result<u64, SimError> {
-    let clock = VirtualClock::new(0);
-    let probe = build_engine(exp, exp.page_size, &clock)?;
-    let per_page: Vec<u64> = probe
-        .size_classes()
-        .iter()
-        .map(|(_, chunk)| (exp.page_size / u64::from((*chunk).max(1))).max(1))
-        .collect();
+    let (probe, per_page) = probe_classes(exp)?;
     let mut seen: HashSet<(usize, u64)> = HashSet::new();
     let mut items = vec![vec![0u64; per_page.len()]; exp.tenants.len()];
     let mut wl = Workload::open(exp)?;
@@ -62,6 +56,23 @@ pub fn working_set_bytes(exp: &Experiment) -> Result<u64, SimError> {
         .flat_map(|t| t.iter().zip(&per_page).map(|(n, per)| n.div_ceil(*per)))
         .sum();
     Ok(pages * exp.page_size)
+}
+
+/// A probe engine of `exp` (its size classes, for `class_for`) and each class's items per page.
+///
+/// # Errors
+/// Engine configuration errors.
+pub(crate) fn probe_classes(
+    exp: &Experiment,
+) -> Result<(locus_engine::Engine, Vec<u64>), SimError> {
+    let clock = VirtualClock::new(0);
+    let probe = build_engine(exp, exp.page_size, &clock)?;
+    let per_page = probe
+        .size_classes()
+        .iter()
+        .map(|(_, chunk)| (exp.page_size / u64::from((*chunk).max(1))).max(1))
+        .collect();
+    Ok((probe, per_page))
 }
 
 /// One memory size of a sweep.

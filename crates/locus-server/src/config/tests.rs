@@ -347,3 +347,34 @@ dump_load = "auto"
         locus_control::DumpLoadMode::Schedule(_)
     ));
 }
+
+#[test]
+fn lama_qos_targets_come_from_the_controller_settings() {
+    // One hit-ratio target per tenant, in tenant order (LAMA's QoS partition).
+    let text = r#"
+        [controller]
+        name = "lama"
+        [controller.settings]
+        objective = "qos"
+        qos_hit_ratio = [0.8, 0]
+        [tenancy]
+        mode = "db"
+        [[tenant]]
+        name = "critical"
+        db = 0
+        [[tenant]]
+        name = "bulk"
+        db = 1
+    "#;
+    let c = ServerConfig::from_toml(text, "f").unwrap();
+    c.validate().unwrap();
+    assert!(c.controller.build().unwrap().is_some());
+    let bad = ServerConfig::from_toml(&text.replace("0.8, 0", "1.8, 0"), "f").unwrap();
+    let Err(ConfigError::Invalid { problems }) = bad.validate() else {
+        panic!("a hit ratio of 1.8 was accepted");
+    };
+    assert!(
+        problems.join("\n").contains("qos_hit_ratio"),
+        "{problems:?}"
+    );
+}
