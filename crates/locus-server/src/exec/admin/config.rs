@@ -76,7 +76,38 @@ pub(super) fn config_params(
         ),
     ];
     params.extend(limits);
+    params.extend(tier_params(eng));
     params
+}
+
+/// `[tier]`'s settings as the engine runs them (`tier-*`, read-only; none without tiers). The
+/// backend shows its resolved delay (`emulated:<ns>` when measured at start-up) and the fast
+/// tier both as a share and in bytes.
+fn tier_params(eng: &locus_engine::Engine) -> Vec<(&'static str, String)> {
+    let cfg = eng.config();
+    let Some(t) = cfg.tier.as_ref() else {
+        return Vec::new();
+    };
+    let fast_pages = eng.tier_stats().map_or(0, |s| s.budget_pages[0]);
+    vec![
+        ("tier-slow-backend", t.slow_backend.to_string()),
+        ("tier-fast-share", t.fast_share.to_string()),
+        ("tier-fast-memory", (fast_pages * cfg.page_size).to_string()),
+        ("tier-low-watermark", t.low_watermark.to_string()),
+        ("tier-high-watermark", t.high_watermark.to_string()),
+        ("tier-demotion-batch", t.demotion_batch.to_string()),
+        ("tier-eviction-batch", t.eviction_batch.to_string()),
+        ("tier-promotion-batch", t.promotion_batch.to_string()),
+        ("tier-promotion-scan", t.promotion_scan.to_string()),
+        ("tier-fast-insertion", t.fast_insertion.to_string()),
+        ("tier-slow-insertion", t.slow_insertion.to_string()),
+        (
+            "tier-promotion",
+            format!("{:?}", t.promotion).to_ascii_lowercase(),
+        ),
+        ("tier-reuse-window", t.reuse_window.to_string()),
+        ("tier-worker-interval", t.worker_interval.to_string()),
+    ]
 }
 
 /// Parses a memory value as Redis does for CONFIG SET (plain bytes or units).
