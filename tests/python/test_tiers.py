@@ -303,6 +303,8 @@ def serve_with(toml: str, *args):
     ('slow_backend = "file:/proc/no/such/dir/slow"', ["tier.slow_backend", "cannot be opened for writing"]),
     ('slow_backend = "dram:1"', ["tier.slow_backend", "unknown backend"]),
     ("fast_sharee = 0.3", ["fast_sharee", "unknown field"]),
+    ('fast_share = "lots"', ["fast_share", "expected f64"]),
+    ('fast_share = 0.3\nfast_memory = "1MiB"', ["tier.fast_memory", "not both"]),
     ("promotion_batch = 0", ["tier.promotion_batch"]),
 ])
 def test_bad_tier_config_stops_the_start_naming_the_key(tier, needles):

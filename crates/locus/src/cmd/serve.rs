@@ -96,12 +96,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cfg.eviction.samples = v;
     }
     if let Some(v) = args.tier_backend {
-        cfg.tier.get_or_insert_with(Default::default).slow_backend = v;
+        cfg.tier
+            .get_or_insert_with(Default::default)
+            .set("slow_backend", v);
     }
     if let Some(v) = args.fast_memory {
         let t = cfg.tier.get_or_insert_with(Default::default);
-        t.fast_memory = Some(v);
-        t.fast_share = None;
+        t.set("fast_memory", v.to_string());
+        t.unset("fast_share");
     }
     if let Some(v) = args.page_size {
         cfg.memory.page_size = Some(v);
