@@ -99,6 +99,21 @@ def settle(c):
     wait_until(still, timeout=10, what="the tier workers idle")
 
 
+def make_cold(c, key):
+    """Makes `key` go cold until the demotion worker moves it to the slow tier: other keys are
+    written and then read (each read moves its key to the head of the fast list), so the
+    untouched key drifts to the tail; fresh writes then make the worker demote the tail.
+    (Without reads, sdTMM's insertion point 1/4 from the tail keeps the newest writes nearest
+    the tail: they are the first demoted.)"""
+    fillers = [f"filler{i}" for i in range(6000)]
+    write_paced(c, fillers)
+    for i in range(0, len(fillers), 1000):
+        c.mget(fillers[i:i + 1000])
+    write_paced(c, [f"fresh{i}" for i in range(3000)])
+    wait_until(lambda: c.execute_command("OBJECT", "TIER", key) == "slow", timeout=10,
+               what=f"{key} demoted")
+
+
 def zipf_sampler(n: int, alpha: float, seed: int):
     weights = [1.0 / (i + 1) ** alpha for i in range(n)]
     cum = []
@@ -189,17 +204,7 @@ def test_object_tier_follows_a_key_cold_then_hot(tiered):
     c.set("hot-later", value_of("hot-later"))
     assert c.execute_command("OBJECT", "TIER", "hot-later") == "fast"
     assert c.execute_command("OBJECT", "TIER", "no-such-key") is None
-    # Cold: other keys are written and then read (each read moves its key to the head of the
-    # fast list), so the untouched key drifts to the tail; fresh writes then make the demotion
-    # worker move the tail down. (Without reads, sdTMM's insertion point 1/4 from the tail keeps
-    # the newest writes nearest the tail: they are the first demoted.)
-    fillers = [f"filler{i}" for i in range(6000)]
-    write_paced(c, fillers)
-    for i in range(0, len(fillers), 1000):
-        c.mget(fillers[i:i + 1000])
-    write_paced(c, [f"fresh{i}" for i in range(3000)])
-    wait_until(lambda: c.execute_command("OBJECT", "TIER", "hot-later") == "slow", timeout=10,
-               what="the cold key demoted")
+    make_cold(c, "hot-later")
     # OBJECT TIER does not touch the key: asking again changes nothing.
     assert c.execute_command("OBJECT", "TIER", "hot-later") == "slow"
 
@@ -360,3 +365,20 @@ def test_metrics_and_live_page_api_show_the_tiers(start_locus_toml):
     t = api["tenants"][0]["tiers"]
     assert t["fast"]["items"] + t["slow"]["items"] == 8000
     assert t["demotions"] == int(info["tier_demotions"])
+
+
+def test_a_slow_tier_hit_spends_the_emulated_delay(start_locus_toml):
+    """A lower bound only (a delay cannot make a reply faster): with a 2 ms emulated delay, a GET
+    served from the slow tier answers no sooner than 2 ms after it was sent."""
+    import time
+
+    port = free_port()
+    start_locus_toml(tiered_toml(port).replace("emulated:50", "emulated:2000000"), port)
+    c = client(port)
+    c.set("cold", value_of("cold"))
+    make_cold(c, "cold")
+    spent = int(tiers_info(c)["tier_emulated_delay_usec"])
+    start = time.monotonic()
+    assert c.get("cold") == value_of("cold")
+    assert time.monotonic() - start >= 0.002
+    assert int(tiers_info(c)["tier_emulated_delay_usec"]) - spent == 2000
