@@ -382,3 +382,31 @@ def test_a_slow_tier_hit_spends_the_emulated_delay(start_locus_toml):
     assert c.get("cold") == value_of("cold")
     assert time.monotonic() - start >= 0.002
     assert int(tiers_info(c)["tier_emulated_delay_usec"]) - spent == 2000
+
+
+def test_a_memcached_get_of_a_slow_tier_item_spends_the_delay_too(start_locus_toml):
+    """The memcached listener serves the same engine: its GET of a slow-tier item is charged the
+    same way (a lower bound and INFO's count, as above)."""
+    import socket
+    import time
+
+    port, mport = free_ports(2)
+    toml = tiered_toml(port).replace("emulated:50", "emulated:2000000") + f"\n[memcached]\nport = {mport}\n"
+    start_locus_toml(toml, port)
+    c = client(port)
+    mc = socket.create_connection((HOST, mport), timeout=10)
+    value = value_of("mcold").encode()
+    mc.sendall(b"set mcold 0 0 %d\r\n%s\r\n" % (len(value), value))
+    assert mc.recv(100) == b"STORED\r\n"
+    make_cold(c, "mcold")
+    spent = int(tiers_info(c)["tier_emulated_delay_usec"])
+    start = time.monotonic()
+    mc.sendall(b"get mcold\r\n")
+    want = b"VALUE mcold 0 %d\r\n%s\r\nEND\r\n" % (len(value), value)
+    got = b""
+    while len(got) < len(want):
+        got += mc.recv(1 << 16)
+    assert got == want
+    assert time.monotonic() - start >= 0.002
+    assert int(tiers_info(c)["tier_emulated_delay_usec"]) - spent == 2000
+    mc.close()
