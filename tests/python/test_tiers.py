@@ -282,6 +282,9 @@ def test_config_get_shows_the_tier_settings(tiered):
     assert got["tier-promotion"] == "reuse"
     assert got["tier-fast-insertion"] == "0.25" and got["tier-slow-insertion"] == "0.5"
     assert int(got["tier-fast-memory"]) == 25 * 64 * 1024  # floor(128 pages * 0.2)
+    with pytest.raises(redis.ResponseError, match="can't set immutable config"):
+        c.config_set("tier-fast-share", "0.5")
+    assert c.config_get("tier-fast-share")["tier-fast-share"] == "0.2"
 
 
 def test_plain_emulated_measures_its_delay(start_locus_toml):

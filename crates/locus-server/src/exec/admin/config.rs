@@ -89,26 +89,42 @@ fn tier_params(eng: &locus_engine::Engine) -> Vec<(&'static str, String)> {
         return Vec::new();
     };
     let fast_pages = eng.tier_stats().map_or(0, |s| s.budget_pages[0]);
-    vec![
-        ("tier-slow-backend", t.slow_backend.to_string()),
-        ("tier-fast-share", t.fast_share.to_string()),
-        ("tier-fast-memory", (fast_pages * cfg.page_size).to_string()),
-        ("tier-low-watermark", t.low_watermark.to_string()),
-        ("tier-high-watermark", t.high_watermark.to_string()),
-        ("tier-demotion-batch", t.demotion_batch.to_string()),
-        ("tier-eviction-batch", t.eviction_batch.to_string()),
-        ("tier-promotion-batch", t.promotion_batch.to_string()),
-        ("tier-promotion-scan", t.promotion_scan.to_string()),
-        ("tier-fast-insertion", t.fast_insertion.to_string()),
-        ("tier-slow-insertion", t.slow_insertion.to_string()),
-        (
-            "tier-promotion",
-            format!("{:?}", t.promotion).to_ascii_lowercase(),
-        ),
-        ("tier-reuse-window", t.reuse_window.to_string()),
-        ("tier-worker-interval", t.worker_interval.to_string()),
-    ]
+    let values = [
+        t.slow_backend.to_string(),
+        t.fast_share.to_string(),
+        (fast_pages * cfg.page_size).to_string(),
+        t.low_watermark.to_string(),
+        t.high_watermark.to_string(),
+        t.demotion_batch.to_string(),
+        t.eviction_batch.to_string(),
+        t.promotion_batch.to_string(),
+        t.promotion_scan.to_string(),
+        t.fast_insertion.to_string(),
+        t.slow_insertion.to_string(),
+        format!("{:?}", t.promotion).to_ascii_lowercase(),
+        t.reuse_window.to_string(),
+        t.worker_interval.to_string(),
+    ];
+    TIER_PARAMS.into_iter().zip(values).collect()
 }
+
+/// The `tier-*` parameters of a tiered server, in `CONFIG GET`'s order (fixed at start-up).
+const TIER_PARAMS: [&str; 14] = [
+    "tier-slow-backend",
+    "tier-fast-share",
+    "tier-fast-memory",
+    "tier-low-watermark",
+    "tier-high-watermark",
+    "tier-demotion-batch",
+    "tier-eviction-batch",
+    "tier-promotion-batch",
+    "tier-promotion-scan",
+    "tier-fast-insertion",
+    "tier-slow-insertion",
+    "tier-promotion",
+    "tier-reuse-window",
+    "tier-worker-interval",
+];
 
 /// Parses a memory value as Redis does for CONFIG SET (plain bytes or units).
 pub(super) fn memory_value(name: &str, v: &[u8]) -> Result<u64, CmdError> {
@@ -187,6 +203,11 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         _ if crate::exec::types::limits::by_name(name).is_some() => {
             let l = crate::exec::types::limits::by_name(name).expect("matched");
             crate::exec::types::limits::parse(l, v).map_err(|e| fail(&e))?;
+        }
+        // Shown by CONFIG GET on a tiered server; set in `[tier]` only (Redis's word for a
+        // setting CONFIG SET cannot change).
+        _ if cand.tier.is_some() && TIER_PARAMS.contains(&name) => {
+            return Err(fail("can't set immutable config"));
         }
         "save"
         | "appendonly"
