@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod server;
 pub mod snapshot;
 pub mod tenancy;
+pub mod tiers;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -334,6 +335,14 @@ impl Server {
                 )));
             }
             tasks.push(tokio::spawn(server::tick_loop(shared.clone())));
+            // sdTMM's workers on a thread of their own (a no-op thread without tiers).
+            let tier_thread = {
+                let sh = shared.clone();
+                std::thread::Builder::new()
+                    .name("locus-tiers".into())
+                    .spawn(move || tiers::worker_loop(&sh))
+                    .map_err(ServerError::Runtime)?
+            };
             if let Some(l) = self.metrics {
                 let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let l = tokio::net::TcpListener::from_std(l)
@@ -365,6 +374,7 @@ impl Server {
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             }
+            let _ = tier_thread.join();
             Ok(())
         })
     }

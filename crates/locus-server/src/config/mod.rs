@@ -22,6 +22,7 @@ mod memcached;
 mod metrics;
 mod sections;
 mod snapshot;
+mod tier;
 
 pub use controller::*;
 pub use dumpload::*;
@@ -29,6 +30,7 @@ pub use memcached::*;
 pub use metrics::*;
 pub use sections::*;
 pub use snapshot::*;
+pub use tier::*;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_BIND: &str = "127.0.0.1";
@@ -81,6 +83,9 @@ pub struct ServerConfig {
     pub snapshot: SnapshotSection,
     /// `[dump_load]`: the periodicity detector of tenants with `dump_load = "auto"`.
     pub dump_load: DumpLoadSection,
+    /// `[tier]`: fast and slow memory tiers (sdTMM); absent = one tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<TierSection>,
     /// `[[tenant]]` tables; none = one tenant named `default`.
     #[serde(rename = "tenant", skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<TenantSection>,
@@ -179,6 +184,13 @@ impl ServerConfig {
             e.lru_clock = LruClockMode::Logical;
         }
         self.apply_memcached_ladder(&mut e);
+        if let Some(t) = &self.tier {
+            e.tier = Some(t.tier_config(e.maxmemory));
+            // The engine's tiers hold small items in pages only, and budget pages per tier:
+            // values above a page are refused and the key index is outside maxmemory.
+            e.large_items = None;
+            e.metadata_in_budget = false;
+        }
         e
     }
 
@@ -271,7 +283,17 @@ impl ServerConfig {
             ));
         }
         if let Err(errs) = self.engine_config().validate() {
-            p.extend(errs.into_iter().map(|e| format!("memory: {e}")));
+            // A tier setting's message names its own key (`tier.fast_share: ...`).
+            p.extend(errs.into_iter().map(|e| {
+                if e.starts_with("tier") {
+                    e
+                } else {
+                    format!("memory: {e}")
+                }
+            }));
+        }
+        if let Some(t) = &self.tier {
+            p.extend(t.problems(self.memory.maxmemory.0));
         }
         if let Err(e) = parse_policy(&self.eviction.policy) {
             p.push(format!("eviction.policy: {e}"));

@@ -378,3 +378,38 @@ fn lama_qos_targets_come_from_the_controller_settings() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn tier_section_round_trips_and_names_its_keys() {
+    let c = ServerConfig::from_toml(
+        "[memory]\nmaxmemory = \"64MiB\"\n[tier]\nslow_backend = \"emulated:120\"\nfast_memory = \"16MiB\"\n",
+        "x",
+    )
+    .unwrap();
+    c.validate().unwrap();
+    let e = c.engine_config();
+    let t = e.tier.as_ref().unwrap();
+    assert_eq!(t.fast_share, 0.25);
+    assert_eq!(
+        t.slow_backend,
+        locus_engine::SlowBackend::Emulated { ns: 120 }
+    );
+    assert_eq!(t.worker_interval, 0, "the server's worker thread runs them");
+    assert!(e.large_items.is_none() && !e.metadata_in_budget);
+    assert_eq!(ServerConfig::from_toml(&c.to_toml(), "x").unwrap(), c);
+    assert!(ServerConfig::default().engine_config().tier.is_none());
+    let bad = ServerConfig::from_toml(
+        "[memory]\nmaxmemory = \"64MiB\"\n[tier]\nslow_backend = \"dram:1\"\nfast_memory = \"64MiB\"\nlow_watermark = 0.2\n",
+        "x",
+    )
+    .unwrap();
+    let msg = bad.validate().unwrap_err().to_string();
+    for key in [
+        "tier.slow_backend: unknown backend 'dram'",
+        "tier.fast_memory",
+        "tier.low_watermark",
+    ] {
+        assert!(msg.contains(key), "{key} missing from {msg}");
+    }
+    assert!(!msg.contains("memory: tier"), "{msg}");
+}

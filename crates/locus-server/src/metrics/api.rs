@@ -63,6 +63,12 @@ pub fn tenants(shared: &Shared, mon: &Monitor) -> Value {
                 "clients": t.clients,
                 "modelled_miss_ratio": t.modelled_miss_ratio().map_or(Value::Null, num),
                 "modelled_miss_latency_us": t.modelled_miss_latency_us().map_or(Value::Null, num),
+                "tiers": t.tier.as_ref().map_or(Value::Null, |tt| json!({
+                    "fast": tt.tiers[0],
+                    "slow": tt.tiers[1],
+                    "promotions": tt.promotions,
+                    "demotions": tt.demotions,
+                })),
                 "history": {
                     "t_ms": s.iter().map(|x| x.t_ms).collect::<Vec<_>>(),
                     "pages": s.iter().map(|x| x.pages).collect::<Vec<_>>(),

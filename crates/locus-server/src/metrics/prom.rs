@@ -167,11 +167,158 @@ impl Collector for Exposition {
         self.tenants(&mut e)?;
         self.classes(&mut e)?;
         self.controller(&mut e)?;
+        self.tiers(&mut e)?;
         self.commands(&mut e)
     }
 }
 
 impl Exposition {
+    /// sdTMM's tiers: per tier, and per tenant and tier (nothing without `[tier]`).
+    fn tiers(&self, e: &mut DescriptorEncoder<'_>) -> fmt::Result {
+        let Some(ts) = &self.snap.tiers else {
+            return Ok(());
+        };
+        let page = self.snap.engine.page_size;
+        let per_tier = |f: &dyn Fn(usize) -> V| {
+            locus_engine::Tier::ALL
+                .iter()
+                .map(|t| (vec![("tier", Cow::Borrowed(t.name()))], f(t.index())))
+                .collect::<Vec<_>>()
+        };
+        let bytes = Unit::Bytes;
+        gauge(
+            e,
+            "locus_tier_budget",
+            "Each memory tier's budget (maxmemory split by tier.fast_share).",
+            Some(&bytes),
+            per_tier(&|i| V::U(ts.budget_pages[i] * page)),
+        )?;
+        gauge(
+            e,
+            "locus_tier_used",
+            "Bytes of each tier's pages in use.",
+            Some(&bytes),
+            per_tier(&|i| V::U(ts.used_pages[i] * page)),
+        )?;
+        gauge(
+            e,
+            "locus_tier_free_ratio",
+            "Each tier's free share (free chunks and unused pages over its budget), what the watermarks compare.",
+            None,
+            per_tier(&|i| V::F(ts.free_share[i])),
+        )?;
+        counter(
+            e,
+            "locus_tier_worker_runs",
+            "Runs of the tier workers (promotion, demotion, slow-tier eviction steps).",
+            None,
+            one(V::U(ts.worker_runs)),
+        )?;
+        counter(
+            e,
+            "locus_tier_emulated_delay",
+            "Emulated slow-tier delay spent by connections (slow-tier hits times tier.slow_backend's ns).",
+            Some(&Unit::Seconds),
+            one(V::F(self.snap.tier_delay_ns as f64 / 1e9)),
+        )?;
+        let tenants = &self.snap.tenants;
+        let by = |f: &dyn Fn(&locus_engine::tier::TierCounters) -> u64| {
+            let mut v = Vec::new();
+            for t in tenants {
+                let Some(tt) = &t.tier else { continue };
+                for tier in locus_engine::Tier::ALL {
+                    v.push((
+                        vec![
+                            ("tenant", escape(&t.name)),
+                            ("tier", Cow::Borrowed(tier.name())),
+                        ],
+                        V::U(f(&tt.tiers[tier.index()])),
+                    ));
+                }
+            }
+            v
+        };
+        gauge(
+            e,
+            "locus_tier_items",
+            "Items per tenant and tier.",
+            None,
+            by(&|c| c.items),
+        )?;
+        gauge(
+            e,
+            "locus_tier_pages",
+            "Pages per tenant and tier.",
+            None,
+            by(&|c| c.pages),
+        )?;
+        counter(
+            e,
+            "locus_tier_hits",
+            "GET hits per tenant and the tier that served them.",
+            None,
+            by(&|c| c.hits),
+        )?;
+        counter(
+            e,
+            "locus_tier_moved_in",
+            "Items moved into a tier by a worker (promotions into fast, demotions into slow).",
+            None,
+            by(&|c| c.moved_in),
+        )?;
+        let mut ev = Vec::new();
+        for t in tenants {
+            let Some(tt) = &t.tier else { continue };
+            for tier in locus_engine::Tier::ALL {
+                let c = &tt.tiers[tier.index()].evictions;
+                for (cause, v) in [
+                    ("reactive", c.reactive),
+                    ("proactive", c.proactive),
+                    ("page_reclaim", c.page_reclaim),
+                ] {
+                    ev.push((
+                        vec![
+                            ("tenant", escape(&t.name)),
+                            ("tier", Cow::Borrowed(tier.name())),
+                            ("cause", Cow::Borrowed(cause)),
+                        ],
+                        V::U(v),
+                    ));
+                }
+            }
+        }
+        counter(
+            e,
+            "locus_tier_evictions",
+            "Evictions per tenant, tier and cause.",
+            None,
+            ev,
+        )?;
+        for (name, help, f) in [
+            (
+                "locus_tier_promotions",
+                "Slow-to-fast moves per tenant.",
+                (|s| s.promotions) as fn(&locus_engine::TenantTierStats) -> u64,
+            ),
+            (
+                "locus_tier_demotions",
+                "Fast-to-slow moves per tenant.",
+                |s| s.demotions,
+            ),
+        ] {
+            let v: Vec<_> = tenants
+                .iter()
+                .filter_map(|t| {
+                    t.tier
+                        .as_ref()
+                        .map(|tt| (vec![("tenant", escape(&t.name))], V::U(f(tt))))
+                })
+                .collect();
+            counter(e, name, help, None, v)?;
+        }
+        Ok(())
+    }
+
     fn server(&self, e: &mut DescriptorEncoder<'_>) -> fmt::Result {
         let s = &self.snap;
         let sv = &s.server;

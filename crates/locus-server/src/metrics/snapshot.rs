@@ -81,6 +81,8 @@ pub struct TenantSnap {
     pub clients: u64,
     /// Its newest curves, if a controller recorded any.
     pub curves: Option<TenantCurves>,
+    /// Its figures per memory tier (`None` without `[tier]`).
+    pub tier: Option<locus_engine::TenantTierStats>,
 }
 
 impl TenantSnap {
@@ -161,6 +163,10 @@ pub struct Snapshot {
     pub tenants: Vec<TenantSnap>,
     /// The controller, if one runs.
     pub controller: Option<ControllerSnap>,
+    /// The memory tiers' figures (`None` without `[tier]`).
+    pub tiers: Option<locus_engine::TierStats>,
+    /// Emulated slow-tier delay spent by connections, in ns.
+    pub tier_delay_ns: u64,
 }
 
 impl Snapshot {
@@ -211,6 +217,7 @@ impl Snapshot {
                     used_bytes: stats.pages.saturating_mul(engine.page_size) + stats.large_bytes,
                     clients: 0,
                     curves,
+                    tier: eng.tenant_tier_stats(t),
                     stats,
                 }
             })
@@ -242,6 +249,8 @@ impl Snapshot {
             server: ServerSnap::default(),
             tenants,
             controller,
+            tiers: eng.tier_stats(),
+            tier_delay_ns: shared.tier_workers().delay_ns.load(Ordering::Relaxed),
         }
     }
 }

@@ -474,6 +474,12 @@ fn process(
     }
     if !slots.is_empty() {
         let mut eng = shared.engine();
+        let delay = shared.tier_delay_ns() > 0;
+        let slow_before = if delay {
+            crate::tiers::slow_hits(&eng)
+        } else {
+            0
+        };
         let proto = st.proto;
         let executed = {
             let mut ctx = Ctx {
@@ -564,7 +570,14 @@ fn process(
             }
             executed
         };
+        let slow_hits = if delay {
+            crate::tiers::slow_hits(&eng).saturating_sub(slow_before)
+        } else {
+            0
+        };
         drop(eng);
+        // The emulated slow tier's delay, spent off the lock (see `tiers`).
+        crate::tiers::spend_delay(shared, slow_hits);
         shared
             .stats()
             .total_commands

@@ -274,6 +274,18 @@ fn authenticate(mc: &McState, conn: &mut McConn, buf: &[u8], out: &mut Vec<u8>) 
     n
 }
 
+/// Takes the engine lock, noting the slow-tier hits so far when the emulated delay is on.
+fn lock_counting<'a>(
+    shared: &'a Shared,
+    slow_before: &mut u64,
+) -> parking_lot::MutexGuard<'a, Engine> {
+    let g = shared.engine();
+    if shared.tier_delay_ns() > 0 {
+        *slow_before = crate::tiers::slow_hits(&g);
+    }
+    g
+}
+
 /// Parses and executes up to [`MAX_BATCH`] requests of `buf` under one engine lock, appending
 /// the replies to `out`. Returns the bytes consumed; `swallow` receives the part of a refused
 /// data block that has not arrived yet.
@@ -287,6 +299,7 @@ fn process(
 ) -> usize {
     let mut pos = 0;
     let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
+    let mut slow_before = 0;
     let mut done = 0;
     while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {
         if mc.auth && conn.listener.bound.is_none() {
@@ -308,7 +321,7 @@ fn process(
                     .stats()
                     .total_commands
                     .fetch_add(1, Ordering::Relaxed);
-                let eng = eng.get_or_insert_with(|| shared.engine());
+                let eng = eng.get_or_insert_with(|| lock_counting(shared, &mut slow_before));
                 let now_ms = eng.now_ms();
                 let start = out.len();
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -335,7 +348,7 @@ fn process(
             Err(e) => {
                 done += 1;
                 if e.kind == ErrorKind::TooLarge {
-                    let eng = eng.get_or_insert_with(|| shared.engine());
+                    let eng = eng.get_or_insert_with(|| lock_counting(shared, &mut slow_before));
                     let now_ms = eng.now_ms();
                     let mut cx = McCtx {
                         eng,
@@ -362,6 +375,16 @@ fn process(
                 }
             }
         }
+    }
+    if let Some(g) = eng.take() {
+        let slow = if shared.tier_delay_ns() > 0 {
+            crate::tiers::slow_hits(&g).saturating_sub(slow_before)
+        } else {
+            0
+        };
+        drop(g);
+        // The emulated slow tier's delay, spent off the lock (see `tiers`).
+        crate::tiers::spend_delay(shared, slow);
     }
     pos
 }

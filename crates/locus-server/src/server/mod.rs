@@ -472,6 +472,11 @@ pub struct Shared {
     snapshots: crate::snapshot::Snapshots,
     /// pRedis's automatic dump/load of the tenants whose `dump_load` is not `never`.
     dumploads: crate::dumpload::DumpLoads,
+    /// The emulated slow tier's delay per access in ns (0: no tiers or a real slow backend),
+    /// read without the lock by every connection batch.
+    tier_delay_ns: u64,
+    /// What the tier worker thread and the emulated delay did (INFO tiers, metrics).
+    tier_workers: crate::tiers::WorkerCounters,
 }
 
 impl std::fmt::Debug for Shared {
@@ -589,7 +594,10 @@ impl Shared {
     ) -> Self {
         let start_ms = clock.now_ms();
         let dumploads = dump_loads(&config, &tenancy);
+        let tier_delay_ns = crate::tiers::emulated_ns(&engine);
         Self {
+            tier_delay_ns,
+            tier_workers: crate::tiers::WorkerCounters::default(),
             dumploads,
             engine: Mutex::new(engine),
             clock,
@@ -614,6 +622,16 @@ impl Shared {
             coarse_ms: AtomicU64::new(start_ms),
             snapshots: crate::snapshot::Snapshots::new(start_ms),
         }
+    }
+
+    /// The emulated slow tier's delay per access in ns (0: none to spend).
+    pub fn tier_delay_ns(&self) -> u64 {
+        self.tier_delay_ns
+    }
+
+    /// The tier worker thread's and the emulated delay's counters.
+    pub fn tier_workers(&self) -> &crate::tiers::WorkerCounters {
+        &self.tier_workers
     }
 
     /// pRedis's dump/load state (tick task, write hook, INFO).

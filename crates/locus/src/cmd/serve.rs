@@ -34,6 +34,13 @@ pub struct Args {
     /// Default maxmemory-samples K (eviction.samples).
     #[arg(long, value_name = "K")]
     maxmemory_samples: Option<u32>,
+    /// Turn on memory tiers with this slow-tier backend: emulated, emulated:<ns>, file:<path>,
+    /// numa:<node> (tier.slow_backend; the other [tier] keys keep their defaults or the file's).
+    #[arg(long, value_name = "BACKEND")]
+    tier_backend: Option<String>,
+    /// Fast memory tier's size, below --maxmemory, e.g. 64mb (tier.fast_memory; turns tiers on).
+    #[arg(long, value_name = "SIZE")]
+    fast_memory: Option<ByteSize>,
     /// Page size (memory.page_size).
     #[arg(long, value_name = "SIZE")]
     page_size: Option<ByteSize>,
@@ -87,6 +94,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(v) = args.maxmemory_samples {
         cfg.eviction.samples = v;
+    }
+    if let Some(v) = args.tier_backend {
+        cfg.tier
+            .get_or_insert_with(Default::default)
+            .set("slow_backend", v);
+    }
+    if let Some(v) = args.fast_memory {
+        let t = cfg.tier.get_or_insert_with(Default::default);
+        t.set("fast_memory", v.to_string());
+        t.unset("fast_share");
     }
     if let Some(v) = args.page_size {
         cfg.memory.page_size = Some(v);

@@ -76,8 +76,55 @@ pub(super) fn config_params(
         ),
     ];
     params.extend(limits);
+    params.extend(tier_params(eng));
     params
 }
+
+/// `[tier]`'s settings as the engine runs them (`tier-*`, read-only; none without tiers). The
+/// backend shows its resolved delay (`emulated:<ns>` when measured at start-up) and the fast
+/// tier both as a share and in bytes.
+fn tier_params(eng: &locus_engine::Engine) -> Vec<(&'static str, String)> {
+    let cfg = eng.config();
+    let Some(t) = cfg.tier.as_ref() else {
+        return Vec::new();
+    };
+    let fast_pages = eng.tier_stats().map_or(0, |s| s.budget_pages[0]);
+    let values = [
+        t.slow_backend.to_string(),
+        t.fast_share.to_string(),
+        (fast_pages * cfg.page_size).to_string(),
+        t.low_watermark.to_string(),
+        t.high_watermark.to_string(),
+        t.demotion_batch.to_string(),
+        t.eviction_batch.to_string(),
+        t.promotion_batch.to_string(),
+        t.promotion_scan.to_string(),
+        t.fast_insertion.to_string(),
+        t.slow_insertion.to_string(),
+        format!("{:?}", t.promotion).to_ascii_lowercase(),
+        t.reuse_window.to_string(),
+        t.worker_interval.to_string(),
+    ];
+    TIER_PARAMS.into_iter().zip(values).collect()
+}
+
+/// The `tier-*` parameters of a tiered server, in `CONFIG GET`'s order (fixed at start-up).
+const TIER_PARAMS: [&str; 14] = [
+    "tier-slow-backend",
+    "tier-fast-share",
+    "tier-fast-memory",
+    "tier-low-watermark",
+    "tier-high-watermark",
+    "tier-demotion-batch",
+    "tier-eviction-batch",
+    "tier-promotion-batch",
+    "tier-promotion-scan",
+    "tier-fast-insertion",
+    "tier-slow-insertion",
+    "tier-promotion",
+    "tier-reuse-window",
+    "tier-worker-interval",
+];
 
 /// Parses a memory value as Redis does for CONFIG SET (plain bytes or units).
 pub(super) fn memory_value(name: &str, v: &[u8]) -> Result<u64, CmdError> {
@@ -156,6 +203,11 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         _ if crate::exec::types::limits::by_name(name).is_some() => {
             let l = crate::exec::types::limits::by_name(name).expect("matched");
             crate::exec::types::limits::parse(l, v).map_err(|e| fail(&e))?;
+        }
+        // Shown by CONFIG GET on a tiered server; set in `[tier]` only (Redis's word for a
+        // setting CONFIG SET cannot change).
+        _ if cand.tier.is_some() && TIER_PARAMS.contains(&name) => {
+            return Err(fail("can't set immutable config"));
         }
         "save"
         | "appendonly"

@@ -322,7 +322,123 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         sep(&mut out);
         locus_section(&mut out, ctx.eng, ctx.shared, scope);
     }
+    // Not in the default set (it would change every untiered server's INFO).
+    if all || sections.iter().any(|x| x == "tiers") {
+        sep(&mut out);
+        tiers_section(&mut out, ctx.eng, ctx.shared, scope, &tenants);
+    }
     out
+}
+
+/// One tier's counters as `k=v` pairs (INFO tiers).
+fn tier_counters(c: &locus_engine::tier::TierCounters) -> String {
+    format!(
+        "pages={},items={},charged_bytes={},hits={},moved_in={},evictions_reactive={},evictions_proactive={},evictions_page_reclaim={}",
+        c.pages,
+        c.items,
+        c.charged_bytes,
+        c.hits,
+        c.moved_in,
+        c.evictions.reactive,
+        c.evictions.proactive,
+        c.evictions.page_reclaim,
+    )
+}
+
+/// The `# Tiers` INFO section (sdTMM): `tiers:0` without `[tier]`. The settings for everyone;
+/// the tiers' pages, free space and totals (every tenant's traffic) for the admin only; per
+/// tenant, the `tenants` visible to the caller (a tenant: its own only).
+pub(super) fn tiers_section(
+    out: &mut String,
+    eng: &Engine,
+    sh: &crate::server::Shared,
+    scope: Option<Option<TenantId>>,
+    tenants: &[TenantId],
+) {
+    out.push_str("# Tiers\r\n");
+    let (Some(ts), Some(cfg)) = (eng.tier_stats(), eng.config().tier.as_ref()) else {
+        out.push_str("tiers:0\r\n");
+        return;
+    };
+    let page = eng.stats().page_size;
+    let _ = write!(
+        out,
+        "tiers:2\r\ntier_slow_backend:{}\r\ntier_emulated_delay_ns:{}\r\ntier_low_watermark:{}\r\ntier_high_watermark:{}\r\ntier_promotion:{}\r\n",
+        cfg.slow_backend,
+        ts.slow_access_ns,
+        cfg.low_watermark,
+        cfg.high_watermark,
+        format!("{:?}", cfg.promotion).to_ascii_lowercase(),
+    );
+    let per: Vec<(TenantId, locus_engine::TenantTierStats)> = tenants
+        .iter()
+        .filter_map(|&t| eng.tenant_tier_stats(t).map(|s| (t, s)))
+        .collect();
+    for tier in locus_engine::Tier::ALL {
+        let i = tier.index();
+        let _ = write!(
+            out,
+            "tier_{}:budget_pages={},budget_bytes={}",
+            tier.name(),
+            ts.budget_pages[i],
+            ts.budget_pages[i] * page
+        );
+        if scope.is_none() {
+            let sum = |f: &dyn Fn(&locus_engine::tier::TierCounters) -> u64| -> u64 {
+                per.iter().map(|(_, s)| f(&s.tiers[i])).sum()
+            };
+            let _ = write!(
+                out,
+                ",pages={},free_share={:.4},charged_bytes={},items={},hits={},moved_in={},evictions_reactive={},evictions_proactive={},evictions_page_reclaim={}",
+                ts.used_pages[i],
+                ts.free_share[i],
+                ts.charged_bytes[i],
+                sum(&|c| c.items),
+                sum(&|c| c.hits),
+                sum(&|c| c.moved_in),
+                sum(&|c| c.evictions.reactive),
+                sum(&|c| c.evictions.proactive),
+                sum(&|c| c.evictions.page_reclaim),
+            );
+        }
+        out.push_str("\r\n");
+    }
+    if scope.is_none() {
+        let w = sh.tier_workers();
+        let _ = write!(
+            out,
+            "tier_promotions:{}\r\ntier_demotions:{}\r\ntier_mean_reuse:{}\r\ntier_worker_runs:{}\r\ntier_worker_thread_steps:{}\r\ntier_worker_lock_usec:{}\r\ntier_worker_max_step_usec:{}\r\ntier_emulated_delay_usec:{}\r\n",
+            per.iter().map(|(_, s)| s.promotions).sum::<u64>(),
+            per.iter().map(|(_, s)| s.demotions).sum::<u64>(),
+            ts.mean_reuse
+                .map_or("none".to_string(), |m| format!("{m:.1}")),
+            ts.worker_runs,
+            w.steps.load(Ordering::Relaxed),
+            w.lock_ns.load(Ordering::Relaxed) / 1000,
+            w.max_step_ns.load(Ordering::Relaxed) / 1000,
+            w.delay_ns.load(Ordering::Relaxed) / 1000,
+        );
+    }
+    for (t, s) in &per {
+        let name = sh.tenancy().name(*t);
+        let _ = write!(
+            out,
+            "tenant_{name}:promotions={},demotions={},chained_demotions={},fast_target_bytes={}\r\n",
+            s.promotions,
+            s.demotions,
+            s.chained_demotions,
+            s.fast_target_bytes
+                .map_or("none".to_string(), |b| b.to_string()),
+        );
+        for tier in locus_engine::Tier::ALL {
+            let _ = write!(
+                out,
+                "tenant_{name}_{}:{}\r\n",
+                tier.name(),
+                tier_counters(&s.tiers[tier.index()])
+            );
+        }
+    }
 }
 
 /// The `# Locus` INFO section: the memory controller and, per tenant, pages, target, K and miss

@@ -48,7 +48,7 @@ pub(super) fn encoding(v_is_int: bool, len: usize) -> &'static str {
     }
 }
 
-/// OBJECT ENCODING|IDLETIME|FREQ|REFCOUNT key | HELP
+/// OBJECT ENCODING|IDLETIME|FREQ|REFCOUNT|TIER key | HELP (TIER is Locus's own)
 pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     if sub == "help" {
@@ -64,19 +64,34 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Return the idle time of the <key>, that is the approximated number of seconds elapsed since the last access to the key.",
                 "REFCOUNT <key>",
                 "    Return the number of references of the value associated with the specified <key>.",
+                "TIER <key>",
+                "    (Locus) Return the memory tier holding the <key>: fast or slow (needs [tier]).",
                 "HELP",
                 "    Print this help.",
             ],
         );
         return Ok(());
     }
-    if !["encoding", "idletime", "freq", "refcount"].contains(&sub.as_str()) {
+    if !["encoding", "idletime", "freq", "refcount", "tier"].contains(&sub.as_str()) {
         return Err(unknown_sub("object", &a[1]));
     }
     if a.len() != 3 {
         return Err(CmdError::WrongArity(format!("object|{sub}")));
     }
     let t = ctx.t()?;
+    if sub == "tier" {
+        // Locus's own: which tier holds the key, read without touching it (no hit, no move).
+        if ctx.eng.tier_stats().is_none() {
+            return Err(CmdError::msg(
+                "ERR this server has no memory tiers ([tier] is not configured)",
+            ));
+        }
+        match ctx.eng.item_tier(t, &a[2]) {
+            Some(tier) => ctx.w.bulk(tier.name().as_bytes()),
+            None => ctx.w.null(),
+        }
+        return Ok(());
+    }
     let policy: Policy = ctx.eng.tenant_config(t).policy;
     if sub == "freq" && !policy.is_lfu() {
         return Err(CmdError::msg(
