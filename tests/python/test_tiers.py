@@ -389,6 +389,29 @@ def test_a_slow_tier_hit_spends_the_emulated_delay(start_locus_toml):
     assert int(tiers_info(c)["tier_emulated_delay_usec"]) - spent == 2000
 
 
+def test_other_reads_and_in_place_writes_of_slow_items_spend_the_delay(start_locus_toml):
+    """Every access to a slow-tier item is charged, not only GET: GETRANGE and STRLEN of a
+    demoted string, and a SET that rewrites it where it lies (INFO's count; one access each)."""
+    port = free_port()
+    # Promotion off: the reads must not bring the item back before the SET rewrites it.
+    toml = tiered_toml(port, extra_tier='promotion = "off"')
+    start_locus_toml(toml.replace("emulated:50", "emulated:2000000"), port)
+    c = client(port)
+    c.set("s", value_of("s"))
+    make_cold(c, "s")
+    spent = int(tiers_info(c)["tier_emulated_delay_usec"])
+    assert c.getrange("s", 0, 3) == value_of("s")[:4]
+    assert c.strlen("s") == VALUE_LEN
+    after_reads = int(tiers_info(c)["tier_emulated_delay_usec"])
+    assert after_reads - spent == 2 * 2000, (spent, after_reads)
+    c.set("s", value_of("s").upper())
+    after_set = int(tiers_info(c)["tier_emulated_delay_usec"])
+    # A same-size SET rewrites the item in place, in the slow tier.
+    assert c.execute_command("OBJECT", "TIER", "s") == "slow"
+    assert after_set - after_reads == 2000, (after_reads, after_set)
+    assert c.get("s") == value_of("s").upper()
+
+
 def test_a_memcached_get_of_a_slow_tier_item_spends_the_delay_too(start_locus_toml):
     """The memcached listener serves the same engine: its GET of a slow-tier item is charged the
     same way (a lower bound and INFO's count, as above)."""

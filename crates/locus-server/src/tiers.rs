@@ -5,8 +5,8 @@
 //!   locus-tiers thread: lock ─ Engine::run_tier_workers (one bounded batch each) ─ unlock
 //!                       └─ sleep WORKER_BUSY_SLEEP after a step that moved items, else
 //!                          WORKER_IDLE_SLEEP
-//!   connection batch:   lock ─ commands (slow-tier hits counted by the engine) ─ unlock
-//!                       └─ spin slow hits × ns   (outside the lock: see below)
+//!   connection batch:   lock ─ commands (slow-tier accesses counted by the engine) ─ unlock
+//!                       └─ spin slow accesses × ns   (outside the lock: see below)
 //! ```
 //!
 //! The delay is spent after the engine lock is released: a real slow-memory access stalls the
@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use locus_engine::{Engine, Tier};
+use locus_engine::Engine;
 
 /// The worker thread's pause after a step that moved or evicted nothing.
 pub const WORKER_IDLE_SLEEP: Duration = Duration::from_millis(1);
@@ -87,14 +87,10 @@ pub fn spin(ns: u64) {
     }
 }
 
-/// GET hits served from the slow tier so far, all tenants (0 without tiers). A batch's delay
-/// is the difference across it, read under the same lock.
-pub fn slow_hits(eng: &Engine) -> u64 {
-    eng.tenant_ids()
-        .into_iter()
-        .filter_map(|t| eng.tenant_tier_stats(t))
-        .map(|s| s.tiers[Tier::Slow.index()].hits)
-        .sum()
+/// Accesses to slow-tier items so far, all tenants and commands (reads and in-place writes; 0
+/// without tiers). A batch's delay is the difference across it, read under the same lock.
+pub fn slow_accesses(eng: &Engine) -> u64 {
+    eng.slow_accesses()
 }
 
 /// The emulated delay per slow-tier access (0: no tiers, or a real slow backend).
@@ -141,7 +137,7 @@ pub fn worker_loop(shared: &crate::server::Shared) {
     }
 }
 
-/// Spends a batch's emulated delay: `hits` slow-tier hits at the server's delay each, counted
+/// Spends a batch's emulated delay: `hits` slow-tier accesses at the server's delay each, counted
 /// for INFO. Call it with the engine lock released.
 pub fn spend_delay(shared: &crate::server::Shared, hits: u64) {
     let ns = hits.saturating_mul(shared.tier_delay_ns());

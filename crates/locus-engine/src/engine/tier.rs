@@ -197,6 +197,8 @@ pub(super) struct TierState {
     next_run: u64,
     runs: u64,
     last_hit: Option<Tier>,
+    /// Reads and in-place writes of slow-tier items so far (what the emulated delay charges).
+    slow_accesses: u64,
     cursor: usize,
     /// The slow tier's mapping (`file:` and `numa:` backends; `None` for `emulated:`).
     region: Option<Region>,
@@ -228,6 +230,7 @@ impl TierState {
             next_run: cfg.worker_interval,
             runs: 0,
             last_hit: None,
+            slow_accesses: 0,
             cursor: 0,
             region,
             free_mapped: Vec::new(),
@@ -390,6 +393,7 @@ impl Engine {
             ts.note_reuse(rt);
         } else {
             node.reuse = rt;
+            ts.slow_accesses += 1;
         }
         if hit {
             tt.stats.tiers[tier].hits += 1;
@@ -432,6 +436,13 @@ impl Engine {
     /// The tier a GET served its hit from, for the GET just made (`None`: a miss, or no tiers).
     pub fn last_hit_tier(&self) -> Option<Tier> {
         self.tiers.as_ref().and_then(|ts| ts.last_hit)
+    }
+
+    /// Accesses to slow-tier items so far, all tenants: reads (any command's) and writes that
+    /// rewrite an item in place, not the workers' migrations (0 without tiers). A caller charges
+    /// the emulated delay for the difference across the commands it ran.
+    pub fn slow_accesses(&self) -> u64 {
+        self.tiers.as_ref().map_or(0, |ts| ts.slow_accesses)
     }
 
     /// The tier holding `key` of `t`, without touching it (`None`: absent, or no tiers).

@@ -217,7 +217,7 @@ impl Exposition {
         counter(
             e,
             "locus_tier_emulated_delay",
-            "Emulated slow-tier delay spent by connections (slow-tier hits times tier.slow_backend's ns).",
+            "Emulated slow-tier delay spent by connections (slow-tier accesses times tier.slow_backend's ns).",
             Some(&Unit::Seconds),
             one(V::F(self.snap.tier_delay_ns as f64 / 1e9)),
         )?;

@@ -476,7 +476,7 @@ fn process(
         let mut eng = shared.engine();
         let delay = shared.tier_delay_ns() > 0;
         let slow_before = if delay {
-            crate::tiers::slow_hits(&eng)
+            crate::tiers::slow_accesses(&eng)
         } else {
             0
         };
@@ -571,7 +571,7 @@ fn process(
             executed
         };
         let slow_hits = if delay {
-            crate::tiers::slow_hits(&eng).saturating_sub(slow_before)
+            crate::tiers::slow_accesses(&eng).saturating_sub(slow_before)
         } else {
             0
         };

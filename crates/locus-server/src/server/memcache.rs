@@ -274,14 +274,14 @@ fn authenticate(mc: &McState, conn: &mut McConn, buf: &[u8], out: &mut Vec<u8>) 
     n
 }
 
-/// Takes the engine lock, noting the slow-tier hits so far when the emulated delay is on.
+/// Takes the engine lock, noting the slow-tier accesses so far when the emulated delay is on.
 fn lock_counting<'a>(
     shared: &'a Shared,
     slow_before: &mut u64,
 ) -> parking_lot::MutexGuard<'a, Engine> {
     let g = shared.engine();
     if shared.tier_delay_ns() > 0 {
-        *slow_before = crate::tiers::slow_hits(&g);
+        *slow_before = crate::tiers::slow_accesses(&g);
     }
     g
 }
@@ -378,7 +378,7 @@ fn process(
     }
     if let Some(g) = eng.take() {
         let slow = if shared.tier_delay_ns() > 0 {
-            crate::tiers::slow_hits(&g).saturating_sub(slow_before)
+            crate::tiers::slow_accesses(&g).saturating_sub(slow_before)
         } else {
             0
         };
