@@ -75,7 +75,7 @@ pub use locus_engine::control::{
     CurveRecord, Decision, Evicted, Interval, IntervalRecord, PageMove, PoolState, Settings,
 };
 pub use memshare::{Memshare, MemshareConfig, MemshareVictim};
-pub use memsweeper::{MemSweeper, MemSweeperConfig, MemSweeperStart};
+pub use memsweeper::{FairGuard, MemSweeper, MemSweeperConfig, MemSweeperStart};
 pub use mpart::{Mpart, MpartConfig};
 pub use oracle::{Oracle, OracleConfig};
 pub use passive::Passive;

@@ -30,9 +30,11 @@
 //! every reference in the miss ratio; with a GET-only, demand-filled stream that is the GET miss
 //! ratio mPart optimises. Explicit SET updates are counted as references too (a small bias).
 //!
-//! Differences from the paper, by design: the default sampling rate is 1% (mPart uses 1/10,000
-//! on 100 M requests; at the scale of unit tests and scaled experiments that leaves too few
-//! samples), curves are in pages via each pool's measured items per page, and the 30% move bound
+//! Differences from the paper, by design: the sampling rate adapts to the pool (mPart uses a
+//! fixed 1/10,000 on 100 M requests, which leaves a small tenant or a scaled experiment too few
+//! samples): it starts at `rate` (1) and halves whenever the pool's pending samples outgrow
+//! `sample_keys` (16 Ki), so a pool of 50 keys is profiled from every reference and one of
+//! millions through a bounded table ([`locus_mrc::Aet::with_budget`]); curves are in pages via each pool's measured items per page, and the 30% move bound
 //! is measured against `max(current, M/n)` so a pool that starts empty can grow.
 
 use locus_alloc::{Objective, working_set_size, wss_bonus_bounded};
@@ -55,8 +57,13 @@ const UNBOUNDED: f64 = 1e18;
 /// Settings of the `mpart` controller (defaults in [`MpartConfig::default`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct MpartConfig {
-    /// AET reference-sampling rate in `(0, 1]` (setting `rate`, default 0.01).
+    /// Highest AET reference-sampling rate, in `(0, 1]` (setting `rate`, default 1): the rate
+    /// starts there and halves as a pool's pending samples outgrow `sample_keys`.
     pub rate: f64,
+    /// Most pending AET samples per pool (setting `sample_keys`, default 16 Ki; ~40 B each): at
+    /// rate 1 a pool has one per distinct key, so a pool of fewer keys is followed whole and a
+    /// larger one through about this many ([`locus_mrc::Aet::with_budget`]).
+    pub sample_keys: u64,
     /// DP step `S` in pages (setting `step`, default 0 = automatic, at most 1024 units).
     pub step: u64,
     /// Largest change of a pool's allocation per decision, as a share of
@@ -75,8 +82,8 @@ pub struct MpartConfig {
     /// A curve is flat (the working set is reached) within this miss ratio of its value at
     /// infinite size (setting `wss_epsilon`, default 0.002).
     pub wss_epsilon: f64,
-    /// Expected sampled references a pool with traffic needs before its curve is used (setting
-    /// `min_samples`, default 200).
+    /// Sampled references a pool with traffic needs before its curve is used (setting
+    /// `min_samples`, default 200; counted at the current rate).
     pub min_samples: u64,
     /// Targets (pages, pool order) in force until the curves are usable, e.g. an operator's
     /// initial allocation (setting `initial`, default none: free competition).
@@ -96,7 +103,8 @@ pub struct MpartConfig {
 impl Default for MpartConfig {
     fn default() -> Self {
         MpartConfig {
-            rate: 0.01,
+            rate: 1.0,
+            sample_keys: 16_384,
             step: 0,
             max_change: 0.3,
             decay: 1.0,
@@ -121,6 +129,7 @@ impl MpartConfig {
         let d = MpartConfig::default();
         let cfg = MpartConfig {
             rate: s.f64("rate", d.rate)?,
+            sample_keys: s.u64("sample_keys", d.sample_keys)?,
             step: s.u64("step", d.step)?,
             max_change: s.f64("max_change", d.max_change)?,
             decay: s.f64("decay", d.decay)?,
@@ -145,6 +154,14 @@ impl MpartConfig {
         check_common("mpart", self.rate, self.decay, self.max_change)?;
         check_initial("mpart", &self.initial, &self.initial_shares)?;
         check_min_gain("mpart", self.min_gain)?;
+        if self.sample_keys == 0 || self.sample_keys > 1 << 24 {
+            return Err(bad_setting(
+                "mpart",
+                "sample_keys",
+                self.sample_keys.to_string(),
+                "1 ..= 2^24 pending samples",
+            ));
+        }
         if !(0.0..1.0).contains(&self.wss_epsilon) {
             return Err(bad_setting(
                 "mpart",
@@ -206,8 +223,13 @@ impl Mpart {
             let seed =
                 self.cfg.seed ^ (self.pools.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             self.pools.push(PoolModel {
-                aet: Aet::new(self.cfg.rate, Metric::Requests, seed)
-                    .expect("rate checked by MpartConfig::validate"),
+                aet: Aet::with_budget(
+                    self.cfg.rate,
+                    self.cfg.sample_keys as usize,
+                    Metric::Requests,
+                    seed,
+                )
+                .expect("rate and budget checked by MpartConfig::validate"),
                 fills: FillFilter::new(),
                 sizes: MeanSize::default(),
                 refs: 0,
@@ -259,7 +281,7 @@ impl Controller for Mpart {
         // decision; mpart_noisy.toml's neighbour, at 1.6% of the requests, did for 1.2M).
         let young: Vec<bool> = self.pools[..n]
             .iter()
-            .map(|m| m.refs > 0 && self.cfg.rate * (m.refs as f64) < self.cfg.min_samples as f64)
+            .map(|m| m.refs > 0 && m.aet.samples() < self.cfg.min_samples)
             .collect();
         let usable = self.pools[..n]
             .iter()
@@ -338,10 +360,12 @@ impl Controller for Mpart {
                 }
             };
             notes.push((format!("pool{i}.obj_per_page"), per_page));
+            notes.push((format!("pool{i}.aet_rate"), m.aet.rate()));
+            notes.push((format!("pool{i}.aet_pending"), m.aet.pending() as f64));
             notes.push((format!("pool{i}.wss_pages"), w.min(total + 1) as f64));
             records.push(pages_record(
                 i,
-                format!("aet r={} (miss ratio by pages)", self.cfg.rate),
+                format!("aet r={} (miss ratio by pages)", m.aet.rate()),
                 &mr,
                 RECORD_POINTS,
             ));
@@ -456,6 +480,7 @@ mod tests {
             ("initial", "1.5,2"),
             ("initial_shares", "0.5,-1"),
             ("step", "-3"),
+            ("sample_keys", "0"),
         ] {
             assert!(
                 matches!(
@@ -475,7 +500,11 @@ mod tests {
     fn initial_allocation_holds_until_curves_are_usable() {
         let (mut e, ts, clock) = engine(100, &["a", "b"]);
         e.set_controller(
-            build_named("mpart", settings(&[("initial_shares", "0.25,0.75")])).unwrap(),
+            build_named(
+                "mpart",
+                settings(&[("initial_shares", "0.25,0.75"), ("min_samples", "5000")]),
+            )
+            .unwrap(),
             ControlConfig {
                 interval: Interval::Requests(1000),
                 max_moves: 64,
@@ -484,7 +513,7 @@ mod tests {
         );
         e.run_controller();
         assert_eq!(e.targets(), vec![Some(25), Some(75)]);
-        // 4000 requests at rate 0.01 are 20 expected samples per pool, short of 200.
+        // 4000 requests are 2000 samples per pool at rate 1, short of 5000.
         for i in 0..4000u64 {
             let key = format!("{}", i % 500);
             get_or_fill(&mut e, &clock, ts[(i % 2) as usize], key.as_bytes(), 100, 0);
@@ -586,14 +615,23 @@ mod tests {
         assert!(got <= cost(best) * 1.02 + 1e-3, "{got} vs {}", cost(best));
     }
 
-    /// A tenant of 50 keys beside a hungry one: AET samples references, not keys, so the small
-    /// tenant's curve fills as fast as its traffic does (not as its key count): it gets a
-    /// working set, a target and keeps hitting.
+    /// A tenant of 50 keys beside a hungry one of 200k keys, with a budget of 4,096 pending
+    /// samples: the small tenant is profiled from every reference (rate 1, one pending sample
+    /// per key) and gets a working set, a target and keeps hitting; the large one's rate has
+    /// fallen to keep its table within the budget, and its curve still says it is hungry.
     #[test]
     fn a_fifty_key_tenant_gets_a_curve_and_an_allocation() {
         use crate::testkit::streams::{Stream, run};
         let tenants = [(Stream::Uniform(50), 1), (Stream::Uniform(200_000), 4)];
-        let (out, e) = run(Some("mpart"), &[], &tenants, 48, 200_000, 4000, 3);
+        let (out, e) = run(
+            Some("mpart"),
+            &[("sample_keys", "4096")],
+            &tenants,
+            48,
+            200_000,
+            4000,
+            3,
+        );
         e.check_invariants();
         let recs = e.control_records();
         let note = |k: &str| {
@@ -606,6 +644,17 @@ mod tests {
         };
         let wss = note("pool0.wss_pages");
         assert!(wss.is_some_and(|w| (1.0..=3.0).contains(&w)), "{wss:?}");
+        assert_eq!(note("pool0.aet_rate"), Some(1.0));
+        assert!(note("pool0.aet_pending").is_some_and(|p| p <= 50.0));
+        let big = (note("pool1.aet_rate"), note("pool1.aet_pending"));
+        assert!(
+            big.0.is_some_and(|r| r < 0.1) && big.1.is_some_and(|p| p <= 4096.0),
+            "{big:?}"
+        );
+        assert!(
+            note("pool1.wss_pages").is_some_and(|w| w > 48.0),
+            "the large tenant does not fit"
+        );
         assert!(
             out.targets[0].is_some_and(|t| t >= 1) && out.tail_hit_ratio[0] > 0.95,
             "{out:?}"

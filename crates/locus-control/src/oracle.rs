@@ -3,6 +3,15 @@
 //! [`crate::plan`]. Built from settings it takes `targets = "p0,p1,…"` or
 //! `schedule = "0:p0,p1;500000:q0,q1"` (pages), or, where the builder is given an
 //! [`crate::Offline`] planner (the simulator), `objective`, `step` and `per_phase`.
+//!
+//! The partition is static, the pages nobody has claimed yet are not: until memory is first
+//! full, every decision lends free pages ([`Decision::lend_free_pages`]), so in the cold start a
+//! pool that has filled its share grows into the share of a pool that has not filled its own
+//! yet, and gives those pages back when their owner needs them. Once memory has been full the
+//! free pages are what the engine released for pools below their target, and are kept for them
+//! (lent, they would go to whichever pool misses first, and be released again). Without it the plan would leave memory idle that any dynamic
+//! partition (whose targets follow the pools' fill) uses, and a controller that only partitions
+//! could beat the best static partition by its cold start alone (issue 16: pRedis on YCSB F).
 
 use locus_engine::control::{ControlError, ControlView, Controller, Decision, Settings};
 
@@ -20,6 +29,8 @@ pub struct OracleConfig {
 #[derive(Clone, Debug)]
 pub struct Oracle {
     cfg: OracleConfig,
+    /// Memory has not been full at any decision yet: free pages are lent.
+    filling: bool,
 }
 
 impl Oracle {
@@ -29,6 +40,7 @@ impl Oracle {
             cfg: OracleConfig {
                 schedule: vec![(0, targets)],
             },
+            filling: true,
         }
     }
 
@@ -41,6 +53,7 @@ impl Oracle {
         check_schedule(&schedule)?;
         Ok(Oracle {
             cfg: OracleConfig { schedule },
+            filling: true,
         })
     }
 
@@ -87,12 +100,17 @@ impl Controller for Oracle {
     }
 
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
+        if view.pages_used >= view.pages_total {
+            self.filling = false;
+        }
+        let lend = self.filling;
         let (phase, targets) = self.targets_at(view.requests);
         let mut t = targets.to_vec();
         t.resize(view.pools.len(), 0);
         Decision {
             pool_pages: Some(t),
             notes: vec![("oracle.phase".into(), phase as f64)],
+            lend_free_pages: lend,
             ..Decision::default()
         }
     }

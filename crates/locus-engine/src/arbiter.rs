@@ -96,6 +96,11 @@ pub trait Arbiter: Send + Debug {
     /// A controller's page targets per pool (`None`: no target). Arbiters that do not follow
     /// targets ignore them.
     fn set_targets(&mut self, _targets: &[Option<u64>]) {}
+
+    /// Whether free pages held for pools below their target may be lent to the others
+    /// ([`crate::control::Decision::lend_free_pages`]). Arbiters that do not follow targets
+    /// ignore it.
+    fn set_lending(&mut self, _lend: bool) {}
 }
 
 /// Free competition: budgets are ignored, any pool takes free pages, the coldest candidate over

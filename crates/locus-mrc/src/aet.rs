@@ -10,6 +10,15 @@
 //! remembered with its time, and at the key's next access the *forward* reuse time is recorded and
 //! the key released. Samples still pending count as cold. Keys are never sampled by hash here:
 //! MODELS.md measured MAE 0.04–0.17 for that.
+//!
+//! A fixed budget of pending samples ([`Aet::with_budget`], the reference-sampling counterpart
+//! of SHARDS's fixed-size mode): the rate starts at its upper bound (1 = every reference) and
+//! halves whenever the pending table outgrows the budget; each pending sample then stays with
+//! probability ½ (by a hash of its key and time, so the survivors are a sample at the new rate)
+//! and the histograms are halved, so what was counted before weighs as if sampled at the new
+//! rate. At rate 1 every key has exactly one pending sample (its last access), so the rate
+//! stays 1 while the key set fits the budget and falls as it outgrows it: a tenant of 50 keys
+//! is profiled from every reference, one of 100 M keys through about `budget` pending samples.
 
 use crate::hist::{Hist, bucket_range};
 use crate::profiler::check_capacities;
@@ -154,6 +163,9 @@ pub struct Aet {
     distinct_estimate: f64,
     sampled: u64,
     sampled_cold: u64,
+    /// Most pending samples (`None`: a fixed rate).
+    budget: Option<usize>,
+    seed: u64,
 }
 
 pub(crate) fn mix64(mut x: u64) -> u64 {
@@ -184,7 +196,64 @@ impl Aet {
             distinct_estimate: 0.0,
             sampled: 0,
             sampled_cold: 0,
+            budget: None,
+            seed,
         })
+    }
+
+    /// An AET profiler that keeps at most `budget` pending samples: its rate starts at
+    /// `max_rate` and halves whenever the pending table outgrows `budget` (see the module
+    /// documentation). Memory: about 40 bytes per pending sample (table entry and filter bits).
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] unless `max_rate ∈ (0, 1]`; [`MrcError::InvalidFixedSize`] for a
+    /// zero budget.
+    pub fn with_budget(
+        max_rate: f64,
+        budget: usize,
+        metric: Metric,
+        seed: u64,
+    ) -> Result<Self, MrcError> {
+        if budget == 0 {
+            return Err(MrcError::InvalidFixedSize { size: budget });
+        }
+        let mut a = Self::new(max_rate, metric, seed)?;
+        a.budget = Some(budget);
+        Ok(a)
+    }
+
+    /// The current reference-sampling rate.
+    pub fn rate(&self) -> f64 {
+        self.sampler.rate()
+    }
+
+    /// Samples counted so far at the current rate (scaled down with it): what a curve is built
+    /// from.
+    pub fn samples(&self) -> u64 {
+        self.sampled
+    }
+
+    /// Pending samples (the table's size; at most the budget after each access).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Halves the rate: each pending sample stays with probability ½ (by a hash of its key and
+    /// time), the histograms and counts are halved.
+    #[cold]
+    fn halve(&mut self) {
+        let rate = self.sampler.rate() / 2.0;
+        let salt = self.seed ^ rate.to_bits();
+        self.pending
+            .retain(|k, (p, _)| mix64(k ^ mix64(p.time ^ salt)) & 1 == 0);
+        self.rebuild_filter();
+        self.rt.scale(0.5);
+        self.read.scale(0.5);
+        self.cold *= 0.5;
+        self.cold_reads *= 0.5;
+        self.sampled /= 2;
+        self.sampled_cold /= 2;
+        self.sampler = RefSampler::new(rate, salt).expect("half of a valid rate is valid");
     }
 
     #[cold]
@@ -214,7 +283,10 @@ impl Aet {
 
 impl Profiler for Aet {
     fn name(&self) -> String {
-        format!("aet(r={})", self.sampler.rate())
+        match self.budget {
+            Some(b) => format!("aet(r={}, budget={b})", self.sampler.rate()),
+            None => format!("aet(r={})", self.sampler.rate()),
+        }
     }
     fn unit(&self) -> Unit {
         Unit::Objects
@@ -243,6 +315,11 @@ impl Profiler for Aet {
                 self.rebuild_filter();
             }
             self.sampled += 1;
+            if let Some(b) = self.budget {
+                while self.pending.len() > b && self.sampler.rate() > f64::MIN_POSITIVE {
+                    self.halve();
+                }
+            }
         }
     }
 

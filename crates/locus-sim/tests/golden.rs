@@ -22,7 +22,8 @@
 //! must then fail, unless `shared` happens to satisfy it too.
 //!
 //! `LOCUS_REPLACE` tried for every label, one at a time (2026-11-25, release build; "-" = no
-//! claim fails, with the reason):
+//! claim fails, with the reason; the MemSweeper rows re-tried after Fair's guard moved to hit
+//! ratios):
 //!
 //! | experiment | label → the claim that fails |
 //! |---|---|
@@ -35,7 +36,7 @@
 //! | lama_phases | lama-mr, lama-1win, psa, slab-oracle, slab-oracle-run → vs memcached; memcached, automove, facebook, twemcache - (checked on lama_etc) |
 //! | lama_qos | lama-qos-app2 → APP2 vs lama-joint, vs memcached; lama-joint, memcached - (`shared` serves APP2 worse than the QoS run does too, and is behind it overall); lama-mr, lama-qos-app1, lama-qos-app2-97 - (no claim: plain LAMA is checked on lama_etc and lama_phases; APP1's target and the out-of-reach one are reported, not pinned) |
 //! | memsweeper-cliff | memshare, memshare-need, memshare-deep → loop tenant vs Max; memsweeper-fair-paper → loop tenant vs Fair; static → vs Max; memsweeper-max, memsweeper-fair - (`shared` holds the loop too and is best here) |
-//! | memsweeper-fairness | memsweeper-max → fast tenant vs Fair; oracle → memshare beats it; memsweeper-fair, memsweeper-fair-paper, memshare, static - (Fair's split lands near free competition's; the others are checked on the cliff and mpart experiments) |
+//! | memsweeper-fairness | memsweeper-max → fast tenant vs Fair, Fair's worst tenant vs Max's; memsweeper-fair → its worst tenant vs shared and vs Fair with the guard in hits; oracle → memshare beats it; memsweeper-fair-hits, memsweeper-fair-paper, memshare, static - (references for Fair's guard, `shared` starves the slow tenant as they do; the others are checked on the cliff and mpart experiments) |
 //! | mpart_noisy | mpart → vs shared, memshare; memshare → vs shared; oracle → the bound |
 //! | mpart_table2 | memshare-* → mPart vs Memshare per allocation; mpart-*, oracle - (`shared` is the oracle's plan at this scale, every run within 0.2%) |
 //! | oracle_packing | - for all four (`shared` is the oracle's plan; the file checks the oracle's bound) |
@@ -43,9 +44,13 @@
 //! | predis_three_class | predis, oracle → vs shared; hyperbolic - (worse than LRU on this trace) |
 //! | predis_ycsb, _b … _f | predis, oracle, hyperbolic (and hyperbolic-K5) → vs shared |
 //!
-//! Every registered controller thus has a claim that fails when it is replaced, except
-//! `memsweeper-fair` with its default guard (its `guard = false` run is caught): on both MemSweeper
-//! experiments its outcome is within the seed spread of free competition's.
+//! Every registered controller thus has a claim that fails when it is replaced. `memsweeper-fair`
+//! was the last exception: with its guard in hits its outcome was within the seed spread of free
+//! competition's on both MemSweeper experiments; with the guard in hit ratios its worst tenant
+//! misses 45.0% (golden seed) where `shared` leaves it 49.1%.
+//!
+//! A second test, [`the_oracle_is_never_beaten_by_a_partitioner_over_seeds`], checks the
+//! oracle's bound under [`ORACLE_SEEDS`] seeds of every experiment with an oracle.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -145,6 +150,24 @@ fn shared_traces_present(file: &Path) -> bool {
     true
 }
 
+/// The experiment files (`experiments/*.toml`, sorted), without hidden ones (the per-seed copies
+/// `experiments/seeds.py` writes beside the original while it runs).
+fn experiment_files() -> Vec<PathBuf> {
+    let dir = root().join("experiments");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no experiments in {}", dir.display());
+    files
+}
+
 /// Where a claim reads the headline metric (mean latency, or miss ratio without penalties).
 #[derive(Clone, Copy)]
 enum Scope {
@@ -154,6 +177,8 @@ enum Scope {
     Tenant(&'static str),
     /// One steady-state window's overall figure (experiments with `steady`).
     Steady(&'static str),
+    /// The worst tenant's figure (a fairness claim: how badly the least-served tenant does).
+    Worst,
 }
 
 /// A headline claim: in experiment `exp`, `better`'s headline metric (lower is better) on `on`
@@ -199,6 +224,16 @@ const fn tenant_claim(
     scoped(exp, better, worse, ratio, Scope::Tenant(tenant))
 }
 
+/// A claim on the worst tenant's headline metric (each run's own worst tenant).
+const fn worst_claim(
+    exp: &'static str,
+    better: &'static str,
+    worse: &'static str,
+    ratio: f64,
+) -> Claim {
+    scoped(exp, better, worse, ratio, Scope::Worst)
+}
+
 /// A claim on one steady-state window's headline metric.
 const fn steady_claim(
     exp: &'static str,
@@ -214,7 +249,8 @@ const fn steady_claim(
 /// measured gaps (golden values in the comments; the write-ups give the full-scale ones). Claims
 /// that do not hold at the golden scale are not listed (see EXPERIMENTS.md: dlru on orm-night
 /// falls back at 200k requests; memsweeper-cliff and mpart_table2, where `shared` is best there;
-/// memsweeper-fairness, whose claim is about fairness, not the miss ratio).
+/// memsweeper-fairness's overall miss ratio: its claims are on the worst tenant, the fairness
+/// Fair promises).
 const CLAIMS: &[Claim] = &[
     // DLRU beats the default K = 5 on the two-phase workload (63.8 vs 69.9 µs), and in each
     // phase's steady state it beats the fixed K that is wrong for that phase (random-friendly:
@@ -313,14 +349,34 @@ const CLAIMS: &[Claim] = &[
         0.6,
     ),
     claim("memsweeper-cliff", "memsweeper-max", "static", 0.5),
-    // Max lets the fast tenant take memory: it misses 32.7% there against Fair's 37.3% (over
-    // 5 seeds Max at most 0.330, Fair at least 0.371).
+    // Max lets the fast tenant take memory: it misses 32.4% there against Fair's 39.6% (over
+    // 5 seeds Max at most 0.328, Fair at least 0.392).
     tenant_claim(
         "memsweeper-fairness",
         "fast",
         "memsweeper-max",
         "memsweeper-fair",
         0.93,
+    ),
+    // Fair's promise (§5.5): a tenant's request rate does not buy it memory, so the slower of
+    // two equal tenants is not starved. Its worst tenant (the slow one) misses 45.2% against
+    // 48.9% under free competition and 57.4% under Max (over 5 seeds at most 45.6, shared at
+    // least 48.3, Max at least 56.6).
+    worst_claim("memsweeper-fairness", "memsweeper-fair", "shared", 0.96),
+    worst_claim(
+        "memsweeper-fairness",
+        "memsweeper-fair",
+        "memsweeper-max",
+        0.9,
+    ),
+    // The guard in hit ratios is what keeps it: Fair with the first guard, in hits, lets the
+    // fast tenant's rate win it pages (its slow tenant misses 48.5%, at least 48.1 over 5
+    // seeds).
+    worst_claim(
+        "memsweeper-fairness",
+        "memsweeper-fair",
+        "memsweeper-fair-hits",
+        0.97,
     ),
     // mPart beats free competition and Memshare on the noisy neighbour (634.5 / 697.5, 669.0 µs).
     claim("mpart_noisy", "mpart", "shared", 0.95),
@@ -387,12 +443,6 @@ const PARTITIONERS: &[&str] = &[
 /// The claims of `r` that fail, and the oracle bound.
 fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
     let mut out = Vec::new();
-    let head = |label: &str| {
-        r.runs
-            .iter()
-            .find(|x| x.label == label)
-            .map(|x| r.headline(x))
-    };
     let value = |label: &str, on: Scope| {
         let run = r.runs.iter().find(|x| x.label == label)?;
         match on {
@@ -407,6 +457,11 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
                 .iter()
                 .find(|x| x.name == w)
                 .map(|x| r.headline_of(&x.overall)),
+            Scope::Worst => run
+                .tenants
+                .iter()
+                .map(|x| r.headline_of(x))
+                .max_by(f64::total_cmp),
         }
     };
     for c in CLAIMS.iter().filter(|c| c.exp == exp.name) {
@@ -414,6 +469,7 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
             Scope::Overall => String::new(),
             Scope::Tenant(t) => format!(" (tenant {t})"),
             Scope::Steady(w) => format!(" (steady window {w})"),
+            Scope::Worst => " (worst tenant)".to_string(),
         };
         match (value(c.better, c.on), value(c.worse, c.on)) {
             (Some(b), Some(w)) if b <= c.ratio * w => {}
@@ -431,19 +487,40 @@ fn claim_failures(exp: &Experiment, r: &Report) -> Vec<String> {
             )),
         }
     }
-    if let Some(o) = head("oracle") {
-        for (run, c) in r.runs.iter().zip(&exp.controllers) {
-            let same = c.policy.is_none() && c.samples.is_none() && c.evpool_size.is_none();
-            let h = r.headline(run);
-            if same && PARTITIONERS.contains(&c.name.as_str()) && h < o * (1.0 - ORACLE_NOISE) {
-                out.push(format!(
-                    "{}: {} beats the oracle: {h:.4} vs {o:.4}",
-                    exp.name, run.label
-                ));
-            }
-        }
-    }
+    out.extend(oracle_failures(exp, r));
     out
+}
+
+/// Whether controller `c` only partitions (the oracle's policy and K).
+fn partitions_only(c: &ControllerRun) -> bool {
+    let same = c.policy.is_none() && c.samples.is_none() && c.evpool_size.is_none();
+    same && PARTITIONERS.contains(&c.name.as_str())
+}
+
+/// The runs of `r` that only partition and beat its oracle by more than [`ORACLE_NOISE`].
+fn oracle_failures(exp: &Experiment, r: &Report) -> Vec<String> {
+    let Some(o) = r
+        .runs
+        .iter()
+        .find(|x| x.label == "oracle")
+        .map(|x| r.headline(x))
+    else {
+        return Vec::new();
+    };
+    r.runs
+        .iter()
+        .zip(&exp.controllers)
+        .filter(|(run, c)| partitions_only(c) && r.headline(run) < o * (1.0 - ORACLE_NOISE))
+        .map(|(run, _)| {
+            format!(
+                "{} seed {}: {} beats the oracle: {:.4} vs {o:.4}",
+                exp.name,
+                exp.seed,
+                run.label,
+                r.headline(run)
+            )
+        })
+        .collect()
 }
 
 /// `LOCUS_REPLACE=label,…`: those controllers run as `shared` (no settings, no dump/load).
@@ -472,16 +549,9 @@ fn replaced(mut exp: Experiment, labels: &[String]) -> Experiment {
     ignore = "three minutes in a debug build: scripts/test.sh runs it in release (cargo test --release -p locus-sim --test golden)"
 )]
 fn experiments_match_their_golden_numbers() {
-    let dir = root().join("experiments");
     let golden_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let bless = std::env::var_os("LOCUS_BLESS").is_some_and(|v| v == "1");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no experiments in {}", dir.display());
+    let mut files = experiment_files();
     if let Ok(only) = std::env::var("LOCUS_GOLDEN") {
         let names: Vec<&str> = only.split(',').map(str::trim).collect();
         files.retain(|p| {
@@ -580,6 +650,81 @@ fn experiments_match_their_golden_numbers() {
     assert!(
         problems.is_empty(),
         "golden check failed (LOCUS_BLESS=1 regenerates after review):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// Seeds the oracle's bound is checked over: the experiment's own and the next ones.
+const ORACLE_SEEDS: u64 = 5;
+
+/// Acceptance 4 of issue 16: on every experiment with an `oracle`, over [`ORACLE_SEEDS`] seeds
+/// at the golden scale, no controller that only partitions beats it by more than
+/// [`ORACLE_NOISE`] (the snapshot test checks the first seed only). Prints, per seed, the best
+/// partitioner's headline metric as a share of the oracle's.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "minutes in a debug build: scripts/test.sh runs it in release (cargo test --release -p locus-sim --test golden)"
+)]
+fn the_oracle_is_never_beaten_by_a_partitioner_over_seeds() {
+    let files = experiment_files();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        if !shared_traces_present(file) {
+            continue;
+        }
+        let Ok(exp) = Experiment::load(file) else {
+            continue; // the snapshot test reports it
+        };
+        if exp.golden.is_none() || !exp.controllers.iter().any(|c| c.label == "oracle") {
+            continue;
+        }
+        let mut exp = exp.golden_scaled();
+        exp.controllers
+            .retain(|c| c.label == "oracle" || partitions_only(c));
+        if let Some(b) = &exp.baseline
+            && !exp.controllers.iter().any(|c| &c.label == b)
+        {
+            exp.baseline = None;
+        }
+        for i in 0..ORACLE_SEEDS {
+            let mut e = exp.clone();
+            e.seed = exp.seed.wrapping_add(i);
+            let r = match simulate(&e, &Options::default(), &|_, _| {}) {
+                Ok(r) => r,
+                Err(err) => {
+                    problems.push(format!("{} seed {}: {err}", e.name, e.seed));
+                    continue;
+                }
+            };
+            let o = r
+                .runs
+                .iter()
+                .find(|x| x.label == "oracle")
+                .map(|x| r.headline(x));
+            let best = r
+                .runs
+                .iter()
+                .filter(|x| x.label != "oracle")
+                .map(|x| (r.headline(x), x.label.as_str()))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let (Some(o), Some((b, label))) = (o, best) {
+                eprintln!(
+                    "oracle bound {} seed {}: best partitioner {label} at {:.4} of the oracle",
+                    e.name,
+                    e.seed,
+                    b / o
+                );
+            }
+            problems.extend(oracle_failures(&e, &r));
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no experiment with an oracle");
+    assert!(
+        problems.is_empty(),
+        "the oracle is beaten:\n  {}",
         problems.join("\n  ")
     );
 }

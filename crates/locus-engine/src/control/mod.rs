@@ -216,6 +216,14 @@ pub struct Decision {
     pub curves: Vec<CurveRecord>,
     /// Named figures worth showing (scores, objective values).
     pub notes: Vec<(String, f64)>,
+    /// Lend free pages (in force until the next decision): a pool at or above its target may
+    /// also take free pages that other pools' deficits would otherwise hold for them, until
+    /// their owner claims them (a pool below its target then takes pages from pools above
+    /// theirs, as ever), and pages above target are released at the interval boundary only as
+    /// far as the deficits exceed the free pages. Memory a partition has given a pool that has
+    /// not filled it yet is thus used, not left idle (the `oracle`'s static plan in the cold
+    /// start).
+    pub lend_free_pages: bool,
 }
 
 /// The decision logic of one memory controller.

@@ -9,6 +9,9 @@
 //!   Free pages beyond the sum of the other pools' deficits may still be taken, so memory is
 //!   never left idle while a pool needs it. Pools above target also release pages at interval
 //!   boundaries (the engine's `max_moves` bound).
+//! * Lending (`Decision::lend_free_pages`): any pool may take any free page, even one the
+//!   other pools' deficits would hold; a pool below its target takes it back from the pools
+//!   above theirs when it needs it.
 
 use crate::arbiter::{Arbiter, ArbiterView, Victim};
 use crate::ids::PoolId;
@@ -17,6 +20,8 @@ use crate::ids::PoolId;
 #[derive(Debug, Default, Clone)]
 pub(crate) struct TargetArbiter {
     pub(crate) targets: Vec<Option<u64>>,
+    /// Free pages held for pools below their target may be lent to the others.
+    pub(crate) lend: bool,
 }
 
 impl TargetArbiter {
@@ -73,7 +78,7 @@ impl Arbiter for TargetArbiter {
         if free == 0 || Self::capped(view, p) {
             return false;
         }
-        if !self.active() || self.below(view, p) {
+        if !self.active() || self.below(view, p) || self.lend {
             return true;
         }
         let reserved: u64 = view
@@ -100,6 +105,10 @@ impl Arbiter for TargetArbiter {
 
     fn set_targets(&mut self, targets: &[Option<u64>]) {
         self.targets = targets.to_vec();
+    }
+
+    fn set_lending(&mut self, lend: bool) {
+        self.lend = lend;
     }
 
     fn victim(&mut self, view: &ArbiterView<'_>, p: PoolId) -> Victim {
@@ -179,5 +188,22 @@ mod tests {
             a.may_grow(&roomy, PoolId(0)),
             "spare pages are never left idle"
         );
+        a.targets = vec![Some(3), Some(5)];
+        a.set_lending(true);
+        assert!(
+            a.may_grow(&roomy, PoolId(0)),
+            "lending: pool 1's unclaimed pages may be used"
+        );
+        // Once memory is full, the owner below its target takes its pages back.
+        let pools = [pv(0, 5, 50), pv(1, 3, 30)];
+        let lent = ArbiterView {
+            pools: &pools,
+            pages_used: 8,
+            pages_total: 8,
+            page_size: 4096,
+        };
+        assert_eq!(a.victim(&lent, PoolId(1)), Victim::Pool(PoolId(0)));
+        assert!(a.may_reclaim_from(&lent, PoolId(1), PoolId(0)));
+        assert!(!a.may_reclaim_from(&lent, PoolId(0), PoolId(1)));
     }
 }

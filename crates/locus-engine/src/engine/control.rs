@@ -303,6 +303,7 @@ impl Engine {
             });
         }
         self.arbiter.set_targets(&cs.targets);
+        self.arbiter.set_lending(decision.lend_free_pages);
 
         // K per pool.
         for (pool, k) in decision.samples {
@@ -329,11 +330,24 @@ impl Engine {
                 evicted += e;
             }
         }
+        // Lending: release only what the pools below their target cannot find free.
+        let mut claim = if decision.lend_free_pages {
+            let deficit: u64 = targets
+                .iter()
+                .enumerate()
+                .take(n)
+                .filter_map(|(ti, t)| Some(t.as_ref()?.saturating_sub(self.pool_pages(ti))))
+                .sum();
+            deficit.saturating_sub(self.pages_total.saturating_sub(self.pages_used))
+        } else {
+            u64::MAX
+        };
         for (ti, target) in targets.iter().enumerate().take(n) {
             let Some(target) = *target else {
                 continue;
             };
-            while budget > 0 && self.pool_pages(ti) > target {
+            while budget > 0 && claim > 0 && self.pool_pages(ti) > target {
+                claim -= 1;
                 let Some(pg) = self.takeable_page(ti, None) else {
                     // No page it may lose: its large items, by its policy, if it evicts.
                     if self.tenants[ti].large_bytes > 0
