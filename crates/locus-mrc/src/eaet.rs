@@ -44,6 +44,9 @@ pub struct Eaet {
     gets: u64,
     get_weight: f64,
     get_clock: f64,
+    /// Most pending samples ([`Eaet::with_budget`]); `None`: a fixed rate.
+    budget: Option<usize>,
+    seed: u64,
 }
 
 impl Eaet {
@@ -68,7 +71,61 @@ impl Eaet {
             gets: 0,
             get_weight: 0.0,
             get_clock: 0.0,
+            budget: None,
+            seed,
         })
+    }
+
+    /// An EAET profiler that keeps at most `budget` pending samples, as [`crate::Aet::with_budget`]
+    /// does: its rate starts at `max_rate` and halves whenever the pending table outgrows
+    /// `budget`; each pending sample then stays with probability ½ (by a hash of its key and
+    /// clock) and the reuse-time histograms and cold weights are halved, so what was counted
+    /// before weighs as if sampled at the new rate. A tenant of fewer keys than the budget is
+    /// followed whole at `max_rate` 1.
+    ///
+    /// # Errors
+    /// [`MrcError::InvalidRate`] unless `max_rate ∈ (0, 1]`; [`MrcError::InvalidFixedSize`] for a
+    /// zero budget.
+    pub fn with_budget(
+        max_rate: f64,
+        budget: usize,
+        unit: Unit,
+        metric: Metric,
+        seed: u64,
+    ) -> Result<Self, MrcError> {
+        if budget == 0 {
+            return Err(MrcError::InvalidFixedSize { size: budget });
+        }
+        let mut e = Self::new(max_rate, unit, metric, seed)?;
+        e.budget = Some(budget);
+        Ok(e)
+    }
+
+    /// The current reference-sampling rate.
+    pub fn rate(&self) -> f64 {
+        self.sampler.rate()
+    }
+
+    /// Pending samples (at most the budget after each access, with one).
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Halves the rate, keeping each pending sample with probability ½ and halving what was
+    /// counted.
+    #[cold]
+    fn halve(&mut self) {
+        let rate = self.sampler.rate() / 2.0;
+        let salt = self.seed ^ rate.to_bits();
+        self.pending
+            .retain(|k, e| mix64(k ^ mix64(e.clock ^ salt)) & 1 == 0);
+        self.rebuild_filter();
+        self.access_rth.scale(0.5);
+        self.delete_rth.scale(0.5);
+        self.read_rth.scale(0.5);
+        self.cold_bytes *= 0.5;
+        self.cold_reads *= 0.5;
+        self.sampler = RefSampler::new(rate, salt).expect("half of a valid rate is valid");
     }
 
     #[cold]
@@ -121,7 +178,10 @@ impl Eaet {
 
 impl Profiler for Eaet {
     fn name(&self) -> String {
-        format!("eaet(r={})", self.sampler.rate())
+        match self.budget {
+            Some(b) => format!("eaet(r={}, budget={b})", self.sampler.rate()),
+            None => format!("eaet(r={})", self.sampler.rate()),
+        }
     }
     fn unit(&self) -> Unit {
         self.unit
@@ -157,6 +217,11 @@ impl Profiler for Eaet {
             );
             if self.filter.insert(h, self.pending.len()) {
                 self.rebuild_filter();
+            }
+            if let Some(b) = self.budget {
+                while self.pending.len() > b && self.sampler.rate() > f64::MIN_POSITIVE {
+                    self.halve();
+                }
             }
         }
         let tick = match (op, old) {

@@ -364,6 +364,55 @@ fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
     assert!(x <= 0.001, "{x}");
 }
 
+/// EAET with a budget of pending samples (pRedis's and kRedis-EAET's profiler with
+/// `sample_keys`): on the SET/DEL mix of 10k keys a budget of 1,000 brings the rate below 1/4 and
+/// keeps the byte curve within the 0.01 bound unsampled EAET meets above; on 50 keys the rate
+/// stays 1 and the curve is unsampled EAET's, exactly.
+#[test]
+fn budgeted_eaet_on_the_set_del_mix_and_on_fifty_keys() {
+    let trace = mixed_ops(14);
+    let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
+    feed(&mut ex, &trace);
+    let caps = test_caps(ex.working_set());
+    let sim: Vec<(f64, f64)> = caps
+        .iter()
+        .map(|&c| (c, byte_lru_sim(&trace, c as u64)))
+        .collect();
+    let truth = Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap();
+    let m = mae3(
+        |seed| {
+            Box::new(Eaet::with_budget(1.0, 1_000, Unit::Bytes, Metric::Requests, seed).unwrap())
+        },
+        &trace,
+        &truth,
+    );
+    let mut e = Eaet::with_budget(1.0, 1_000, Unit::Bytes, Metric::Requests, 1).unwrap();
+    feed(&mut e, &trace);
+    eprintln!(
+        "budgeted EAET (1000 pending): mean MAE {m:.4}, rate {} with {} pending",
+        e.rate(),
+        e.pending()
+    );
+    assert!(m <= 0.01, "{m}");
+    assert!(e.pending() <= 1_000 && e.rate() < 0.25, "{}", e.rate());
+
+    let small = zipf(0.8, 50, 20_000, 14, |k| 100 + (k % 400) as u32);
+    let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
+    feed(&mut ex, &small);
+    let caps = test_caps(ex.working_set());
+    let truth = ex.mrc(&caps).unwrap();
+    let mut b = Eaet::with_budget(1.0, 1_000, Unit::Bytes, Metric::Requests, 1).unwrap();
+    let got = mae(&mut b, &small, &truth);
+    let whole = mae(
+        &mut Eaet::new(1.0, Unit::Bytes, Metric::Requests, 1).unwrap(),
+        &small,
+        &truth,
+    );
+    assert_eq!(b.rate(), 1.0);
+    assert!(b.pending() <= 50);
+    assert!((got - whole).abs() < 1e-12, "{got} vs {whole}");
+}
+
 #[test]
 fn var_krr_matches_a_byte_klru_simulator() {
     let trace = zipf(0.9, 8_000, 100_000, 15, |k| 50 + (k % 950) as u32);
