@@ -146,6 +146,7 @@ impl Engine {
             });
             g.cap = cap;
         }
+        self.classes_on = self.tenants.iter().any(|t| t.group.is_some());
         Ok(())
     }
 
@@ -215,6 +216,9 @@ impl Engine {
     /// Finds a key of tenant `t` in whichever of its pools holds it: (pool, handle).
     #[inline]
     pub(super) fn find_key(&self, t: usize, key: &[u8], hash: u64) -> Option<(usize, u32)> {
+        if !self.classes_on {
+            return self.find(t, key, hash).map(|h| (t, h));
+        }
         match &self.tenants[t].group {
             None => self.find(t, key, hash).map(|h| (t, h)),
             Some(g) => g
@@ -227,7 +231,7 @@ impl Engine {
     /// [`Engine::find_key`] with lazy expiry.
     #[inline]
     pub(super) fn lookup_key(&mut self, t: usize, key: &[u8], hash: u64) -> Option<(usize, u32)> {
-        if self.tenants[t].group.is_none() {
+        if !self.classes_on || self.tenants[t].group.is_none() {
             return self.lookup(t, key, hash).map(|h| (t, h));
         }
         let (p, _) = self.find_key(t, key, hash)?;

@@ -143,7 +143,7 @@ impl Engine {
         if self.control.is_none() {
             return;
         }
-        if self.tenants[t].group.is_none() {
+        if !self.classes_on || self.tenants[t].group.is_none() {
             // A classed tenant measures every key's gap itself (`classes`).
             let now_us = self.clock.now_us();
             match kind {

@@ -57,7 +57,7 @@ impl Engine {
         }
         let ti = t.0 as usize;
         // The pool the key goes to: its own, or its penalty class's (`classes`).
-        let p = if self.tenants[ti].group.is_some() {
+        let p = if self.classes_on && self.tenants[ti].group.is_some() {
             self.class_place(ti, key, hash_key(key))
         } else {
             ti

@@ -392,6 +392,9 @@ pub struct Engine {
     class_mode: ClassMode,
     /// Memory tiers (`EngineConfig::tier`), `None` for one tier.
     tiers: Option<Box<tier::TierState>>,
+    /// Some tenant has per-key penalty classes (`classes`): checked first on the data path, so
+    /// an engine without them reads no tenant field more than before.
+    classes_on: bool,
 }
 
 /// Decisions kept for `control_records`.
@@ -488,6 +491,7 @@ impl Engine {
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,
             tiers: Self::tier_state(&cfg, pages_total),
+            classes_on: false,
             cfg,
             clock,
         })

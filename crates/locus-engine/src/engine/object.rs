@@ -183,7 +183,7 @@ impl Engine {
             }
             None => {
                 self.tenants[ti].counters.misses += 1;
-                if self.tenants[ti].group.is_some() {
+                if self.classes_on && self.tenants[ti].group.is_some() {
                     // Counted on its class pool when the fill SET tells the class.
                     self.class_note_miss(ti, hash);
                 } else if self.control.is_some() {
