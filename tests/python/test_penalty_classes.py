@@ -7,7 +7,8 @@ replayed look-aside with `locus replay` (`delay:trace`: each request's penalty c
 * with `penalty_classes` and the `predis` controller, the server measures each key's GET miss →
   SET gap, puts the dear keys in a class pool of their own, and INFO shows it (per class: keys,
   bytes, target, measured penalty, hits, misses), to the owning tenant only;
-* that pool holds a larger share of its keys than the cheap one, and the miss cost the client
+* the dear keys keep a larger share of their keys in the cache than the cheap ones (counted key by
+  key with EXISTS; under `shared` the two shares are equal), and the miss cost the client
   pays per GET (backend calls × their measured mean: the priced hit ratios) is lower than under
   `shared` (free competition, Redis's LRU) by a margin measured over 15 runs; the live mean
   latency, lower too in 14 of those 15, is reported by bench/live/classes.py, not asserted (on
@@ -85,9 +86,22 @@ def run(trace: Path, controller: str, classes: bool, warm: int) -> tuple[dict, d
              "--json", "--quiet"],
             capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
-        return json.loads(p.stdout), class_lines(port)
+        return json.loads(p.stdout), class_lines(port), held_by_cost(port)
     finally:
         srv.stop()
+
+
+def held_by_cost(port: int) -> tuple[float, float]:
+    """The share of the cheap keys and of the dear keys the cache holds at the end (the replay
+    names trace key `i` of tenant 0 `t0:k<i>`; EXISTS touches nothing)."""
+    c = redis.Redis(port=port)
+    pipe = c.pipeline(transaction=False)
+    for k in range(KEYS):
+        pipe.exists(f"t0:k{k}")
+    present = pipe.execute()
+    cheap = sum(present[k] for k in range(0, KEYS, 2)) / (KEYS / 2)
+    dear = sum(present[k] for k in range(1, KEYS, 2)) / (KEYS / 2)
+    return cheap, dear
 
 
 @pytest.fixture(scope="module")
@@ -100,12 +114,12 @@ def trace():
 
 def test_predis_with_classes_keeps_the_dear_keys_and_beats_shared(trace):
     warm = 60_000
-    shared, no_classes = run(trace, "shared", False, warm)
+    shared, no_classes, shared_held = run(trace, "shared", False, warm)
     assert no_classes == {}, "no class lines without penalty_classes"
-    predis, classes = run(trace, "predis", True, warm)
+    predis, classes, (cheap_held, dear_held) = run(trace, "predis", True, warm)
     # Measured gaps scatter over neighbouring ranges (the client's own time, the scheduler: the
-    # paper's Figure 7a), so each cost may fill more than one class pool; group the pools by
-    # their measured penalty.
+    # paper's Figure 7a), so the cheap keys may fill more than one class pool, and at the cap a
+    # range may merge with the dear keys' one.
     measured = [c for c in classes.values() if c["range_us"] != "default"]
     assert 2 <= len(measured) <= 4, classes
 
@@ -113,22 +127,25 @@ def test_predis_with_classes_keeps_the_dear_keys_and_beats_shared(trace):
         lo, hi = map(float, c["range_us"].split("-"))
         return lo <= us < hi
 
-    # The dear keys' pool is the one whose range covers 4 ms; the others hold cheap keys (some
-    # measured slow: the gap includes the client's and the scheduler's time).
+    # The dear keys have a class pool of their own (its range covers 4 ms, the cheap keys' 0.2 ms
+    # is in another), and its measured penalty is theirs: 4 ms plus the client's and the
+    # scheduler's time, spikes included.
     dear = [c for c in measured if covers(c, DEAR_US)]
-    cheap = [c for c in measured if not covers(c, DEAR_US) and int(c["keys"])]
-    assert len(dear) == 1 and cheap, classes
-    # (The mean of the gaps: 4 ms plus the client's and the scheduler's time, spikes included.)
-    assert 3000 < float(dear[0]["penalty_us"]) < 20000, dear
-    # The dear class holds a larger share of its keys than the cheap one.
-    held = lambda cs: sum(int(c["keys"]) for c in cs) / (KEYS / 2)
+    assert len(dear) == 1 and not covers(dear[0], CHEAP_US), classes
+    assert any(covers(c, CHEAP_US) and int(c["keys"]) for c in measured), classes
+    assert 2000 < float(dear[0]["penalty_us"]) < 20000, dear
+    # The dear keys hold a larger share of their keys than the cheap ones (counted key by key;
+    # a pool's `keys` mixes the cheap keys measured slow into the dear range at times). Under
+    # shared both costs hold about the same share.
     priced = lambda r: (r["overall"]["counters"]["backend_calls"]
                         * r["overall"]["backend"]["mean_us"] / r["overall"]["counters"]["gets"])
-    print(f"held: cheap {held(cheap):.3f} dear {held(dear):.3f}; mean latency: shared "
+    print(f"held: cheap {cheap_held:.3f} dear {dear_held:.3f} (shared: {shared_held[0]:.3f} "
+          f"{shared_held[1]:.3f}); mean latency: shared "
           f"{shared['overall']['latency']['mean_us']:.0f} us, predis "
           f"{predis['overall']['latency']['mean_us']:.0f} us; backend time per GET: shared "
           f"{priced(shared):.0f} us, predis {priced(predis):.0f} us")
-    assert held(dear) > held(cheap) + 0.1, classes
+    assert dear_held > cheap_held + 0.1, (cheap_held, dear_held)
+    assert abs(shared_held[0] - shared_held[1]) < 0.1, shared_held
     # The miss cost the client paid per GET (its backend calls × their mean time): the priced
     # hit ratios, which the live mean latency adds queueing to. Over 15 runs on the loaded 2-core
     # machine (load 6-7) predis's was 0.38-0.83 of shared's and its mean latency 0.44-1.11 of
