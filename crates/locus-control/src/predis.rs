@@ -21,11 +21,13 @@
 //! "check whether the chosen key belongs to a class whose used memory is larger than suggested".
 //!
 //! **Penalty classes.** In pRedis a pool is a penalty class: keys are put in classes by a user hint
-//! or automatically by measured penalty (16 exponential ranges, [`penalty_class`]). In this engine
-//! a pool is a tenant, so a penalty class is a tenant: the simulator maps penalty classes to
-//! tenants (with [`penalty_class`] for the automatic ranges), and the server's tenants are the
-//! user hints. Automatic per-key classification *inside* one tenant would need the engine to
-//! split a tenant's keys over several pools, which it does not do; not implemented.
+//! or automatically by measured penalty (16 exponential ranges, [`penalty_class`]). Here the user
+//! hints are tenants (one pool each, with a `penalty_us` hint or a measured penalty), and
+//! pRedis(auto) is a tenant with per-key classes (`penalty_classes = N` in `locus serve`,
+//! [`locus_engine::Engine::set_penalty_classes`]): the engine splits that tenant's keys over up to
+//! N class pools by each key's measured GET miss → SET gap, and this controller sees every class
+//! pool as a pool (its own EAET curve, access count, measured penalty and target). The simulator
+//! still maps penalty classes to tenants (with [`penalty_class`] for the automatic ranges).
 //!
 //! How the data path feeds EAET: a GET hit is a read of its size; a GET miss is a read of the
 //! pool's mean item size (the size is unknown until the fill), and the demand-fill SET that
@@ -43,32 +45,10 @@ use crate::plan::{PlanOptions, PoolCurve, pages_record};
 use locus_engine::control::{
     Access, AccessKind, ControlError, ControlView, Controller, Decision, Settings,
 };
+pub use locus_engine::control::{PENALTY_CLASSES, penalty_class, penalty_class_range};
 
 /// Points kept per curve in the decision records.
 const RECORD_POINTS: usize = 64;
-/// Number of pRedis automatic penalty classes.
-pub const PENALTY_CLASSES: u8 = 16;
-
-/// pRedis's automatic penalty class of a miss penalty in µs (section 6.3.1): the ranges
-/// `[1, 10), [10, 30), [30, 70), …, [327670, 655350)`, i.e. class `k` starts at `10·(2^k − 1)` µs
-/// (class 0 at 1 µs). Penalties below 10 µs are class 0, at or above 327 670 µs class 15.
-pub fn penalty_class(us: f64) -> u8 {
-    (1..PENALTY_CLASSES)
-        .find(|&k| us < 10.0 * ((1u64 << k) - 1) as f64)
-        .map_or(PENALTY_CLASSES - 1, |k| k - 1)
-}
-
-/// The `[low, high)` range in µs of automatic penalty class `class` (clamped to 0..=15).
-pub fn penalty_class_range(class: u8) -> (f64, f64) {
-    let k = u64::from(class.min(PENALTY_CLASSES - 1));
-    let lo = if k == 0 {
-        1.0
-    } else {
-        10.0 * ((1u64 << k) - 1) as f64
-    };
-    (lo, 10.0 * ((1u64 << (k + 1)) - 1) as f64)
-}
-
 /// Settings of the `predis` controller (defaults in [`PredisConfig::default`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PredisConfig {

@@ -102,6 +102,7 @@ pub use engine::{
     ObjectInfo, PAGE_EVENT_LOG, PageEvent, RecencyKind, RestoreValue, SetCond, SetOptions,
     ValueRef,
 };
+pub use engine::{ClassPoolStats, MAX_CLASS_POOLS};
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
 pub use tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};

@@ -66,6 +66,13 @@ impl EvictionCounts {
     pub(crate) fn add(&mut self, r: EvictionReason) {
         self.by_reason[r.index()] += 1;
     }
+
+    /// Adds another set of counts (a tenant's pools summed).
+    pub fn merge(&mut self, o: &EvictionCounts) {
+        for (a, b) in self.by_reason.iter_mut().zip(o.by_reason) {
+            *a += b;
+        }
+    }
 }
 
 /// Engine-wide snapshot.
@@ -177,6 +184,22 @@ pub struct ClassStats {
     pub pages_in: u64,
     /// Pages this class gave to another.
     pub pages_out: u64,
+}
+
+impl ClassStats {
+    /// Adds the same class of another pool (a tenant's pools summed).
+    pub fn merge(&mut self, o: &ClassStats) {
+        self.pages += o.pages;
+        self.chunks += o.chunks;
+        self.items += o.items;
+        self.item_bytes += o.item_bytes;
+        self.hits += o.hits;
+        self.sets += o.sets;
+        self.evictions.merge(&o.evictions);
+        self.expired += o.expired;
+        self.pages_in += o.pages_in;
+        self.pages_out += o.pages_out;
+    }
 }
 
 /// Per (tenant, class) counters kept by the engine.

@@ -36,6 +36,7 @@ use locus_mrc::Mrc;
 use crate::ids::{ClassId, PoolId, TenantId};
 
 pub(crate) use penalty::PenaltyTracker;
+pub use penalty::{PENALTY_CLASSES, penalty_class, penalty_class_range};
 pub use settings::Settings;
 
 /// What happened on the data path.

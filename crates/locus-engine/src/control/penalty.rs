@@ -28,6 +28,18 @@ struct TenantPenalty {
     hint_us: Option<f64>,
 }
 
+impl TenantPenalty {
+    /// Folds one measured gap into the running mean.
+    fn add_gap(&mut self, gap: f64) {
+        self.mean_us = if self.samples == 0 {
+            gap
+        } else {
+            self.mean_us + EWMA_WEIGHT * (gap - self.mean_us)
+        };
+        self.samples += 1;
+    }
+}
+
 /// Per-tenant miss penalty estimates.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct PenaltyTracker {
@@ -70,13 +82,16 @@ impl PenaltyTracker {
             return;
         };
         if let Some(at) = tp.pending.remove(&key_hash) {
-            let gap = now_us.saturating_sub(at) as f64;
-            tp.mean_us = if tp.samples == 0 {
-                gap
-            } else {
-                tp.mean_us + EWMA_WEIGHT * (gap - tp.mean_us)
-            };
-            tp.samples += 1;
+            tp.add_gap(now_us.saturating_sub(at) as f64);
+        }
+    }
+
+    /// A measured gap of pool `t` taken whole (per-key classes measure every key, not a sample);
+    /// ignored under a hint.
+    pub(crate) fn record(&mut self, t: usize, gap_us: f64) {
+        let tp = self.slot(t);
+        if tp.hint_us.is_none() {
+            tp.add_gap(gap_us);
         }
     }
 
@@ -98,6 +113,29 @@ impl PenaltyTracker {
             None => (0.0, 0),
         }
     }
+}
+
+/// Number of pRedis's automatic penalty classes.
+pub const PENALTY_CLASSES: u8 = 16;
+
+/// pRedis's automatic penalty class of a miss penalty in µs (section 6.3.1): the ranges
+/// `[1, 10), [10, 30), [30, 70), …, [327670, 655350)`, i.e. class `k` starts at `10·(2^k − 1)` µs
+/// (class 0 at 1 µs). Penalties below 10 µs are class 0, at or above 327 670 µs class 15.
+pub fn penalty_class(us: f64) -> u8 {
+    (1..PENALTY_CLASSES)
+        .find(|&k| us < 10.0 * ((1u64 << k) - 1) as f64)
+        .map_or(PENALTY_CLASSES - 1, |k| k - 1)
+}
+
+/// The `[low, high)` range in µs of automatic penalty class `class` (clamped to 0..=15).
+pub fn penalty_class_range(class: u8) -> (f64, f64) {
+    let k = u64::from(class.min(PENALTY_CLASSES - 1));
+    let lo = if k == 0 {
+        1.0
+    } else {
+        10.0 * ((1u64 << k) - 1) as f64
+    };
+    (lo, 10.0 * ((1u64 << (k + 1)) - 1) as f64)
 }
 
 #[cfg(test)]

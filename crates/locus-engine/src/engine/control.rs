@@ -140,17 +140,38 @@ impl Engine {
         size: u32,
         class: Option<u16>,
     ) {
+        if self.control.is_none() {
+            return;
+        }
+        if !self.classes_on || self.tenants[t].group.is_none() {
+            // A classed tenant measures every key's gap itself (`classes`).
+            let now_us = self.clock.now_us();
+            match kind {
+                AccessKind::GetMiss => self.penalty.miss(t, hash, now_us),
+                AccessKind::Set => self.penalty.set(t, hash, now_us),
+                _ => {}
+            }
+        }
+        self.feed(t, kind, hash, size, class);
+    }
+
+    /// Hands one access of pool `t` to the controller (no penalty bookkeeping).
+    #[inline]
+    pub(super) fn feed(
+        &mut self,
+        t: usize,
+        kind: AccessKind,
+        hash: u64,
+        size: u32,
+        class: Option<u16>,
+    ) {
+        let tenant = TenantId(self.tenants[t].leader.unwrap_or(t as u32));
         let Some(cs) = self.control.as_mut() else {
             return;
         };
         let now_us = self.clock.now_us();
-        match kind {
-            AccessKind::GetMiss => self.penalty.miss(t, hash, now_us),
-            AccessKind::Set => self.penalty.set(t, hash, now_us),
-            _ => {}
-        }
         cs.ctl.on_access(Access {
-            tenant: TenantId(t as u32),
+            tenant,
             pool: PoolId(t as u32),
             kind,
             key_hash: hash,
@@ -183,9 +204,10 @@ impl Engine {
             }
         };
         let now_us = self.clock.now_us();
+        let tenant = TenantId(self.tenants[t].leader.unwrap_or(t as u32));
         if let Some(cs) = self.control.as_mut() {
             cs.ctl.on_evict(Evicted {
-                tenant: TenantId(t as u32),
+                tenant,
                 pool: PoolId(t as u32),
                 class: ClassId(class),
                 key_hash: hash,
@@ -220,7 +242,7 @@ impl Engine {
                     .collect();
                 PoolState {
                     pool: PoolId(i as u32),
-                    tenant: TenantId(i as u32),
+                    tenant: TenantId(tn.leader.unwrap_or(i as u32)),
                     name: tn.cfg.name.clone(),
                     pages: tn.pages.len() as u64,
                     items: tn.all.len() as u64,

@@ -27,13 +27,13 @@ impl Engine {
     /// counting or telling the controller; lazy expiry still applies. For per-item metadata a
     /// protocol keeps inside the value (memcached's fetched and stale bits).
     pub fn peek_mut(&mut self, t: TenantId, key: &[u8]) -> Option<&mut [u8]> {
-        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
+        let (_, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
         Some(self.store.value_mut(h))
     }
 
     /// Whether the key exists (no touch).
     pub fn exists(&mut self, t: TenantId, key: &[u8]) -> bool {
-        self.lookup(t.0 as usize, key, hash_key(key)).is_some()
+        self.lookup_key(t.0 as usize, key, hash_key(key)).is_some()
     }
 
     /// SET with Redis's semantics. `Ok(false)` when an NX/XX condition is not met.
@@ -55,9 +55,16 @@ impl Engine {
         if self.tier_due() {
             self.run_tier_workers();
         }
-        let mut r = self.set_inner(t, key, value, opts);
-        if r == Err(EngineError::OutOfMemory) && self.drops_instead_of_refusing(t) {
-            r = self.drop_write(t, key, value);
+        let ti = t.0 as usize;
+        // The pool the key goes to: its own, or its penalty class's (`classes`).
+        let p = if self.classes_on && self.tenants[ti].group.is_some() {
+            self.class_place(ti, key, hash_key(key))
+        } else {
+            ti
+        };
+        let mut r = self.set_inner(t, p, key, value, opts);
+        if r == Err(EngineError::OutOfMemory) && self.drops_instead_of_refusing(p) {
+            r = self.drop_write(t, p, key, value);
         }
         // The controller sees every SET request that was attempted, stored or refused for
         // memory: profilers model the request stream, not what this cache happened to keep.
@@ -66,7 +73,7 @@ impl Engine {
                 .classes
                 .class_for((HDR + key.len()) as u64 + value.len() as u64);
             let size = (key.len() + value.len()) as u32;
-            self.observe(t.0 as usize, AccessKind::Set, hash_key(key), size, c);
+            self.observe(p, AccessKind::Set, hash_key(key), size, c);
         }
         r
     }
@@ -76,15 +83,20 @@ impl Engine {
     /// target of zero pages, as pRedis gives a class whose keys never repeat). A cache then
     /// behaves as if it stored the value and evicted it at once, which is what the partition
     /// means, instead of failing its client's write.
-    fn drops_instead_of_refusing(&self, t: TenantId) -> bool {
-        let tn = &self.tenants[t.0 as usize];
+    fn drops_instead_of_refusing(&self, p: usize) -> bool {
+        let tn = &self.tenants[p];
         tn.cfg.policy.is_allkeys() && tn.all.is_empty()
     }
 
     /// Takes a write and evicts it at once (counted as a memory eviction, and recorded for the
-    /// `evicted` keyspace event).
-    fn drop_write(&mut self, t: TenantId, key: &[u8], value: &[u8]) -> Result<bool, EngineError> {
-        let ti = t.0 as usize;
+    /// `evicted` keyspace event), in pool `ti` of tenant `t`.
+    fn drop_write(
+        &mut self,
+        t: TenantId,
+        ti: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<bool, EngineError> {
         let c = self
             .classes
             .class_for((HDR + key.len()) as u64 + value.len() as u64)
@@ -105,14 +117,16 @@ impl Engine {
         Ok(true)
     }
 
+    /// SET of `key` to tenant `t`, stored in its pool `ti` (`t` itself without per-key classes;
+    /// a key held by another of `t`'s pools moves to `ti`).
     pub(super) fn set_inner(
         &mut self,
         t: TenantId,
+        ti: usize,
         key: &[u8],
         value: &[u8],
         opts: SetOptions,
     ) -> Result<bool, EngineError> {
-        let ti = t.0 as usize;
         let size = (HDR + key.len()) as u64 + value.len() as u64;
         if key.len() >= crate::store::MAX_KEY_LEN {
             return Err(EngineError::ItemTooLarge {
@@ -123,13 +137,14 @@ impl Engine {
         let (c, large) = self.item_class(size)?;
         self.logical += 1;
         let hash = hash_key(key);
-        let existing = self.lookup(ti, key, hash);
+        let found = self.lookup_key(t.0 as usize, key, hash);
+        let existing = found.map(|(_, h)| h);
         match opts.cond {
             SetCond::IfAbsent if existing.is_some() => return Ok(false),
             SetCond::IfPresent if existing.is_none() => return Ok(false),
             _ => {}
         }
-        let old_exp = existing.and_then(|h| self.expiry(ti, h));
+        let old_exp = found.and_then(|(p, h)| self.expiry(p, h));
         let new_exp = match opts.expire {
             Expire::Keep => old_exp,
             Expire::Persist => None,
@@ -138,18 +153,21 @@ impl Engine {
         let now = self.clock.now_ms();
         if new_exp.is_some_and(|at| at <= now) {
             // Redis: a SET whose absolute expiry has passed stores nothing and deletes the key.
-            if let Some(h) = existing {
-                self.unlink_item(ti, h, true);
+            if let Some((p, h)) = found {
+                self.unlink_item(p, h, true);
             }
             self.tenants[ti].counters.sets += 1;
             return Ok(true);
         }
         let lru = self.fresh_lru(ti, existing);
-        // A value rewritten in place keeps its chunk: same class, neither side large.
-        let same_class = existing.filter(|&h| {
-            let p = &self.store.pages[self.store.split(h).0];
-            !large && !p.large && p.class == c && !self.store.is_obj(h)
-        });
+        // A value rewritten in place keeps its chunk: same pool and class, neither side large.
+        let same_class = found
+            .filter(|&(p, _)| p == ti)
+            .map(|(_, h)| h)
+            .filter(|&h| {
+                let p = &self.store.pages[self.store.split(h).0];
+                !large && !p.large && p.class == c && !self.store.is_obj(h)
+            });
         if let Some(h) = same_class {
             let (_, old_vlen) = self.store.lens(h);
             self.store.rewrite_value(h, value);
@@ -175,12 +193,12 @@ impl Engine {
             let h = self.alloc_item(ti, size)?;
             // Allocation may have evicted the old item: look it up again.
             let old = if existing.is_some() {
-                self.find(ti, key, hash)
+                self.find_key(t.0 as usize, key, hash)
             } else {
                 None
             };
-            if let Some(o) = old {
-                self.unlink_item(ti, o, true);
+            if let Some((op, o)) = old {
+                self.unlink_item(op, o, true);
             }
             self.link_item(ti, h, hash, key, value, lru, new_exp);
             if old.is_none() && !self.enforce_item_caps(ti) {
@@ -212,16 +230,16 @@ impl Engine {
             self.run_tier_workers();
         }
         let hash = hash_key(key);
-        let found = match self.lookup(ti, key, hash) {
-            Some(h) => {
-                self.unlink_item(ti, h, true);
-                self.tenants[ti].counters.deletes += 1;
-                true
+        let (p, found) = match self.lookup_key(ti, key, hash) {
+            Some((p, h)) => {
+                self.unlink_item(p, h, true);
+                self.tenants[p].counters.deletes += 1;
+                (p, true)
             }
-            None => false,
+            None => (ti, false),
         };
         if self.control.is_some() {
-            self.observe(ti, AccessKind::Delete, hash, 0, None);
+            self.observe(p, AccessKind::Delete, hash, 0, None);
         }
         found
     }
@@ -229,8 +247,7 @@ impl Engine {
     /// Sets (`Some(at_ms)`) or removes (`None`) a key's TTL. A time already passed deletes the
     /// key (Redis `EXPIREAT` in the past). False when the key does not exist.
     pub fn set_expire(&mut self, t: TenantId, key: &[u8], at_ms: Option<u64>) -> bool {
-        let ti = t.0 as usize;
-        let Some(h) = self.lookup(ti, key, hash_key(key)) else {
+        let Some((ti, h)) = self.lookup_key(t.0 as usize, key, hash_key(key)) else {
             return false;
         };
         match at_ms {
@@ -250,14 +267,21 @@ impl Engine {
 
     /// `None`: no key; `Some(None)`: no TTL; `Some(Some(at))`: expires at `at` ms.
     pub fn expire_at(&mut self, t: TenantId, key: &[u8]) -> Option<Option<u64>> {
-        let ti = t.0 as usize;
-        let h = self.lookup(ti, key, hash_key(key))?;
+        let (ti, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
         Some(self.expiry(ti, h))
     }
 
     /// DBSIZE: items stored (keys past their TTL count until removed, as in Redis).
     pub fn len(&self, t: TenantId) -> u64 {
-        self.tenants[t.0 as usize].all.len() as u64
+        let ti = t.0 as usize;
+        match &self.tenants[ti].group {
+            None => self.tenants[ti].all.len() as u64,
+            Some(g) => g
+                .members
+                .iter()
+                .map(|&m| self.tenants[m as usize].all.len() as u64)
+                .sum(),
+        }
     }
 
     /// True when the tenant holds no items.
@@ -265,9 +289,14 @@ impl Engine {
         self.len(t) == 0
     }
 
-    /// FLUSHDB for one tenant: every item and page of its pool is released.
+    /// FLUSHDB for one tenant: every item and page of its pools is released.
     pub fn flush(&mut self, t: TenantId) {
-        let ti = t.0 as usize;
+        for p in self.members(t.0 as usize) {
+            self.flush_pool(p);
+        }
+    }
+
+    fn flush_pool(&mut self, ti: usize) {
         self.free_tenant_objects(ti);
         let large: Vec<u32> = self.tenants[ti]
             .all
@@ -357,7 +386,7 @@ impl Engine {
         count: usize,
         mut visit: impl FnMut(&mut Self, usize, u32, bool) -> bool,
     ) -> u64 {
-        let ti = t.0;
+        let pools: Vec<u32> = self.members(t.0 as usize).map(|p| p as u32).collect();
         let bits = self.store.slot_bits;
         let mut pg = (cursor >> bits) as usize;
         let mut slot = (cursor & u64::from(self.store.slot_mask)) as u32;
@@ -371,7 +400,8 @@ impl Engine {
                 let p = &self.store.pages[pg];
                 (p.owner, p.bump)
             };
-            if owner == ti {
+            if pools.contains(&owner) {
+                let ti = owner;
                 while slot < bump {
                     let h = self.store.handle(pg as u32, slot);
                     slot += 1;
@@ -407,13 +437,23 @@ impl Engine {
 
     /// RANDOMKEY (expired keys met on the way are removed).
     pub fn random_key(&mut self, t: TenantId) -> Option<Vec<u8>> {
-        let ti = t.0 as usize;
         for _ in 0..100 {
-            let n = self.tenants[ti].all.len();
+            let n = self.len(t);
             if n == 0 {
                 return None;
             }
-            let h = self.tenants[ti].all[self.rng.below(n as u64) as usize];
+            // Uniform over the tenant's keys: a position over its pools in turn.
+            let mut i = self.rng.below(n);
+            let mut ti = t.0 as usize;
+            for p in self.members(t.0 as usize) {
+                let len = self.tenants[p].all.len() as u64;
+                if i < len {
+                    ti = p;
+                    break;
+                }
+                i -= len;
+            }
+            let h = self.tenants[ti].all[i as usize];
             if self
                 .expiry(ti, h)
                 .is_some_and(|at| at <= self.clock.now_ms())
@@ -439,16 +479,17 @@ impl Engine {
         to: &[u8],
         nx: bool,
     ) -> Result<bool, EngineError> {
-        let ti = t.0 as usize;
+        let lead = t.0 as usize;
         let fh = hash_key(from);
-        let Some(h) = self.lookup(ti, from, fh) else {
+        // The renamed key stays in `from`'s pool (its penalty class).
+        let Some((ti, h)) = self.lookup_key(lead, from, fh) else {
             return Err(EngineError::NoSuchKey);
         };
         if from == to {
             return Ok(!nx);
         }
         let th = hash_key(to);
-        if nx && self.lookup(ti, to, th).is_some() {
+        if nx && self.lookup_key(lead, to, th).is_some() {
             return Ok(false);
         }
         let value = self.store.value(h).to_vec();
@@ -465,7 +506,7 @@ impl Engine {
             Ok(nh) => nh,
             Err(e) => {
                 if let Some(id) = self.keep_object.take()
-                    && self.find(ti, from, fh).is_none()
+                    && self.find_key(lead, from, fh).is_none()
                 {
                     // Evicted while room was sought: its object goes too.
                     self.drop_object(ti, id);
@@ -473,13 +514,13 @@ impl Engine {
                 return Err(e);
             }
         };
-        if let Some(o) = self.find(ti, from, fh) {
-            self.unlink_item(ti, o, true);
+        if let Some((p, o)) = self.find_key(lead, from, fh) {
+            self.unlink_item(p, o, true);
         }
         self.keep_object = None;
-        if let Some(o) = self.find(ti, to, th) {
-            self.unlink_item(ti, o, true);
-            self.tenants[ti].counters.deletes += 1;
+        if let Some((p, o)) = self.find_key(lead, to, th) {
+            self.unlink_item(p, o, true);
+            self.tenants[p].counters.deletes += 1;
         }
         self.link_item(ti, nh, th, to, &value, lru, exp);
         if obj {
@@ -490,8 +531,7 @@ impl Engine {
 
     /// OBJECT IDLETIME / FREQ and friends (no touch).
     pub fn object_info(&mut self, t: TenantId, key: &[u8]) -> Option<ObjectInfo> {
-        let ti = t.0 as usize;
-        let h = self.lookup(ti, key, hash_key(key))?;
+        let (ti, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
         let lfu = self.tenants[ti].cfg.policy.is_lfu();
         let field = self.store.lru(h);
         let (idle_ms, lfu_freq) = if lfu {

@@ -5,10 +5,11 @@
 //! `data` (GET/SET/DEL and allocation), `maintenance` (active expiry, tick), `settings` (runtime
 //! changes), `stats` (counters, introspection), `page_api` (what controllers and tests drive),
 //! `control` (the controller runtime), `slab` (class-local eviction), `snapshot` (walking and
-//! restoring items with their metadata) and `tier` (sdTMM's fast and slow tiers, opt-in). This
-//! file holds the
-//! types, the [`Engine`] struct and its constructor.
+//! restoring items with their metadata), `tier` (sdTMM's fast and slow tiers, opt-in) and
+//! `classes` (pRedis(auto)'s per-key penalty classes: one tenant's keyspace over several pools,
+//! opt-in). This file holds the types, the [`Engine`] struct and its constructor.
 
+mod classes;
 mod control;
 mod data;
 mod index;
@@ -52,6 +53,7 @@ use crate::stats::{
 };
 use crate::store::{HDR, Page, Store};
 
+pub use classes::{ClassPoolStats, MAX_CLASS_POOLS};
 pub use object::{Object, ValueRef};
 pub use snapshot::{ItemMeta, RecencyKind, RestoreValue};
 pub use tier::TierWork;
@@ -236,7 +238,8 @@ struct Hyp {
     uses: u32,
 }
 
-/// A tenant and its pool (one pool per tenant for now).
+/// A pool: a tenant's own (with its keyspace), or a class pool of a tenant with per-key penalty
+/// classes (`leader` set; see the `classes` module).
 struct Tenant {
     cfg: TenantConfig,
     index: HashTable<u32>,
@@ -265,6 +268,10 @@ struct Tenant {
     tier: Option<Box<tier::TenantTier>>,
     /// Set while the tenant is dumped ([`Engine::set_dormant`]).
     dormant: Option<snapshot::Dormant>,
+    /// Per-key penalty classes: the pools of this tenant's keys (`classes` module).
+    group: Option<Box<classes::ClassGroup>>,
+    /// Set on a class pool: the tenant whose keys it holds.
+    leader: Option<u32>,
 }
 
 impl Tenant {
@@ -292,6 +299,8 @@ impl Tenant {
             class_mode: None,
             tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),
             dormant: None,
+            group: None,
+            leader: None,
         }
     }
 
@@ -312,6 +321,7 @@ impl Tenant {
                 .as_ref()
                 .map_or(0, |v| (v.capacity() * std::mem::size_of::<Hyp>()) as u64)
             + self.tier.as_ref().map_or(0, |t| t.bytes())
+            + self.group.as_ref().map_or(0, |g| g.bytes())
     }
 }
 
@@ -382,6 +392,9 @@ pub struct Engine {
     class_mode: ClassMode,
     /// Memory tiers (`EngineConfig::tier`), `None` for one tier.
     tiers: Option<Box<tier::TierState>>,
+    /// Some tenant has per-key penalty classes (`classes`): checked first on the data path, so
+    /// an engine without them reads no tenant field more than before.
+    classes_on: bool,
 }
 
 /// Decisions kept for `control_records`.
@@ -478,6 +491,7 @@ impl Engine {
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,
             tiers: Self::tier_state(&cfg, pages_total)?,
+            classes_on: false,
             cfg,
             clock,
         })
@@ -505,7 +519,7 @@ impl Engine {
     pub(super) fn note_key_event(&mut self, t: usize, h: u32, kind: KeyEventKind) {
         if let Some(ev) = self.key_events.as_mut() {
             ev.push(KeyEvent {
-                tenant: TenantId(t as u32),
+                tenant: TenantId(self.tenants[t].leader.unwrap_or(t as u32)),
                 key: self.store.key(h).to_vec(),
                 kind,
             });
@@ -553,13 +567,17 @@ impl Engine {
     pub fn tenant_by_name(&self, name: &str) -> Option<TenantId> {
         self.tenants
             .iter()
-            .position(|t| t.cfg.name == name)
+            .position(|t| t.cfg.name == name && t.leader.is_none())
             .map(|i| TenantId(i as u32))
     }
 
-    /// Every tenant, in creation order.
+    /// Every tenant, in creation order (not the class pools of tenants with per-key classes:
+    /// see [`Engine::pools_of`]).
     pub fn tenant_ids(&self) -> Vec<TenantId> {
-        (0..self.tenants.len() as u32).map(TenantId).collect()
+        (0..self.tenants.len() as u32)
+            .filter(|&i| self.tenants[i as usize].leader.is_none())
+            .map(TenantId)
+            .collect()
     }
 
     /// A tenant's configuration (as changed at runtime).

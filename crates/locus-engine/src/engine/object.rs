@@ -168,8 +168,8 @@ impl Engine {
         }
         self.logical += 1;
         let hash = hash_key(key);
-        match self.lookup(ti, key, hash) {
-            Some(h) => {
+        match self.lookup_key(ti, key, hash) {
+            Some((ti, h)) => {
                 self.touch(ti, h);
                 let c = self.store.pages[self.store.split(h).0].class;
                 let tn = &mut self.tenants[ti];
@@ -183,7 +183,10 @@ impl Engine {
             }
             None => {
                 self.tenants[ti].counters.misses += 1;
-                if self.control.is_some() {
+                if self.classes_on && self.tenants[ti].group.is_some() {
+                    // Counted on its class pool when the fill SET tells the class.
+                    self.class_note_miss(ti, hash);
+                } else if self.control.is_some() {
                     self.observe(ti, AccessKind::GetMiss, hash, 0, None);
                 }
                 None
@@ -193,7 +196,7 @@ impl Engine {
 
     /// A key's value without touching or counting (lazy expiry still applies).
     pub fn peek_value(&mut self, t: TenantId, key: &[u8]) -> Option<ValueRef<'_>> {
-        let h = self.lookup(t.0 as usize, key, hash_key(key))?;
+        let (_, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
         Some(self.value_ref(h))
     }
 
@@ -245,8 +248,7 @@ impl Engine {
         t: TenantId,
         key: &[u8],
     ) -> Result<Option<&mut dyn Object>, EngineError> {
-        let ti = t.0 as usize;
-        let Some(h) = self.lookup(ti, key, hash_key(key)) else {
+        let Some((ti, h)) = self.lookup_key(t.0 as usize, key, hash_key(key)) else {
             return Ok(None);
         };
         if !self.store.is_obj(h) {
@@ -271,7 +273,7 @@ impl Engine {
         obj: Box<dyn Object>,
         keep_ttl: bool,
     ) -> Result<&mut dyn Object, EngineError> {
-        let ti = t.0 as usize;
+        let lead = t.0 as usize;
         if key.len() >= crate::store::MAX_KEY_LEN {
             return Err(EngineError::ItemTooLarge {
                 size: key.len() as u64,
@@ -280,7 +282,11 @@ impl Engine {
         }
         let hash = hash_key(key);
         let size = (HDR + key.len() + 4) as u64;
-        let existing = self.lookup(ti, key, hash);
+        // An object stays in the pool of the key it replaces, else goes to the tenant's own
+        // (per-key classes place keys on SET only).
+        let found = self.lookup_key(lead, key, hash);
+        let ti = found.map_or(lead, |(p, _)| p);
+        let existing = found.map(|(_, h)| h);
         let exp = if keep_ttl {
             existing.and_then(|h| self.expiry(ti, h))
         } else {
@@ -289,8 +295,8 @@ impl Engine {
         let lru = self.fresh_lru(ti, existing);
         self.logical += 1;
         let h = self.alloc_item(ti, size)?;
-        if let Some(o) = self.find(ti, key, hash) {
-            self.unlink_item(ti, o, true);
+        if let Some((p, o)) = self.find_key(lead, key, hash) {
+            self.unlink_item(p, o, true);
         }
         let (id, charge) = self.objects.insert(obj);
         self.large_bytes += charge;
@@ -304,10 +310,9 @@ impl Engine {
     /// it now holds, and deleted when empty (true then). Counted as a SET and seen by the
     /// controller with the object's size.
     pub fn obj_settle(&mut self, t: TenantId, key: &[u8]) -> bool {
-        let ti = t.0 as usize;
         self.release_reservation();
         let hash = hash_key(key);
-        let Some(h) = self.find(ti, key, hash) else {
+        let Some((ti, h)) = self.find_key(t.0 as usize, key, hash) else {
             return false;
         };
         if !self.store.is_obj(h) {

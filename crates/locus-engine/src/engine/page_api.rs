@@ -133,6 +133,14 @@ impl Engine {
                 assert_eq!(self.store.pos(h) as usize, pos);
                 let key = self.store.key(h);
                 assert_eq!(self.find(ti, key, hash_key(key)), Some(h));
+                let lead = tn.leader.map_or(ti, |l| l as usize);
+                if self.tenants[lead].group.is_some() {
+                    assert_eq!(
+                        self.find_key(lead, key, hash_key(key)),
+                        Some((ti, h)),
+                        "a key in two pools of one tenant"
+                    );
+                }
                 let (pi, _) = self.store.split(h);
                 assert_eq!(
                     self.store.pages[pi].owner as usize, ti,

@@ -97,7 +97,12 @@ impl Engine {
     /// CONFIG SET maxmemory-policy for one tenant. The eviction pool is emptied; switching to
     /// `allkeys-exact-lru` builds the recency list from the items' LRU fields.
     pub fn set_policy(&mut self, t: TenantId, p: Policy) {
-        let ti = t.0 as usize;
+        for ti in self.members(t.0 as usize) {
+            self.set_pool_policy(ti, p);
+        }
+    }
+
+    fn set_pool_policy(&mut self, ti: usize, p: Policy) {
         self.tenants[ti].cfg.policy = p;
         self.tenants[ti].evpool.clear();
         self.shared_evpool.clear();
@@ -145,7 +150,9 @@ impl Engine {
         let mut c = self.tenants[t.0 as usize].cfg.clone();
         c.samples = k;
         c.validate().map_err(invalid)?;
-        self.tenants[t.0 as usize].cfg.samples = k;
+        for ti in self.members(t.0 as usize) {
+            self.tenants[ti].cfg.samples = k;
+        }
         Ok(())
     }
 
@@ -157,9 +164,11 @@ impl Engine {
         let mut c = self.tenants[t.0 as usize].cfg.clone();
         c.evpool_size = size;
         c.validate().map_err(invalid)?;
-        let tn = &mut self.tenants[t.0 as usize];
-        tn.cfg.evpool_size = size;
-        tn.evpool = EvPool::new(size as usize);
+        for ti in self.members(t.0 as usize) {
+            let tn = &mut self.tenants[ti];
+            tn.cfg.evpool_size = size;
+            tn.evpool = EvPool::new(size as usize);
+        }
         Ok(())
     }
 
@@ -176,6 +185,7 @@ impl Engine {
         let mut c = self.tenants[ti].cfg.clone();
         c.max_items = cap;
         c.validate().map_err(invalid)?;
+        self.refuse_bounds_with_classes(ti, cap.is_some())?;
         self.tenants[ti].cfg.max_items = cap;
         let _ = self.enforce_item_caps(ti);
         Ok(())
@@ -267,6 +277,7 @@ impl Engine {
         c.min_bytes = min_bytes;
         c.max_bytes = max_bytes;
         c.validate().map_err(invalid)?;
+        self.refuse_bounds_with_classes(ti, min_bytes > 0 || max_bytes.is_some())?;
         self.tenants[ti].cfg = c;
         if self.cfg.partition == PartitionMode::Static
             && let Some(max) = max_bytes
@@ -279,6 +290,17 @@ impl Engine {
                 self.empty_page(pg, EvictionReason::Shrink);
                 self.release_page(pg);
             }
+        }
+        Ok(())
+    }
+
+    /// A floor or cap would bound only the default class pool of a tenant with per-key classes.
+    fn refuse_bounds_with_classes(&self, ti: usize, bounded: bool) -> Result<(), EngineError> {
+        if bounded && self.tenants[ti].group.is_some() {
+            return Err(invalid(vec![format!(
+                "tenant {} has per-key penalty classes: a floor or cap would bound only its default class pool",
+                self.tenants[ti].cfg.name
+            )]));
         }
         Ok(())
     }

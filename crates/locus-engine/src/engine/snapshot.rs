@@ -75,7 +75,12 @@ impl Engine {
     /// engine's storage order. Items whose TTL has passed but that no access or sweep removed
     /// yet are visited too (the caller drops them).
     pub fn for_each_item(&self, t: TenantId, mut f: impl FnMut(&[u8], ValueRef<'_>, ItemMeta)) {
-        let ti = t.0 as usize;
+        for ti in self.members(t.0 as usize) {
+            self.for_each_pool_item(ti, &mut f);
+        }
+    }
+
+    fn for_each_pool_item(&self, ti: usize, f: &mut impl FnMut(&[u8], ValueRef<'_>, ItemMeta)) {
         let tn = &self.tenants[ti];
         let mut visit = |h: u32| {
             let meta = ItemMeta {
@@ -124,7 +129,11 @@ impl Engine {
                     expire: meta.expire_at_ms.map_or(Expire::Persist, Expire::AtMs),
                     cond: SetCond::Always,
                 };
-                self.set_inner(t, key, v, opts)?;
+                // Into the pool holding the key, else the tenant's own (the default class).
+                let p = self
+                    .find_key(t.0 as usize, key, hash_key(key))
+                    .map_or(t.0 as usize, |(p, _)| p);
+                self.set_inner(t, p, key, v, opts)?;
             }
             RestoreValue::Obj(obj) => {
                 self.obj_store(t, key, obj, false)?;
@@ -142,7 +151,7 @@ impl Engine {
         if kind != self.recency_kind(t) || kind == RecencyKind::Logical {
             return;
         }
-        if let Some(h) = self.find(t.0 as usize, key, hash_key(key)) {
+        if let Some((_, h)) = self.find_key(t.0 as usize, key, hash_key(key)) {
             self.store.set_lru(h, stamp & crate::evict::LRU_CLOCK_MAX);
         }
     }
@@ -287,7 +296,16 @@ impl Engine {
     /// flag changes: the shared and static arbiters already let other pools take a pool's free
     /// chunks.
     pub fn set_dormant(&mut self, t: TenantId, dormant: bool) {
-        let ti = t.0 as usize;
+        if t.0 as usize >= self.tenants.len() {
+            return;
+        }
+        // A tenant with per-key classes sleeps and wakes with all its pools.
+        for p in self.members(t.0 as usize) {
+            self.set_pool_dormant(p, dormant);
+        }
+    }
+
+    fn set_pool_dormant(&mut self, ti: usize, dormant: bool) {
         if ti >= self.tenants.len() || self.tenants[ti].dormant.is_some() == dormant {
             return;
         }

@@ -31,9 +31,33 @@ impl Engine {
         s
     }
 
-    /// One tenant's snapshot.
+    /// One tenant's snapshot (summed over its pools when it has per-key classes).
     pub fn tenant_stats(&self, t: TenantId) -> TenantStats {
-        let tn = &self.tenants[t.0 as usize];
+        let ti = t.0 as usize;
+        let mut s = self.pool_stats(ti);
+        for p in self.members(ti).skip(1) {
+            let m = self.pool_stats(p);
+            s.hits += m.hits;
+            s.misses += m.misses;
+            s.sets += m.sets;
+            s.deletes += m.deletes;
+            s.evictions += m.evictions;
+            s.evictions_by_reason.merge(&m.evictions_by_reason);
+            s.expired += m.expired;
+            s.items += m.items;
+            s.volatile_items += m.volatile_items;
+            s.item_bytes += m.item_bytes;
+            s.charged_bytes += m.charged_bytes;
+            s.pages += m.pages;
+            s.large_bytes += m.large_bytes;
+            s.metadata_bytes += m.metadata_bytes;
+        }
+        s
+    }
+
+    /// One pool's snapshot.
+    pub(super) fn pool_stats(&self, ti: usize) -> TenantStats {
+        let tn = &self.tenants[ti];
         TenantStats {
             name: tn.cfg.name.clone(),
             hits: tn.counters.hits,
@@ -61,7 +85,21 @@ impl Engine {
 
     /// Per size class of the tenant's pool (classes with no pages and no activity are skipped).
     pub fn class_stats(&self, t: TenantId) -> Vec<ClassStats> {
-        let tn = &self.tenants[t.0 as usize];
+        let mut all = self.pool_class_stats(t.0 as usize);
+        for p in self.members(t.0 as usize).skip(1) {
+            for c in self.pool_class_stats(p) {
+                match all.iter_mut().find(|a| a.class == c.class) {
+                    Some(a) => a.merge(&c),
+                    None => all.push(c),
+                }
+            }
+        }
+        all.sort_by_key(|c| c.class);
+        all
+    }
+
+    fn pool_class_stats(&self, ti: usize) -> Vec<ClassStats> {
+        let tn = &self.tenants[ti];
         (0..self.classes.len())
             .filter_map(|i| {
                 let cc = &tn.class_counters[i];
@@ -99,7 +137,13 @@ impl Engine {
     /// Zeroes one tenant's hit/miss/set/delete/eviction/expiry counters, its classes' too (not
     /// sizes): memcached's `stats reset` on a tenant's port.
     pub fn reset_tenant_stats(&mut self, t: TenantId) {
-        let tn = &mut self.tenants[t.0 as usize];
+        for p in self.members(t.0 as usize) {
+            self.reset_pool_stats(p);
+        }
+    }
+
+    fn reset_pool_stats(&mut self, ti: usize) {
+        let tn = &mut self.tenants[ti];
         tn.counters = TenantCounters::default();
         for cc in &mut tn.class_counters {
             let (items, item_bytes) = (cc.items, cc.item_bytes);

@@ -448,7 +448,7 @@ impl Engine {
     /// The tier holding `key` of `t`, without touching it (`None`: absent, or no tiers).
     pub fn item_tier(&self, t: TenantId, key: &[u8]) -> Option<Tier> {
         self.tiers.as_ref()?;
-        let h = self.find(t.0 as usize, key, hash_key(key))?;
+        let (_, h) = self.find_key(t.0 as usize, key, hash_key(key))?;
         Some(Tier::from_index(self.page_tier(h) as u8))
     }
 

@@ -347,6 +347,14 @@ impl ServerConfig {
             {
                 eng.set_penalty_hint(id, Some(us));
             }
+            if let Some(n) = t.penalty_classes
+                && let Some(id) = eng.tenant_by_name(&t.name)
+            {
+                eng.set_penalty_classes(id, n).map_err(|e| match e {
+                    locus_engine::EngineError::InvalidConfig { problems } => invalid(problems),
+                    other => invalid(vec![other.to_string()]),
+                })?;
+            }
         }
         let cfg = self
             .controller
@@ -484,6 +492,19 @@ impl ServerConfig {
                 p.push(format!(
                     "{at}.penalty_us: {us} is not a non-negative number of microseconds"
                 ));
+            }
+            if let Some(n) = t.penalty_classes {
+                if !(1..=locus_engine::MAX_CLASS_POOLS).contains(&n) {
+                    p.push(format!(
+                        "{at}.penalty_classes: {n} is not in 1..={}",
+                        locus_engine::MAX_CLASS_POOLS
+                    ));
+                }
+                if t.min.0 > 0 || t.max.is_some() {
+                    p.push(format!(
+                        "{at}.penalty_classes: min and max would bound only the default class pool; set neither"
+                    ));
+                }
             }
             if let Some(max) = t.max
                 && max.0 < t.min.0

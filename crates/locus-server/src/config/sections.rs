@@ -415,4 +415,8 @@ pub struct TenantSection {
     /// `"every 24h idle 1h-7h lead 10m"` (see [`crate::dumpload`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dump_load: Option<String>,
+    /// pRedis(auto)'s per-key penalty classes: the most class pools (1..=16) the tenant's keys
+    /// are split over by measured miss penalty, besides its default pool (absent: one pool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub penalty_classes: Option<u8>,
 }

@@ -16,12 +16,22 @@ pub(super) fn no_controller() -> CmdError {
     )
 }
 
-/// Tenant names in pool order (pool `i` is tenant `i`).
+/// Pool names in pool order: a tenant's own pool has its name, a class pool of per-key
+/// penalty classes `<tenant>/class<k>`.
 pub(super) fn pool_names(ctx: &Ctx<'_>) -> Vec<String> {
-    ctx.eng
-        .tenant_ids()
-        .into_iter()
-        .map(|t| ctx.shared.tenancy().name(t).to_string())
+    (0..ctx.eng.pool_count() as u32)
+        .map(|i| {
+            let p = locus_engine::PoolId(i);
+            let t = ctx.eng.tenant_of_pool(p);
+            let name = ctx.shared.tenancy().name(t);
+            if t.0 == i {
+                name.to_string()
+            } else {
+                let own = ctx.eng.pool_name(p);
+                let suffix = own.rfind('/').map_or(own, |j| &own[j..]);
+                format!("{name}{suffix}")
+            }
+        })
         .collect()
 }
 
@@ -139,11 +149,23 @@ pub(super) fn controller_info(ctx: &mut Ctx<'_>) {
         write_u64(ctx, &v);
     }
     ctx.w.bulk(b"tenants");
-    let ids = ctx.eng.tenant_ids();
+    // Every pool: a tenant's own, then (per-key penalty classes) its class pools.
+    let ids: Vec<locus_engine::PoolId> = ctx
+        .eng
+        .tenant_ids()
+        .into_iter()
+        .flat_map(|t| {
+            let mut v = vec![locus_engine::PoolId(t.0)];
+            v.extend(ctx.eng.pools_of(t).into_iter().skip(1));
+            v
+        })
+        .collect();
     ctx.w.map(ids.len());
-    for (t, name) in ids.into_iter().zip(&names) {
-        let ts = ctx.eng.tenant_stats(t);
+    for p in ids {
+        let t = locus_engine::TenantId(p.0);
+        let ts = ctx.eng.pool_stats_of(p);
         let (penalty, samples) = ctx.eng.penalty(t);
+        let name = names.get(p.0 as usize).map_or("?", String::as_str);
         ctx.w.bulk(name.as_bytes());
         ctx.w.map(5);
         ctx.w.bulk(b"pages");

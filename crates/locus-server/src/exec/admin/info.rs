@@ -486,6 +486,36 @@ pub(super) fn locus_section(
             penalty,
             samples,
         );
+        class_lines(out, eng, sh.tenancy().name(t), t, &targets);
+    }
+}
+
+/// Per-key penalty classes of tenant `t` (only in its own scope or the admin's): one line per
+/// class pool, `class_<tenant>_<k>:range_us=lo-hi|default,keys=..,bytes=..,pages=..,target=..,
+/// penalty_us=..,penalty_samples=..,hits=..,misses=..` (`k` 0 is the default class).
+fn class_lines(out: &mut String, eng: &Engine, name: &str, t: TenantId, targets: &[Option<u64>]) {
+    for (k, c) in eng.class_pools(t).iter().enumerate() {
+        let range = c.range.map_or("default".to_string(), |(lo, hi)| {
+            let (a, _) = locus_engine::control::penalty_class_range(lo);
+            let (_, b) = locus_engine::control::penalty_class_range(hi);
+            format!("{a}-{b}")
+        });
+        let _ = write!(
+            out,
+            "class_{name}_{k}:range_us={range},keys={},bytes={},pages={},target={},penalty_us={:.1},penalty_samples={},hits={},misses={}\r\n",
+            c.stats.items,
+            c.stats.item_bytes,
+            c.stats.pages,
+            targets
+                .get(c.pool.0 as usize)
+                .copied()
+                .flatten()
+                .map_or("none".to_string(), |x| x.to_string()),
+            c.penalty.0,
+            c.penalty.1,
+            c.stats.hits,
+            c.stats.misses,
+        );
     }
 }
 

@@ -9,13 +9,14 @@ use crate::glob::glob_match;
 
 use super::config::{POLICY_CHOICES, memory_value};
 
-const TENANT_OPTIONS: [&str; 6] = [
+const TENANT_OPTIONS: [&str; 7] = [
     "maxmemory",
     "minmemory",
     "maxmemory-policy",
     "maxmemory-samples",
     "dump_load",
     "dump_load-state",
+    "penalty_classes",
 ];
 
 pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<String> {
@@ -25,6 +26,8 @@ pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<Str
         "minmemory" => c.min_bytes.to_string(),
         "maxmemory-policy" => c.policy.name().to_string(),
         "maxmemory-samples" => c.samples.to_string(),
+        // pRedis(auto)'s per-key classes: the most class pools (0 = one pool).
+        "penalty_classes" => ctx.eng.penalty_classes(t).to_string(),
         // pRedis's dump/load: the setting, and whether the tenant is dumped now.
         "dump_load" => ctx
             .shared
@@ -154,6 +157,11 @@ pub(super) fn set_option(
         "dump_load" | "dump_load-state" => {
             return Err(fail(
                 "read-only: set in the configuration ([[tenant]] dump_load)".into(),
+            ));
+        }
+        "penalty_classes" => {
+            return Err(fail(
+                "read-only: set in the configuration ([[tenant]] penalty_classes)".into(),
             ));
         }
         _ => return Err(bad_opt()),

@@ -1,0 +1,218 @@
+"""pRedis(auto)'s per-key penalty classes inside one tenant (issue 14, acceptance 3), live.
+
+One tenant whose keys have two miss costs (half 0.2 ms, half 4 ms, the same Zipf locality),
+replayed look-aside with `locus replay` (`delay:trace`: each request's penalty column) against
+`locus serve` with memory for ~40% of the working set:
+
+* with `penalty_classes` and the `predis` controller, the server measures each key's GET miss →
+  SET gap, puts the dear keys in a class pool of their own, and INFO shows it (per class: keys,
+  bytes, target, measured penalty, hits, misses), to the owning tenant only;
+* the dear keys keep a larger share of their keys in the cache than the cheap ones (counted key by
+  key with EXISTS; under `shared` the two shares are equal), and the miss cost the client
+  pays per GET (backend calls × their measured mean: the priced hit ratios) is lower than under
+  `shared` (free competition, Redis's LRU) by a margin measured over 15 runs; the live mean
+  latency, lower too in 14 of those 15, is reported by bench/live/classes.py, not asserted (on
+  this loaded 2-core machine it ranged from 0.44 to 1.11 of shared's);
+* with `penalty_classes` off the same test fails (the classes are what helps: one pool with one
+  mean penalty cannot favour the dear keys).
+
+Locus-only (the classes are Locus's); they start their own servers, whatever `--peer` says.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+import redis
+
+import harness
+import two_cost_trace
+
+KEYS = 6000
+VALUE = 1000
+CHEAP_US, DEAR_US = 200, 4000
+
+
+def write_trace(path: Path, n: int) -> None:
+    two_cost_trace.write_trace(path, n, KEYS, VALUE, CHEAP_US, DEAR_US)
+
+
+def conf(port: int, controller: str, classes: bool) -> str:
+    extra = "penalty_classes = 4\n" if classes else ""
+    return f"""[server]
+port = {port}
+[memory]
+maxmemory = "3MiB"
+page_size = "64KiB"
+[controller]
+name = "{controller}"
+interval = "500ms"
+[controller.settings]
+""" + ("rate = 0.1\n" if controller == "predis" else "") + f"""
+[[tenant]]
+name = "app"
+{extra}"""
+
+
+def class_lines(port: int) -> dict[str, dict[str, str]]:
+    info = redis.Redis(port=port, decode_responses=True).execute_command("INFO", "locus")
+    if isinstance(info, dict):
+        # redis-py parses INFO into a dict of `name: value`.
+        lines = {k: v for k, v in info.items() if k.startswith("class_")}
+        out = {}
+        for k, v in lines.items():
+            out[k] = v if isinstance(v, dict) else dict(x.split("=", 1) for x in str(v).split(","))
+        return {k: {a: str(b) for a, b in v.items()} for k, v in out.items()}
+    out = {}
+    for line in info.splitlines():
+        if line.startswith("class_"):
+            name, rest = line.split(":", 1)
+            out[name] = dict(x.split("=", 1) for x in rest.split(","))
+    return out
+
+
+def run(trace: Path, controller: str, classes: bool, warm: int) -> tuple[dict, dict]:
+    port = harness.free_port()
+    srv = harness.start_locus(conf(port, controller, classes), port)
+    try:
+        p = subprocess.run(
+            [harness.locus_bin(), "replay", str(trace), "--target", f"redis://127.0.0.1:{port}",
+             "--backend", "0=delay:trace", "--connections", "16", "--warmup", str(warm),
+             "--json", "--quiet"],
+            capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout), class_lines(port), held_by_cost(port)
+    finally:
+        srv.stop()
+
+
+def held_by_cost(port: int) -> tuple[float, float]:
+    """The share of the cheap keys and of the dear keys the cache holds at the end (the replay
+    names trace key `i` of tenant 0 `t0:k<i>`; EXISTS touches nothing)."""
+    c = redis.Redis(port=port)
+    pipe = c.pipeline(transaction=False)
+    for k in range(KEYS):
+        pipe.exists(f"t0:k{k}")
+    present = pipe.execute()
+    cheap = sum(present[k] for k in range(0, KEYS, 2)) / (KEYS / 2)
+    dear = sum(present[k] for k in range(1, KEYS, 2)) / (KEYS / 2)
+    return cheap, dear
+
+
+@pytest.fixture(scope="module")
+def trace():
+    d = Path(tempfile.mkdtemp(prefix="locus-classes-"))
+    write_trace(d / "two_cost.csv", 120_000)
+    yield d / "two_cost.csv"
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_predis_with_classes_keeps_the_dear_keys_and_beats_shared(trace):
+    warm = 60_000
+    shared, no_classes, shared_held = run(trace, "shared", False, warm)
+    assert no_classes == {}, "no class lines without penalty_classes"
+    predis, classes, (cheap_held, dear_held) = run(trace, "predis", True, warm)
+    # Measured gaps scatter over neighbouring ranges (the client's own time, the scheduler: the
+    # paper's Figure 7a), so the cheap keys may fill more than one class pool, and at the cap a
+    # range may merge with the dear keys' one.
+    measured = [c for c in classes.values() if c["range_us"] != "default"]
+    assert 2 <= len(measured) <= 4, classes
+
+    def covers(c, us):
+        lo, hi = map(float, c["range_us"].split("-"))
+        return lo <= us < hi
+
+    # The dear keys have a class pool of their own (its range covers 4 ms, the cheap keys' 0.2 ms
+    # is in another), and its measured penalty is theirs: 4 ms plus the client's and the
+    # scheduler's time, spikes included.
+    dear = [c for c in measured if covers(c, DEAR_US)]
+    assert len(dear) == 1 and not covers(dear[0], CHEAP_US), classes
+    assert any(covers(c, CHEAP_US) and int(c["keys"]) for c in measured), classes
+    assert 2000 < float(dear[0]["penalty_us"]) < 20000, dear
+    # The dear keys hold a larger share of their keys than the cheap ones (counted key by key;
+    # a pool's `keys` mixes the cheap keys measured slow into the dear range at times). Under
+    # shared both costs hold about the same share.
+    priced = lambda r: (r["overall"]["counters"]["backend_calls"]
+                        * r["overall"]["backend"]["mean_us"] / r["overall"]["counters"]["gets"])
+    print(f"held: cheap {cheap_held:.3f} dear {dear_held:.3f} (shared: {shared_held[0]:.3f} "
+          f"{shared_held[1]:.3f}); mean latency: shared "
+          f"{shared['overall']['latency']['mean_us']:.0f} us, predis "
+          f"{predis['overall']['latency']['mean_us']:.0f} us; backend time per GET: shared "
+          f"{priced(shared):.0f} us, predis {priced(predis):.0f} us")
+    assert dear_held > cheap_held + 0.1, (cheap_held, dear_held)
+    assert abs(shared_held[0] - shared_held[1]) < 0.1, shared_held
+    # The miss cost the client paid per GET (its backend calls × their mean time): the priced
+    # hit ratios, which the live mean latency adds queueing to. Over 15 runs on the loaded 2-core
+    # machine (load 6-7) predis's was 0.38-0.83 of shared's and its mean latency 0.44-1.11 of
+    # shared's: too noisy to assert, so the priced figure is asserted (at most 0.9) and the
+    # latency is reported (bench/live/classes.py, experiments/live.md).
+    assert priced(predis) < 0.9 * priced(shared), (priced(predis), priced(shared))
+
+
+def test_class_lines_are_the_owning_tenants_only():
+    """In user tenancy a tenant's INFO shows its own class pools, never another's."""
+    port = harness.free_port()
+    srv = harness.start_locus(f"""[server]
+port = {port}
+[tenancy]
+mode = "user"
+[controller]
+name = "predis"
+[[tenant]]
+name = "a"
+user = "a"
+password = "pa"
+penalty_classes = 4
+[[tenant]]
+name = "b"
+user = "b"
+password = "pb"
+penalty_classes = 4
+""", port)
+    try:
+        a = redis.Redis(port=port, username="a", password="pa", decode_responses=True)
+        b = redis.Redis(port=port, username="b", password="pb", decode_responses=True)
+        assert a.get("k") is None
+        a.set("k", "v")
+        assert b.get("other") is None
+        b.set("other", "v")
+        ia = a.execute_command("INFO", "locus")
+        ib = b.execute_command("INFO", "locus")
+        text = lambda i: json.dumps(i) if isinstance(i, dict) else i
+        assert "class_a_" in text(ia) and "class_b_" not in text(ia)
+        assert "class_b_" in text(ib) and "class_a_" not in text(ib)
+        assert a.execute_command("LOCUS.TENANT", "a", "GET", "penalty_classes") in (
+            ["penalty_classes", "4"], {"penalty_classes": "4"})
+        # One keyspace per tenant, all commands see the class pools' keys.
+        assert a.dbsize() == 1 and a.keys("*") == ["k"] and a.exists("other") == 0
+        assert a.get("k") == "v" and a.randomkey() == "k"
+        assert a.scan(0)[1] == ["k"]
+        a.rename("k", "k2")
+        assert a.get("k2") == "v" and a.ttl("k2") == -1
+        a.flushdb()
+        assert a.dbsize() == 0 and b.dbsize() == 1
+    finally:
+        srv.stop()
+
+
+def test_bad_penalty_classes_are_refused():
+    port = harness.free_port()
+    wd = harness.new_workdir()
+    cfg = wd / "bad.toml"
+    cfg.write_text(f"""[server]
+port = {port}
+[[tenant]]
+name = "x"
+penalty_classes = 17
+max = "1MiB"
+""")
+    p = subprocess.run([harness.locus_bin(), "serve", "--config", str(cfg)],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0
+    assert "tenant[0].penalty_classes: 17 is not in 1..=16" in p.stderr, p.stderr
+    assert "would bound only the default class pool" in p.stderr, p.stderr
