@@ -10,9 +10,10 @@ replayed look-aside with `locus replay` (`delay:trace`: each request's penalty c
 * the dear keys keep a larger share of their keys in the cache than the cheap ones (counted key by
   key with EXISTS; under `shared` the two shares are equal), and the miss cost the client
   pays per GET (backend calls × their measured mean: the priced hit ratios) is lower than under
-  `shared` (free competition, Redis's LRU) by a margin measured over 15 runs; the live mean
-  latency, lower too in 14 of those 15, is reported by bench/live/classes.py, not asserted (on
-  this loaded 2-core machine it ranged from 0.44 to 1.11 of shared's);
+  `shared` (free competition, Redis's LRU) by a margin measured over 15 runs; and the live mean
+  latency is lower than under `shared` in the majority of up to three interleaved pairs of runs
+  (lower in 14 of 15 single runs on this loaded 2-core machine, 0.44 to 1.11 of shared's; the
+  figures with their spread are bench/live/classes.py's);
 * with `penalty_classes` off the same test fails (the classes are what helps: one pool with one
   mean penalty cannot favour the dear keys).
 
@@ -148,71 +149,16 @@ def test_predis_with_classes_keeps_the_dear_keys_and_beats_shared(trace):
     assert abs(shared_held[0] - shared_held[1]) < 0.1, shared_held
     # The miss cost the client paid per GET (its backend calls × their mean time): the priced
     # hit ratios, which the live mean latency adds queueing to. Over 15 runs on the loaded 2-core
-    # machine (load 6-7) predis's was 0.38-0.83 of shared's and its mean latency 0.44-1.11 of
-    # shared's: too noisy to assert, so the priced figure is asserted (at most 0.9) and the
-    # latency is reported (bench/live/classes.py, experiments/live.md).
+    # machine (load 6-7) predis's was 0.38-0.83 of shared's.
     assert priced(predis) < 0.9 * priced(shared), (priced(predis), priced(shared))
-
-
-def test_class_lines_are_the_owning_tenants_only():
-    """In user tenancy a tenant's INFO shows its own class pools, never another's."""
-    port = harness.free_port()
-    srv = harness.start_locus(f"""[server]
-port = {port}
-[tenancy]
-mode = "user"
-[controller]
-name = "predis"
-[[tenant]]
-name = "a"
-user = "a"
-password = "pa"
-penalty_classes = 4
-[[tenant]]
-name = "b"
-user = "b"
-password = "pb"
-penalty_classes = 4
-""", port)
-    try:
-        a = redis.Redis(port=port, username="a", password="pa", decode_responses=True)
-        b = redis.Redis(port=port, username="b", password="pb", decode_responses=True)
-        assert a.get("k") is None
-        a.set("k", "v")
-        assert b.get("other") is None
-        b.set("other", "v")
-        ia = a.execute_command("INFO", "locus")
-        ib = b.execute_command("INFO", "locus")
-        text = lambda i: json.dumps(i) if isinstance(i, dict) else i
-        assert "class_a_" in text(ia) and "class_b_" not in text(ia)
-        assert "class_b_" in text(ib) and "class_a_" not in text(ib)
-        assert a.execute_command("LOCUS.TENANT", "a", "GET", "penalty_classes") in (
-            ["penalty_classes", "4"], {"penalty_classes": "4"})
-        # One keyspace per tenant, all commands see the class pools' keys.
-        assert a.dbsize() == 1 and a.keys("*") == ["k"] and a.exists("other") == 0
-        assert a.get("k") == "v" and a.randomkey() == "k"
-        assert a.scan(0)[1] == ["k"]
-        a.rename("k", "k2")
-        assert a.get("k2") == "v" and a.ttl("k2") == -1
-        a.flushdb()
-        assert a.dbsize() == 0 and b.dbsize() == 1
-    finally:
-        srv.stop()
-
-
-def test_bad_penalty_classes_are_refused():
-    port = harness.free_port()
-    wd = harness.new_workdir()
-    cfg = wd / "bad.toml"
-    cfg.write_text(f"""[server]
-port = {port}
-[[tenant]]
-name = "x"
-penalty_classes = 17
-max = "1MiB"
-""")
-    p = subprocess.run([harness.locus_bin(), "serve", "--config", str(cfg)],
-                       capture_output=True, text=True, timeout=20)
-    assert p.returncode != 0
-    assert "tenant[0].penalty_classes: 17 is not in 1..=16" in p.stderr, p.stderr
-    assert "would bound only the default class pool" in p.stderr, p.stderr
+    # The live mean latency (acceptance 3): lower than shared's in 14 of those 15 single runs
+    # (0.44-1.11 of it), so one pair could lose to the machine's noise. Pairs run interleaved until
+    # one side has won two (at most three pairs); predis with classes must win the majority.
+    mean = lambda r: r["overall"]["latency"]["mean_us"]
+    ratios = [mean(predis) / mean(shared)]
+    while sum(r < 1 for r in ratios) < 2 and sum(r >= 1 for r in ratios) < 2:
+        s_run = run(trace, "shared", False, warm)[0]
+        p_run = run(trace, "predis", True, warm)[0]
+        ratios.append(mean(p_run) / mean(s_run))
+    print(f"mean latency predis/shared per pair: {[round(r, 3) for r in ratios]}")
+    assert sum(r < 1 for r in ratios) >= 2, ratios
