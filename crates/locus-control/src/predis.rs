@@ -52,8 +52,14 @@ const RECORD_POINTS: usize = 64;
 /// Settings of the `predis` controller (defaults in [`PredisConfig::default`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PredisConfig {
-    /// EAET reference-sampling rate in `(0, 1]` (setting `rate`, default 0.01, the paper's 1%).
+    /// EAET reference-sampling rate in `(0, 1]` (setting `rate`, default 0.01, the paper's 1%);
+    /// with `sample_keys`, the highest rate.
     pub rate: f64,
+    /// Most pending EAET samples per pool (setting `sample_keys`, default 0 = none: the fixed
+    /// `rate`, as the paper). Above 0 a pool's rate starts at `rate` and halves as its pending
+    /// samples outgrow this ([`locus_mrc::Eaet::with_budget`]; ~40 B each): with `rate = 1` a
+    /// pool of fewer keys is followed whole and a larger one through about this many.
+    pub sample_keys: u64,
     /// Capacity unit of the curves (setting `unit`, `bytes` (default, EAET's byte clock) or
     /// `objects` (every item counts 1: AET with SET/DEL, for fixed-size items)).
     pub unit: Unit,
@@ -95,6 +101,7 @@ impl Default for PredisConfig {
     fn default() -> Self {
         PredisConfig {
             rate: 0.01,
+            sample_keys: 0,
             unit: Unit::Bytes,
             step: 0,
             decay: 1.0,
@@ -120,6 +127,7 @@ impl PredisConfig {
         let d = PredisConfig::default();
         let cfg = PredisConfig {
             rate: s.f64("rate", d.rate)?,
+            sample_keys: s.u64("sample_keys", d.sample_keys)?,
             unit: match s.string("unit", "bytes")?.as_str() {
                 "bytes" => Unit::Bytes,
                 "objects" => Unit::Objects,
@@ -216,8 +224,17 @@ impl Predis {
             let seed =
                 self.cfg.seed ^ (self.pools.len() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
             self.pools.push(PoolModel {
-                eaet: Eaet::new(self.cfg.rate, self.cfg.unit, Metric::Requests, seed)
-                    .expect("rate checked by PredisConfig::validate"),
+                eaet: match self.cfg.sample_keys {
+                    0 => Eaet::new(self.cfg.rate, self.cfg.unit, Metric::Requests, seed),
+                    b => Eaet::with_budget(
+                        self.cfg.rate,
+                        b as usize,
+                        self.cfg.unit,
+                        Metric::Requests,
+                        seed,
+                    ),
+                }
+                .expect("rate checked by PredisConfig::validate, budget above 0"),
                 sizes: MeanSize::default(),
                 ops: 0,
             });
@@ -289,7 +306,7 @@ impl Controller for Predis {
         let rates = self.rates.window(view);
         let ready = self.pools[..n]
             .iter()
-            .all(|m| m.ops == 0 || self.cfg.rate * m.ops as f64 >= self.cfg.min_samples as f64);
+            .all(|m| m.ops == 0 || m.eaet.rate() * m.ops as f64 >= self.cfg.min_samples as f64);
         let contended = self.contention.update(view);
         if view.requests == 0 || view.interval < self.cfg.warmup || !ready || !contended {
             return initial_decision(
@@ -332,7 +349,8 @@ impl Controller for Predis {
                 i,
                 format!(
                     "eaet r={} {} (miss ratio by pages)",
-                    self.cfg.rate, self.cfg.unit
+                    m.eaet.rate(),
+                    self.cfg.unit
                 ),
                 &mr,
                 RECORD_POINTS,
@@ -419,10 +437,18 @@ mod tests {
     /// items), miss penalties 100 µs and 1000 µs measured by the engine (GET miss → SET gap).
     /// Returns (final targets, Σ miss penalty in the second half per tenant, misses per tenant).
     fn two_penalties(ctl: &str) -> (Vec<Option<u64>>, [f64; 2], [u64; 2]) {
+        two_penalties_with(ctl, &[("rate", "0.02")])
+    }
+
+    /// [`two_penalties`] with these `predis` settings.
+    fn two_penalties_with(
+        ctl: &str,
+        predis: &[(&str, &str)],
+    ) -> (Vec<Option<u64>>, [f64; 2], [u64; 2]) {
         const N: u64 = 300_000;
         let (mut e, ts, clock) = engine(100, &["fast", "slow"]);
         let s = if ctl == "predis" {
-            settings(&[("rate", "0.02")])
+            settings(predis)
         } else {
             Settings::new(ctl, Vec::new())
         };
@@ -473,6 +499,41 @@ mod tests {
         assert!(
             total(cost) < 0.9 * total(shared_cost),
             "predis {cost:?} vs shared {shared_cost:?}"
+        );
+    }
+
+    /// The same with a budget of pending samples instead of a fixed rate (`sample_keys`, rate
+    /// from 1): each pool's 6000 keys outgrow a budget of 500, the rate falls, and the decision
+    /// is the same kind as at the paper's fixed rate.
+    #[test]
+    fn a_sample_budget_reaches_the_same_decision() {
+        let (t, cost, _) = two_penalties_with("predis", &[("rate", "1"), ("sample_keys", "500")]);
+        let (_, shared_cost, _) = two_penalties("shared");
+        let (fast, slow) = (t[0].unwrap(), t[1].unwrap());
+        assert!(slow > fast + 20, "targets {t:?}");
+        assert!(
+            cost[0] + cost[1] < 0.9 * (shared_cost[0] + shared_cost[1]),
+            "predis {cost:?} vs shared {shared_cost:?}"
+        );
+        let cfg = PredisConfig::from_settings(settings(&[("rate", "1"), ("sample_keys", "500")]))
+            .unwrap();
+        let mut p = Predis::new(cfg).unwrap();
+        for i in 0..20_000u64 {
+            p.on_access(&Access {
+                tenant: locus_engine::TenantId(0),
+                pool: locus_engine::PoolId(0),
+                kind: AccessKind::GetHit,
+                key_hash: locus_common::hash_key(format!("k{}", i % 6000).as_bytes()),
+                size: 100,
+                class: Some(locus_engine::ClassId(0)),
+                now_us: i,
+            });
+        }
+        let m = &p.pools[0];
+        assert!(
+            m.eaet.pending() <= 500 && m.eaet.rate() < 1.0,
+            "{}",
+            m.eaet.rate()
         );
     }
 
