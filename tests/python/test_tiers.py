@@ -500,3 +500,71 @@ def check_real_backend(srv, port, backend, path):
     slow_key = next(k for k in keys if c.execute_command("OBJECT", "TIER", k) == "slow")
     assert c.get(slow_key) == value_of(slow_key)
     c.close()
+
+
+def test_kredis_gives_the_hot_tenant_the_fast_tier_and_the_scanner_little(start_locus_toml):
+    """sdTMM's multi-tenant fast-tier partitioning (section 5.1.5) live: `[controller] kredis`
+    plans each tenant's fast-tier target from its KRR curves and DP over the fast tier's pages,
+    and the demotion worker enforces it. alpha reads 1,500 keys Zipf-hot (a few pages: its
+    working set fits the 25-page fast tier); beta scans 12,000 keys in a loop (several times the
+    fast tier, so a fast page saves it nothing). alpha's target and fast hit share come out above
+    beta's; each tenant sees its own target only, the admin both."""
+    main, pa, pb = free_ports(3)
+    tenants = f"""
+[tenancy]
+mode = "port"
+
+[admin]
+user = "root"
+password = "root-pw"
+
+[controller]
+name = "kredis"
+interval = 2000
+
+[[tenant]]
+name = "alpha"
+port = {pa}
+
+[[tenant]]
+name = "beta"
+port = {pb}
+"""
+    start_locus_toml(tiered_toml(main, tenants=tenants), pa)
+    ca, cb = client(pa), client(pb)
+    root = client(pa, username="root", password="root-pw")
+    hot = zipf_sampler(1500, 1.0, seed=5)
+    scan = iter(range(10**9))
+
+    def cache_aside(c, keys):
+        with c.pipeline(transaction=False) as p:
+            for k in keys:
+                p.get(k)
+            got = p.execute()
+        missed = [k for k, v in zip(keys, got) if v is None]
+        if missed:
+            with c.pipeline(transaction=False) as p:
+                for k in missed:
+                    p.set(k, value_of(k))
+                p.execute()
+
+    for _ in range(180):  # 90k GETs in all, beta's loop read 3.75 times
+        cache_aside(ca, [f"h{hot()}" for _ in range(250)])
+        cache_aside(cb, [f"s{next(scan) % 12_000}" for _ in range(250)])
+    ir = tiers_info(root)
+    target = {t: ir[f"tenant_{t}"]["fast_target_bytes"] for t in ("alpha", "beta")}
+    assert "none" not in target.values(), f"kredis set no fast targets: {target}"
+    assert int(target["alpha"]) > int(target["beta"]), target
+    budget = int(ir["tier_fast"]["budget_bytes"])
+    assert int(target["alpha"]) + int(target["beta"]) <= budget, (target, budget)
+
+    def fast_share(info, t):
+        f, s = int(info[f"tenant_{t}_fast"]["hits"]), int(info[f"tenant_{t}_slow"]["hits"])
+        return f / max(f + s, 1)
+
+    assert fast_share(ir, "alpha") > fast_share(ir, "beta"), ir
+    # Each tenant sees its own target, and only its own.
+    ia, ib = tiers_info(ca), tiers_info(cb)
+    assert ia["tenant_alpha"]["fast_target_bytes"] == target["alpha"]
+    assert "tenant_beta" not in ia and "tenant_alpha" not in ib
+    assert ib["tenant_beta"]["fast_target_bytes"] == target["beta"]

@@ -39,6 +39,11 @@
 //!   set while an active pool has not shown a single reuse yet (at most 10 decisions), and DP
 //!   units that save nothing stay unspent (their pages go to the largest rate × penalty stake)
 //!   instead of falling to pool 0 by the tie rule.
+//! * On a tiered engine (sdTMM, dissertation section 5.1.5) the same DP runs a second time
+//!   with the fast tier's pages (`ControlView::fast_pages`) as the memory, no floors, and each
+//!   pool's largest-K curve (the fast tier demotes its exact LRU tail): each pool's fast-tier page target (`Decision::fast_pages`, notes
+//!   `poolN.fast_target`), which the engine's demotion worker enforces. `model = none` splits
+//!   the fast tier by rate × penalty; `partition = false` sets no fast targets either.
 //! * Every decision records the curves used (each K's and the mMRC, at most 48 points each),
 //!   and per pool its target, K, GETs, penalty and predicted miss ratio as notes.
 
@@ -590,6 +595,8 @@ impl Controller for Kredis {
         let mut rho = vec![0.0; n];
         let mut mr: Vec<Vec<f64>> = vec![vec![1.0; units as usize + 1]; n];
         let mut merged: Vec<Option<locus_mrc::MergedMrc>> = vec![None; n];
+        // The curve of the largest K per pool: the fast tier's (see `fast_targets`).
+        let mut lru_like: Vec<Option<Mrc>> = vec![None; n];
         for p in view.pools {
             let i = p.pool.0 as usize;
             if i >= n {
@@ -612,6 +619,10 @@ impl Controller for Kredis {
                 .iter()
                 .filter_map(|(k, prof)| prof.mrc(&caps).ok().map(|m| (*k, m)))
                 .collect();
+            lru_like[i] = curves
+                .iter()
+                .max_by_key(|(k, _)| *k)
+                .map(|(_, m)| m.clone());
             let refs: Vec<(u32, &Mrc)> = curves.iter().map(|(k, m)| (*k, m)).collect();
             let Ok(mm) = Mrc::merge_min(&refs) else {
                 continue;
@@ -652,27 +663,25 @@ impl Controller for Kredis {
         if warming {
             d.notes.push(("warming_up".into(), 1.0));
         }
-        let targets: Option<Vec<u64>> = if !cfg.partition || total_gets < cfg.min_gets || warming {
+        let planning = cfg.partition && total_gets >= cfg.min_gets && !warming;
+        if planning {
+            d.fast_pages = fast_targets(&cfg, view, &lru_like, &rho, &gets, &penalty, &mut d.notes);
+        }
+        let targets: Option<Vec<u64>> = if !planning {
             None
         } else if cfg.model == KredisModel::None {
-            Some(proportional_targets(view, &gets, &penalty))
+            Some(proportional_targets(
+                view.pools,
+                view.pages_total,
+                &gets,
+                &penalty,
+                true,
+            ))
         } else {
             let mut costs: Vec<Vec<f64>> = (0..n)
                 .map(|i| miss_cost(&mr[i], gets[i] as f64, penalty[i], cfg.objective))
                 .collect();
-            // A unit that saves nothing (a flat curve: no reuse seen yet, or beyond the working
-            // set) costs a hair, so the DP leaves it unspent instead of breaking the tie towards
-            // pool 0; unspent pages then go to the largest stake below.
-            let scale = costs
-                .iter()
-                .flat_map(|c| c.iter())
-                .fold(0.0_f64, |m, &x| m.max(x.abs()));
-            let eps = 1e-6 * scale / units.max(1) as f64;
-            for c in &mut costs {
-                for (u, x) in c.iter_mut().enumerate() {
-                    *x += eps * u as f64;
-                }
-            }
+            spend_only_savings(&mut costs, units);
             let floors: Vec<u64> = view.pools.iter().map(|p| floors_of(p, g, units)).collect();
             let caps: Vec<Option<u64>> = view
                 .pools
@@ -704,20 +713,7 @@ impl Controller for Kredis {
                 Ok(a) => {
                     d.notes.push(("objective".into(), a.cost));
                     let mut t: Vec<u64> = a.units.iter().map(|u| u * g).collect();
-                    // Pages the unit rounding left over go to the pool with the largest
-                    // stake (rate × penalty) that has no cap in the way.
-                    let left = view.pages_total.saturating_sub(t.iter().sum());
-                    if left > 0 {
-                        let best = (0..n)
-                            .filter(|&i| view.pools[i].max_pages.is_none_or(|m| t[i] + left <= m))
-                            .max_by(|&a, &b| {
-                                (gets[a] as f64 * penalty[a])
-                                    .total_cmp(&(gets[b] as f64 * penalty[b]))
-                            });
-                        if let Some(b) = best {
-                            t[b] += left;
-                        }
-                    }
+                    give_leftover(&mut t, view.pages_total, view.pools, &gets, &penalty);
                     Some(t)
                 }
                 Err(_) => {
@@ -803,31 +799,156 @@ fn keep_current(
     keep - best <= min_gain * keep.abs()
 }
 
-/// `model = none`: pages in proportion to GETs × penalty (floors first, caps respected).
-fn proportional_targets(view: &ControlView<'_>, gets: &[u64], penalty: &[f64]) -> Vec<u64> {
-    let n = view.pools.len();
+/// `model = none`: `total` pages in proportion to GETs × penalty (the pools' floors first when
+/// `floors`; caps respected).
+fn proportional_targets(
+    pools: &[PoolState],
+    total: u64,
+    gets: &[u64],
+    penalty: &[f64],
+    floors: bool,
+) -> Vec<u64> {
+    let n = pools.len();
     let w: Vec<f64> = (0..n).map(|i| gets[i] as f64 * penalty[i]).collect();
     let sum: f64 = w.iter().sum();
     let mut t: Vec<u64> = (0..n)
         .map(|i| {
             let share = if sum > 0.0 {
-                (view.pages_total as f64 * w[i] / sum).floor() as u64
+                (total as f64 * w[i] / sum).floor() as u64
             } else {
-                view.pages_total / n as u64
+                total / n as u64
             };
-            let p = &view.pools[i];
-            let share = share.max(p.min_pages);
+            let p = &pools[i];
+            let share = if floors {
+                share.max(p.min_pages)
+            } else {
+                share
+            };
             p.max_pages.map_or(share, |m| share.min(m))
         })
         .collect();
-    let total: u64 = t.iter().sum();
-    if total > view.pages_total {
+    let sum: u64 = t.iter().sum();
+    if sum > total {
         // Floors pushed the sum over: scale down proportionally.
         for x in &mut t {
-            *x = (*x as u128 * view.pages_total as u128 / total as u128) as u64;
+            *x = (*x as u128 * total as u128 / sum as u128) as u64;
         }
     }
     t
+}
+
+/// Makes a DP unit that saves nothing (a flat curve: no reuse seen yet, or beyond the working
+/// set) cost a hair, so the DP leaves it unspent instead of breaking the tie towards pool 0;
+/// unspent pages then go to the largest stake ([`give_leftover`]).
+fn spend_only_savings(costs: &mut [Vec<f64>], units: u64) {
+    let scale = costs
+        .iter()
+        .flat_map(|c| c.iter())
+        .fold(0.0_f64, |m, &x| m.max(x.abs()));
+    let eps = 1e-6 * scale / units.max(1) as f64;
+    for c in costs {
+        for (u, x) in c.iter_mut().enumerate() {
+            *x += eps * u as f64;
+        }
+    }
+}
+
+/// Gives the pages of `total` that targets `t` leave over (unit rounding, unspent units) to the
+/// pool with the largest stake (rate × penalty) that has no cap in the way.
+fn give_leftover(t: &mut [u64], total: u64, pools: &[PoolState], gets: &[u64], penalty: &[f64]) {
+    let left = total.saturating_sub(t.iter().sum());
+    if left == 0 {
+        return;
+    }
+    let best = (0..t.len())
+        .filter(|&i| pools[i].max_pages.is_none_or(|m| t[i] + left <= m))
+        .max_by(|&a, &b| (gets[a] as f64 * penalty[a]).total_cmp(&(gets[b] as f64 * penalty[b])));
+    if let Some(b) = best {
+        t[b] += left;
+    }
+}
+
+/// Fast-tier page targets on a tiered engine (sdTMM's multi-tenant partitioning, dissertation
+/// section 5.1.5): the DP of the page targets over each pool's profiled curves and the same
+/// objective, with the fast tier's pages as the memory (a pool's fast-tier hits are the hits its
+/// curve predicts at its fast share; what misses there is served from the slow tier or
+/// missed). The curve is the largest profiled K's, `lru`, not the mMRC: the demotion worker
+/// takes the tail of an exact LRU list, so a pool's fast share behaves as an LRU cache, where a
+/// loop longer than the share never hits (a K = 1 curve would credit it with random hits). No
+/// floors
+/// (tenant floors are about all memory), the tenant caps kept. `None` untiered.
+fn fast_targets(
+    cfg: &KredisConfig,
+    view: &ControlView<'_>,
+    lru: &[Option<Mrc>],
+    rho: &[f64],
+    gets: &[u64],
+    penalty: &[f64],
+    notes: &mut Vec<(String, f64)>,
+) -> Option<Vec<u64>> {
+    let fast = view.fast_pages.filter(|&f| f > 0)?;
+    let n = view.pools.len();
+    let t = if cfg.model == KredisModel::None {
+        proportional_targets(view.pools, fast, gets, penalty, false)
+    } else {
+        let g = if cfg.granularity > 0 {
+            cfg.granularity
+        } else {
+            fast.div_ceil(cfg.max_units).max(1)
+        };
+        let units = fast / g;
+        let mut costs: Vec<Vec<f64>> = (0..n)
+            .map(|i| {
+                let caps: Vec<f64> = (0..=units).map(|u| (u * g) as f64 * rho[i]).collect();
+                let mr = lru[i]
+                    .as_ref()
+                    .map_or_else(|| vec![1.0; caps.len()], |m| m.miss_ratios(&caps));
+                miss_cost(&mr, gets[i] as f64, penalty[i], cfg.objective)
+            })
+            .collect();
+        spend_only_savings(&mut costs, units);
+        let problem = DpProblem {
+            costs,
+            total: units,
+            floors: vec![0; n],
+            caps: view
+                .pools
+                .iter()
+                .map(|p| p.max_pages.map(|m| m / g))
+                .collect(),
+            current: None,
+            max_move: None,
+        };
+        let Ok(a) = solve_dp(&problem) else {
+            // Cannot happen with these inputs (finite costs, no floors); keep the targets.
+            notes.push(("fast_dp_error".into(), 1.0));
+            return None;
+        };
+        notes.push(("fast_objective".into(), a.cost));
+        let mut t: Vec<u64> = a.units.iter().map(|u| u * g).collect();
+        // Pages no curve values (past every working set, or unit rounding) go to the pool whose
+        // fast share serves the most GETs: a sampled curve places a working set's edge a few
+        // percent early or late, and that pool's hits are the ones an early edge would lose.
+        // (Left unassigned they would sit empty: the demotion worker keeps every pool within
+        // its target.)
+        let left = fast.saturating_sub(t.iter().sum());
+        let served = |i: usize| {
+            let size = (t[i] as f64) * rho[i];
+            let mr = lru[i].as_ref().map_or(1.0, |m| m.miss_ratio(size));
+            gets[i] as f64 * (1.0 - mr)
+        };
+        let best = (0..n)
+            .filter(|&i| view.pools[i].max_pages.is_none_or(|m| t[i] + left <= m))
+            .max_by(|&a, &b| served(a).total_cmp(&served(b)));
+        if let (Some(b), true) = (best, left > 0) {
+            t[b] += left;
+        }
+        t
+    };
+    for (i, x) in t.iter().enumerate() {
+        notes.push((format!("pool{i}.fast_target"), *x as f64));
+    }
+    Some(t)
 }
 
 /// Builds the controller from its settings.

@@ -1001,6 +1001,7 @@ mod tests {
             page_size: 64 * 1024,
             pages_total: 1,
             pages_used: 1,
+            fast_pages: None,
             pools: &pools,
         };
         let window = |d: &Decision| {
@@ -1083,6 +1084,7 @@ mod tests {
             page_size: 64 * 1024,
             pages_total: pages,
             pages_used: pages,
+            fast_pages: None,
             pools,
         }
     }

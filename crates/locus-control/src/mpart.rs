@@ -42,7 +42,7 @@ use locus_mrc::{Aet, Metric, Op, Profiler};
 
 use crate::checks::{bad_setting, check_common, check_initial, check_min_gain, read_pages_list};
 use crate::partition::{
-    Contention, FillFilter, MeanSize, Rates, bounds, initial_decision, planned_decision,
+    Contention, FillFilter, MeanSize, Rates, bounds, fast_plan, initial_decision, planned_decision,
 };
 use crate::plan::{PlanOptions, PoolCurve, pages_record};
 use locus_engine::control::{
@@ -405,8 +405,16 @@ impl Controller for Mpart {
             && let Ok(Some(t)) = wss_bonus_bounded(&wss, &floors, &caps, total)
         {
             notes.push(("mpart.bonus".into(), 1.0));
+            let fast = PlanOptions {
+                pages_total: total,
+                step: self.cfg.step,
+                objective: Objective::Misses,
+                floors: Vec::new(),
+                caps: Vec::new(),
+            };
             return Decision {
                 pool_pages: Some(t),
+                fast_pages: fast_plan(&curves, &fast, view),
                 curves: records,
                 notes,
                 ..Decision::default()

@@ -1,7 +1,7 @@
 //! Run-time partitioning machinery shared by the controllers that plan pool targets from curves
 //! (mPart, pRedis): demand-fill detection, mean item sizes, access rates between decisions,
-//! contention detection, per-decision move bounds, the initial allocation, and turning a plan
-//! into a decision only when it gains enough.
+//! contention detection, per-decision move bounds, the initial allocation, turning a plan into
+//! a decision only when it gains enough, and fast-tier targets from the same curves.
 
 use locus_engine::control::{ControlView, CurveRecord, Decision};
 
@@ -176,7 +176,9 @@ pub(crate) fn planned_decision(
     records: Vec<CurveRecord>,
     mut notes: Vec<(String, f64)>,
 ) -> Decision {
+    let fast_pages = fast_plan(curves, opts, view);
     let keep = |notes: Vec<(String, f64)>, records| Decision {
+        fast_pages: fast_pages.clone(),
         curves: records,
         notes,
         ..Decision::default()
@@ -202,8 +204,98 @@ pub(crate) fn planned_decision(
     }
     Decision {
         pool_pages: Some(p.pages),
+        fast_pages,
         curves: records,
         notes,
         ..Decision::default()
+    }
+}
+
+/// Fast-tier page targets on a tiered engine (sdTMM's multi-tenant partitioning, dissertation
+/// section 5.1.5): the same plan over the same curves (LRU models, as the fast tier, which
+/// demotes its exact LRU tail) with the fast tier's pages as the memory, no floors (tenant
+/// floors are about all memory), the tenant caps kept. `None` untiered, or when no plan fits.
+pub(crate) fn fast_plan(
+    curves: &[PoolCurve],
+    opts: &PlanOptions,
+    view: &ControlView<'_>,
+) -> Option<Vec<u64>> {
+    let fast = view.fast_pages.filter(|&f| f > 0)?;
+    let o = PlanOptions {
+        pages_total: fast,
+        step: opts.step,
+        objective: opts.objective,
+        floors: Vec::new(),
+        caps: view.pools.iter().map(|p| p.max_pages).collect(),
+    };
+    plan(curves, &o).ok().map(|p| p.pages)
+}
+
+#[cfg(test)]
+mod fast_tests {
+    use locus_engine::control::PoolState;
+
+    use super::*;
+    use locus_alloc::Objective;
+
+    fn view(pools: &[PoolState], fast: Option<u64>) -> ControlView<'_> {
+        ControlView {
+            now_us: 0,
+            requests: 1,
+            interval: 0,
+            page_size: 4096,
+            pages_total: 100,
+            pages_used: 0,
+            fast_pages: fast,
+            pools,
+        }
+    }
+
+    #[test]
+    fn the_fast_tier_goes_where_its_pages_save_misses() {
+        // Pool 0's misses fall to 0.1 at 8 pages; pool 1 loops over 200 pages (flat below).
+        let steep: Vec<f64> = (0..=100)
+            .map(|p| if p >= 8 { 0.1 } else { 1.0 - 0.1125 * p as f64 })
+            .collect();
+        let flat = vec![1.0; 101];
+        let curves = [
+            PoolCurve {
+                miss_ratio: steep,
+                rate: 1.0,
+                penalty_us: 0.0,
+            },
+            PoolCurve {
+                miss_ratio: flat,
+                rate: 1.0,
+                penalty_us: 0.0,
+            },
+        ];
+        let opts = PlanOptions {
+            pages_total: 100,
+            step: 1,
+            objective: Objective::Misses,
+            floors: vec![10, 10],
+            caps: Vec::new(),
+        };
+        let pools = [PoolState::default(), PoolState::default()];
+        assert_eq!(
+            fast_plan(&curves, &opts, &view(&pools, None)),
+            None,
+            "untiered"
+        );
+        let t = fast_plan(&curves, &opts, &view(&pools, Some(20))).unwrap();
+        assert!(t.iter().sum::<u64>() <= 20, "{t:?}");
+        assert!(t[0] >= 8 && t[0] > t[1], "{t:?}");
+        // A planned decision carries them.
+        let d = planned_decision(
+            "t",
+            &curves,
+            &opts,
+            &view(&pools, Some(20)),
+            0.0,
+            Vec::new(),
+            Vec::new(),
+        );
+        assert_eq!(d.fast_pages, Some(t));
     }
 }

@@ -639,7 +639,8 @@ fn overall_of(tenants: &[TenantResult]) -> TenantResult {
 }
 
 /// Gives the tenants fast-tier targets as the run's `fast_partition` says (equal shares, or the
-/// oracle's DP over exact LRU curves with the fast tier's pages as the budget).
+/// oracle's DP over exact LRU curves with the fast tier's pages as the budget); `controller`
+/// leaves them to the run's controller, online.
 fn set_fast_targets(
     exp: &Experiment,
     entry: &ControllerRun,
@@ -651,7 +652,7 @@ fn set_fast_targets(
     let fast_pages = ts.budget_pages[0];
     let n = exp.tenants.len() as u64;
     let pages: Vec<u64> = match mode {
-        FastPartition::Free => return Ok(()),
+        FastPartition::Free | FastPartition::Controller => return Ok(()),
         FastPartition::Equal => vec![fast_pages / n; n as usize],
         FastPartition::Mrc => {
             let curves = crate::exact::exact_curves(exp, fast_pages * exp.page_size)?;

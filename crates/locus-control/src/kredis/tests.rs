@@ -4,12 +4,21 @@ use super::*;
 use locus_common::{Rng, VirtualClock};
 use locus_engine::config::{EngineConfig, LruClockMode, TenantConfig};
 use locus_engine::control::{ControlConfig, Interval, IntervalRecord};
-use locus_engine::{Engine, SetOptions, TenantId};
+use locus_engine::{Engine, SetOptions, TenantId, TierConfig};
 
 const PAGE: u64 = 4 << 10;
 
 /// Two tenants sharing `pages` 4 KiB pages (100-byte values: ~32 items a page), logical clock.
 fn engine(pages: u64, penalties: [f64; 2]) -> (Engine, VirtualClock, [TenantId; 2]) {
+    engine_tiered(pages, penalties, None)
+}
+
+/// [`engine`], with memory tiers when `tier` is given.
+fn engine_tiered(
+    pages: u64,
+    penalties: [f64; 2],
+    tier: Option<TierConfig>,
+) -> (Engine, VirtualClock, [TenantId; 2]) {
     let clock = VirtualClock::new(0);
     let mut e = Engine::new(
         EngineConfig {
@@ -17,6 +26,7 @@ fn engine(pages: u64, penalties: [f64; 2]) -> (Engine, VirtualClock, [TenantId; 
             page_size: PAGE,
             lru_clock: LruClockMode::Logical,
             seed: 11,
+            tier,
             ..EngineConfig::default()
         },
         Arc::new(clock.clone()),
@@ -259,5 +269,110 @@ fn a_tenant_of_fifty_keys_gets_a_curve_and_an_allocation() {
     assert!(
         small.hits as f64 > 0.95 * (small.hits + small.misses) as f64,
         "{small:?}"
+    );
+}
+
+/// Two tenants on a tiered engine of 512 pages, 40% of them fast (204 pages): `a` reads 2,000
+/// keys (~63 pages: its working set fits the fast tier with room to spare), `b` 20,000 (~625
+/// pages).
+fn tiered_run(pairs: &[(&str, &str)]) -> (Engine, [TenantId; 2]) {
+    tiered_run_with(pairs, &mut uniform(20_000, 2))
+}
+
+/// [`tiered_run`] with `b` reading the keys `b_keys` draws.
+fn tiered_run_with(
+    pairs: &[(&str, &str)],
+    b_keys: &mut dyn FnMut() -> u64,
+) -> (Engine, [TenantId; 2]) {
+    let tier = TierConfig {
+        fast_share: 0.4,
+        ..TierConfig::default()
+    };
+    let (mut e, clock, ts) = engine_tiered(512, [1000.0, 1000.0], Some(tier));
+    install(&mut e, pairs, 40_000);
+    let mut a = uniform(2000, 1);
+    drive(&mut e, &clock, [&mut a, b_keys], 240_000);
+    (e, ts)
+}
+
+#[test]
+fn on_a_tiered_engine_the_fast_tier_goes_to_the_steeper_curve() {
+    // Equal rates and penalties: a fast page saves a ten times more of a's misses than of b's,
+    // so the DP over the fast tier's 204 pages gives a about its working set (~63 pages; an
+    // equal split would be 102) and b the rest; the engine carries the targets out in bytes.
+    let (e, ts) = tiered_run(&[("rate", "0.1")]);
+    let r = last(&e);
+    let (fa, fb) = (note(&r, "pool0.fast_target"), note(&r, "pool1.fast_target"));
+    assert_eq!(
+        fa + fb,
+        204.0,
+        "the whole fast tier is planned: {fa} + {fb}"
+    );
+    assert!((50.0..=85.0).contains(&fa), "a's fast target {fa} pages");
+    for (t, pages) in ts.iter().zip([fa, fb]) {
+        let s = e.tenant_tier_stats(*t).unwrap();
+        assert_eq!(s.fast_target_bytes, Some(pages as u64 * PAGE));
+    }
+    // a's working set is fast; most of b's reads go to the slow tier or miss.
+    let fast_share = |t: TenantId| {
+        let s = e.tenant_tier_stats(t).unwrap();
+        s.tiers[0].hits as f64 / (s.tiers[0].hits + s.tiers[1].hits).max(1) as f64
+    };
+    assert!(
+        fast_share(ts[0]) > fast_share(ts[1]),
+        "fast hit shares a {} b {}",
+        fast_share(ts[0]),
+        fast_share(ts[1])
+    );
+}
+
+#[test]
+fn without_tiers_or_partitioning_no_fast_targets_are_set() {
+    // Untiered: the view has no fast budget and the decision carries none.
+    let (mut e, clock, _) = engine(256, [1000.0, 1000.0]);
+    install(&mut e, &[("rate", "0.1")], 40_000);
+    let (mut a, mut b) = (uniform(2000, 1), uniform(20_000, 2));
+    drive(&mut e, &clock, [&mut a, &mut b], 120_000);
+    assert!(last(&e).notes.iter().all(|(n, _)| !n.contains("fast")));
+    // Tiered, `partition = false` (the single-pool ablation): none either.
+    let (e, ts) = tiered_run(&[("rate", "0.1"), ("partition", "false")]);
+    assert!(last(&e).notes.iter().all(|(n, _)| !n.contains("fast")));
+    for t in ts {
+        assert_eq!(e.tenant_tier_stats(t).unwrap().fast_target_bytes, None);
+    }
+    // `model = none`: the fast tier in proportion to GETs × penalty (about half each).
+    let (e, _) = tiered_run(&[("model", "none")]);
+    let r = last(&e);
+    let fa = note(&r, "pool0.fast_target");
+    let sum = fa + note(&r, "pool1.fast_target");
+    assert!(
+        (203.0..=204.0).contains(&sum),
+        "proportional shares sum to {sum}"
+    );
+    assert!(
+        (92.0..=112.0).contains(&fa),
+        "a's proportional fast target {fa}"
+    );
+}
+
+#[test]
+fn a_scanner_gets_no_fast_target_and_unvalued_pages_go_to_the_served_pool() {
+    // b loops over 20,000 keys (~625 pages, more than the fast tier's 204): its curve is flat
+    // over the fast tier, so a fast page saves (almost) none of its misses and it gets (almost)
+    // none; a gets its working set and the pages neither curve values (a's fast share serves
+    // GETs, b's does not).
+    let (e, ts) = tiered_run_with(&[("rate", "0.1")], &mut looping(20_000));
+    let r = last(&e);
+    let (fa, fb) = (note(&r, "pool0.fast_target"), note(&r, "pool1.fast_target"));
+    // K = 16's curve is close to LRU's, not equal: it may credit the loop a page or two.
+    assert!(fb <= 4.0, "the scanner's fast target {fb} pages");
+    assert_eq!(fa + fb, 204.0, "every fast page is assigned: {fa} + {fb}");
+    // b's loop is longer than its fast share: its reads are served from the slow tier.
+    let s = e.tenant_tier_stats(ts[1]).unwrap();
+    assert!(
+        s.tiers[0].hits * 10 < s.tiers[1].hits,
+        "b's hits fast {} slow {}",
+        s.tiers[0].hits,
+        s.tiers[1].hits
     );
 }

@@ -368,6 +368,7 @@ mod tests {
             page_size: 1024,
             pages_total: 1,
             pages_used: 0,
+            fast_pages: None,
             pools: &[],
         }
     }

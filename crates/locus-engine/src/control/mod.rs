@@ -11,8 +11,8 @@
 //!   data path ──Access/Evicted──► Controller (profilers: KRR, AET, EAET, minisim, shadow queues)
 //!                                     │ every Interval (requests, or time)
 //!   ControlView (pools, counters,     ▼
-//!   penalties) ───────────────► decide() ──► Decision { pool targets, page moves, K per pool,
-//!                                               │          curves used, notes }
+//!   penalties, fast-tier budget) ─► decide() ──► Decision { pool targets, page moves, K per pool,
+//!                                               │          fast-tier targets, curves used, notes }
 //!                                               ▼
 //!   engine: TargetArbiter (grow below target, evict above it), released pages (≤ max_moves),
 //!           explicit moves, set_samples; an IntervalRecord per decision (observable)
@@ -176,6 +176,8 @@ pub struct ControlView<'a> {
     pub pages_total: u64,
     /// Pages owned by some pool.
     pub pages_used: u64,
+    /// The fast tier's page budget when the engine is tiered (sdTMM); `None` untiered.
+    pub fast_pages: Option<u64>,
     /// Every pool, indexed by `PoolId.0`.
     pub pools: &'a [PoolState],
 }
@@ -209,6 +211,10 @@ pub struct Decision {
     /// pool below its target takes free pages or pages of pools above theirs (which evict); a
     /// pool above its target releases at most `max_moves` pages per interval.
     pub pool_pages: Option<Vec<u64>>,
+    /// Fast-tier page targets per pool on a tiered engine, indexed by `PoolId.0` (sum ≤
+    /// `ControlView::fast_pages`); `None` keeps the fast targets in force. The engine's demotion
+    /// worker enforces them (sdTMM's multi-tenant partitioning); ignored untiered.
+    pub fast_pages: Option<Vec<u64>>,
     /// Explicit page moves (slab moves, MemSweeper victim → victor).
     pub moves: Vec<PageMove>,
     /// New K per pool.

@@ -130,6 +130,27 @@ impl Engine {
         self.penalty.penalty(t.0 as usize)
     }
 
+    /// Carries out a decision's fast-tier page targets (sdTMM's multi-tenant partitioning): a
+    /// sum above the fast tier's budget is scaled down (and noted), and the targets go to
+    /// [`Engine::set_fast_targets`] in bytes, for the demotion worker to enforce. Untiered:
+    /// nothing.
+    fn apply_fast_pages(&mut self, mut fast: Vec<u64>, notes: &mut Vec<(String, f64)>) {
+        let Some(budget) = self.tier_stats().map(|ts| ts.budget_pages[0]) else {
+            return;
+        };
+        fast.resize(self.tenants.len(), 0);
+        let sum: u64 = fast.iter().sum();
+        if sum > budget {
+            notes.push(("fast_targets_clamped_from_pages".into(), sum as f64));
+            for x in &mut fast {
+                *x = ((*x as u128 * budget as u128) / sum as u128) as u64;
+            }
+        }
+        let bytes: Vec<Option<u64>> = fast.iter().map(|&p| Some(p * self.cfg.page_size)).collect();
+        // One target per tenant on a tiered engine: it cannot fail.
+        let _ = self.set_fast_targets(&bytes);
+    }
+
     /// Feeds one data-path access to the controller; marks a decision due.
     #[inline]
     pub(super) fn observe(
@@ -285,6 +306,7 @@ impl Engine {
             page_size: self.cfg.page_size,
             pages_total: self.pages_total,
             pages_used: self.pages_used,
+            fast_pages: self.tier_stats().map(|ts| ts.budget_pages[0]),
             pools: &pools,
         };
         let decision = cs.ctl.decide(&view);
@@ -326,6 +348,9 @@ impl Engine {
         }
         self.arbiter.set_targets(&cs.targets);
         self.arbiter.set_lending(decision.lend_free_pages);
+        if let Some(fast) = decision.fast_pages {
+            self.apply_fast_pages(fast, &mut notes);
+        }
 
         // K per pool.
         for (pool, k) in decision.samples {

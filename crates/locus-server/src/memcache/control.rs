@@ -110,6 +110,7 @@ impl Controller for SlabScope {
         // Slab controllers move pages between classes of a pool; pool targets and K are the
         // business of `[controller]`, which is not this one.
         d.pool_pages = None;
+        d.fast_pages = None;
         d.samples.clear();
         d.moves
             .retain(|m| m.from.0 == m.to.0 && self.moves_allowed(m.from.0.0));

@@ -215,6 +215,10 @@ pub enum FastPartition {
     /// Targets from each tenant's exact LRU miss ratio curve of the whole run and the DP
     /// partition (the oracle's planner) over the fast tier's pages.
     Mrc,
+    /// Online: the run's controller sets the targets at each decision from what it has
+    /// profiled so far (`kredis`: its KRR curves and DP over the fast tier's pages). Free
+    /// competition until its first targets, and throughout under a controller that sets none.
+    Controller,
 }
 
 impl std::str::FromStr for FastPartition {
@@ -225,7 +229,8 @@ impl std::str::FromStr for FastPartition {
             "free" => Ok(FastPartition::Free),
             "equal" => Ok(FastPartition::Equal),
             "mrc" => Ok(FastPartition::Mrc),
-            _ => Err(format!("'{s}' is not one of free, equal, mrc")),
+            "controller" => Ok(FastPartition::Controller),
+            _ => Err(format!("'{s}' is not one of free, equal, mrc, controller")),
         }
     }
 }
