@@ -133,6 +133,30 @@ def zipf_sampler(n: int, alpha: float, seed: int):
     return draw
 
 
+def start_two_port_tenants(start_locus_toml, main, pa, pb, extra=""):
+    """A tiered server with tenants `alpha` (port `pa`) and `beta` (`pb`) and an admin `root`;
+    `extra` is more configuration (a controller). Returns the clients of alpha, beta and root."""
+    tenants = f"""
+[tenancy]
+mode = "port"
+
+[admin]
+user = "root"
+password = "root-pw"
+
+{extra}
+[[tenant]]
+name = "alpha"
+port = {pa}
+
+[[tenant]]
+name = "beta"
+port = {pb}
+"""
+    start_locus_toml(tiered_toml(main, tenants=tenants), pa)
+    return client(pa), client(pb), client(pa, username="root", password="root-pw")
+
+
 @pytest.fixture
 def tiered(start_locus_toml):
     port = free_port()
@@ -222,25 +246,7 @@ def test_object_tier_follows_a_key_cold_then_hot(tiered):
 
 def test_info_tiers_shows_a_tenant_only_its_own_figures(start_locus_toml):
     main, pa, pb = free_ports(3)
-    tenants = f"""
-[tenancy]
-mode = "port"
-
-[admin]
-user = "root"
-password = "root-pw"
-
-[[tenant]]
-name = "alpha"
-port = {pa}
-
-[[tenant]]
-name = "beta"
-port = {pb}
-"""
-    start_locus_toml(tiered_toml(main, tenants=tenants), pa)
-    ca, cb = client(pa), client(pb)
-    root = client(pa, username="root", password="root-pw")
+    ca, cb, root = start_two_port_tenants(start_locus_toml, main, pa, pb)
     write_paced(ca, [f"a{i}" for i in range(3000)], watch=root)
     cb.set("b0", value_of("b0"))
     cb.get("b0")
@@ -510,29 +516,8 @@ def test_kredis_gives_the_hot_tenant_the_fast_tier_and_the_scanner_little(start_
     fast tier, so a fast page saves it nothing). alpha's target and fast hit share come out above
     beta's; each tenant sees its own target only, the admin both."""
     main, pa, pb = free_ports(3)
-    tenants = f"""
-[tenancy]
-mode = "port"
-
-[admin]
-user = "root"
-password = "root-pw"
-
-[controller]
-name = "kredis"
-interval = 2000
-
-[[tenant]]
-name = "alpha"
-port = {pa}
-
-[[tenant]]
-name = "beta"
-port = {pb}
-"""
-    start_locus_toml(tiered_toml(main, tenants=tenants), pa)
-    ca, cb = client(pa), client(pb)
-    root = client(pa, username="root", password="root-pw")
+    controller = '[controller]\nname = "kredis"\ninterval = 2000\n'
+    ca, cb, root = start_two_port_tenants(start_locus_toml, main, pa, pb, controller)
     hot = zipf_sampler(1500, 1.0, seed=5)
     scan = iter(range(10**9))
 

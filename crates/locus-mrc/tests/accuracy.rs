@@ -342,17 +342,27 @@ fn mixed_ops(seed: u64) -> Vec<Acc> {
         .collect()
 }
 
-#[test]
-fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
-    let trace = mixed_ops(14);
+/// The exact byte-LRU stack of `trace` (holes and all), the capacities tested, and the true
+/// curve at them from a byte-LRU simulator (SETs that change sizes, DELs).
+fn byte_lru_truth(trace: &[Acc]) -> (locus_mrc::ExactLru, Vec<f64>, Mrc) {
     let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
-    feed(&mut ex, &trace);
+    feed(&mut ex, trace);
     let caps = test_caps(ex.working_set());
     let sim: Vec<(f64, f64)> = caps
         .iter()
-        .map(|&c| (c, byte_lru_sim(&trace, c as u64)))
+        .map(|&c| (c, byte_lru_sim(trace, c as u64)))
         .collect();
-    let truth = Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap();
+    (
+        ex,
+        caps,
+        Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap(),
+    )
+}
+
+#[test]
+fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
+    let trace = mixed_ops(14);
+    let (ex, caps, truth) = byte_lru_truth(&trace);
     let e = mae(
         &mut Eaet::new(1.0, Unit::Bytes, Metric::Requests, 1).unwrap(),
         &trace,
@@ -371,14 +381,7 @@ fn eaet_eq5_with_sets_and_deletes_against_a_byte_lru_simulator() {
 #[test]
 fn budgeted_eaet_on_the_set_del_mix_and_on_fifty_keys() {
     let trace = mixed_ops(14);
-    let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);
-    feed(&mut ex, &trace);
-    let caps = test_caps(ex.working_set());
-    let sim: Vec<(f64, f64)> = caps
-        .iter()
-        .map(|&c| (c, byte_lru_sim(&trace, c as u64)))
-        .collect();
-    let truth = Mrc::new(Unit::Bytes, Metric::Requests, sim).unwrap();
+    let (_, _, truth) = byte_lru_truth(&trace);
     let m = mae3(
         |seed| {
             Box::new(Eaet::with_budget(1.0, 1_000, Unit::Bytes, Metric::Requests, seed).unwrap())
