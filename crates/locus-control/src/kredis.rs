@@ -95,10 +95,11 @@ pub struct KredisConfig {
     pub ks: Vec<u32>,
     /// `exponent`: `auto` or a number > 0 (`k_eff = K^exponent`).
     pub exponent: KrrExponent,
-    /// `rate`: highest spatial sampling rate of KRR (the reference sampling rate of EAET), in
-    /// (0, 1].
+    /// `rate`: highest spatial sampling rate of KRR (the highest reference sampling rate of
+    /// EAET), in (0, 1].
     pub rate: f64,
-    /// `sample_keys`: most distinct keys KRR samples per pool (its rate falls to keep to it).
+    /// `sample_keys`: most distinct keys KRR samples per pool (its rate falls to keep to it);
+    /// with `model = "eaet"`, most pending EAET samples per pool, likewise.
     pub sample_keys: u64,
     /// `unit`: `bytes` (varKRR, the paper) or `objects`.
     pub unit: Unit,
@@ -412,7 +413,9 @@ fn build_profilers(
         }
         KredisModel::Eaet => {
             let seed = cfg.seed ^ (u64::from(pool.0) << 32);
-            if let Ok(e) = Eaet::new(cfg.rate, cfg.unit, Metric::Requests, seed) {
+            // The same budget as KRR's keys: pending samples, the rate falling from `rate`.
+            let budget = cfg.sample_keys as usize;
+            if let Ok(e) = Eaet::with_budget(cfg.rate, budget, cfg.unit, Metric::Requests, seed) {
                 out.push((cfg.fixed_k, PoolProfiler::Other(Box::new(e))));
             }
         }
