@@ -9,7 +9,8 @@ over 5 000 rows (milliseconds), replayed look-aside with `locus replay` against
 
 interleaved, `--repeats` times, min/median/max; then `locus simulate` on the same generators
 with each tenant's measured backend time as its penalty: the model's prediction beside the live
-figures. Usage: bench/live/two_cost.py [--repeats 3] [--requests 80000] [--memory 10MiB]
+figures (seeds 1..N, `--model-seeds`). Usage: bench/live/two_cost.py [--repeats 3] [--requests 80000]
+[--memory 10MiB] [--model-seeds 3] [--json FILE]
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def main():
     ap.add_argument("--requests", type=int, default=80_000)
     ap.add_argument("--memory", default="10MiB")
     ap.add_argument("--connections", type=int, default=4)
+    ap.add_argument("--model-seeds", type=int, default=3,
+                    help="seeds of the simulator's prediction (1..N), min / median / max")
+    ap.add_argument("--json", help="write the live runs and the measured model inputs here")
     a = ap.parse_args()
     locus = harness.locus_bin()
     wd = Path(tempfile.mkdtemp(prefix="locus-live-"))
@@ -138,20 +142,25 @@ def main():
     hit = statistics.median(hit_lat)
     print(f"measured backend mean: cheap {p0 / 1000:.3f} ms, costly {p1 / 1000:.3f} ms; "
           f"median GET p50 (a hit) {hit / 1000:.3f} ms")
-    exp.write_text(EXP.format(memory=a.memory, requests=a.requests, controllers=ctl, p0=round(p0),
-                              p1=round(p1), hit=round(hit)))
-    p = subprocess.run([locus, "simulate", str(exp), "--json", "-q"], capture_output=True,
-                       text=True, check=True)
-    sim = json.loads(p.stdout)
-    print("simulator, after the same warm-up (same generators, penalties = measured backend means,"
-          " hit time = measured hit p50; ms; hit ratio):")
-    for r in sim["runs"]:
-        st = next(x for x in r["steady"] if x["name"] == "run")
-        o = st["overall"]
-        print(f"  {r['label']:<8} mean all {o['mean_latency_us'] / 1000:.3f}  " + "  ".join(
-            f"{t['name']}: mean {t['mean_latency_us'] / 1000:.3f} hit {t['hit_ratio']:.3f}"
-            for t in st["tenants"]))
-
-
-if __name__ == "__main__":
-    main()
+    if a.json:
+        Path(a.json).write_text(json.dumps({"runs": runs, "backend_mean_us": [p0, p1],
+                                            "hit_p50_us": hit}))
+    model: dict[str, list[dict]] = {}
+    for seed in range(1, a.model_seeds + 1):
+        exp.write_text(EXP.format(memory=a.memory, requests=a.requests, controllers=ctl,
+                                  p0=round(p0), p1=round(p1), hit=round(hit))
+                       .replace("seed = 1\n", f"seed = {seed}\n", 1))
+        p = subprocess.run([locus, "simulate", str(exp), "--json", "-q"], capture_output=True,
+                           text=True, check=True)
+        for r in json.loads(p.stdout)["runs"]:
+            model.setdefault(r["label"], []).append(
+                next(x for x in r["steady"] if x["name"] == "run"))
+    print(f"simulator, seeds 1-{a.model_seeds}, after the same warm-up (same generators, penalties ="
+          " measured backend means, hit time = measured hit p50; ms; hit ratio; min / median / max):")
+    for label, sts in model.items():
+        def tcol(name, key, scale=1.0):
+            return mmm([next(t for t in st["tenants"] if t["name"] == name)[key] / scale
+                        for st in sts])
+        print(f"  {label:<8} mean all {mmm([st['overall']['mean_latency_us'] / 1000 for st in sts])}"
+              + "".join(f"  {n}: mean {tcol(n, 'mean_latency_us', 1000)} hit {tcol(n, 'hit_ratio')}"
+                        for n in ("cheap", "costly")))
