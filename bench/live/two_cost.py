@@ -164,3 +164,7 @@ def main():
         print(f"  {label:<8} mean all {mmm([st['overall']['mean_latency_us'] / 1000 for st in sts])}"
               + "".join(f"  {n}: mean {tcol(n, 'mean_latency_us', 1000)} hit {tcol(n, 'hit_ratio')}"
                         for n in ("cheap", "costly")))
+
+
+if __name__ == "__main__":
+    main()
