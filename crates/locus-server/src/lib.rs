@@ -121,6 +121,8 @@ impl Server {
     ) -> Result<Server, ServerError> {
         cfg.validate()?;
         let mut engine = Engine::new(cfg.engine_config(), clock.clone())?;
+        // A controller decides on the tick task, never inside a client's request (issue #23).
+        engine.set_decisions_on_data_path(false);
         let mut ids = Vec::new();
         for t in cfg.tenant_sections() {
             ids.push(engine.add_tenant(cfg.tenant_config(&t))?);

@@ -201,13 +201,25 @@ impl Engine {
             now_us,
         });
         cs.requests += 1;
-        let due = match cs.cfg.interval {
-            Interval::Requests(_) => cs.requests >= cs.next_at,
-            Interval::Millis(_) => now_us >= cs.next_at,
-        };
-        if due {
+        if self.decide_on_data_path && cs.decision_due(now_us) {
             self.control_due = true;
         }
+    }
+
+    /// Where due decisions run: inside the next data-path call (`true`, the default: the
+    /// simulator's decisions fall at exact request counts), or only in [`Engine::tick`]
+    /// (`false`: the server's tick task decides, and no client's request runs a controller).
+    pub fn set_decisions_on_data_path(&mut self, on: bool) {
+        self.decide_on_data_path = on;
+    }
+
+    /// Whether a decision is due now (a data-path call, or a tick, would run it).
+    pub fn decision_due(&self) -> bool {
+        self.control_due
+            || self
+                .control
+                .as_ref()
+                .is_some_and(|cs| cs.decision_due(self.clock.now_us()))
     }
 
     /// Tells the controller about an eviction of `h` (still linked).

@@ -54,11 +54,7 @@ impl Engine {
     /// spare capacity of the sampling arrays. Times are read from the clock on every access, so
     /// nothing else needs refreshing.
     pub fn tick(&mut self) {
-        if let Some(cs) = &self.control
-            && (self.control_due
-                || matches!(cs.cfg.interval, Interval::Millis(_))
-                    && self.clock.now_us() >= cs.next_at)
-        {
+        if self.decision_due() {
             self.run_controller();
         }
         self.shrink_metadata();

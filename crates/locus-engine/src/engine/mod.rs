@@ -385,7 +385,12 @@ pub struct Engine {
     control: Option<Box<ControlState>>,
     /// Set on the data path when a decision is due; the decision runs at the start of the next
     /// data-path call (never in the middle of one, so no handle a caller holds is invalidated).
+    /// Never set by the data path when decisions are off it ([`Engine::set_decisions_on_data_path`]).
     control_due: bool,
+    /// Whether a due decision runs inside the next data-path call (the simulator: decisions at
+    /// exact request counts, deterministic) or only in [`Engine::tick`] (the server: no client's
+    /// request pays for a decision).
+    decide_on_data_path: bool,
     /// Miss penalty per tenant (hints, and GET miss → SET gaps while a controller runs).
     penalty: PenaltyTracker,
     /// How classes get pages and who evicts for them.
@@ -414,6 +419,16 @@ struct ControlState {
     /// Page moves and releases carried out, and the items they evicted, over every decision
     /// (the record log keeps only the last [`CONTROL_RECORD_LOG`]).
     moves_total: (u64, u64),
+}
+
+impl ControlState {
+    /// Whether the interval has passed: by data-path accesses seen, or by the clock.
+    fn decision_due(&self, now_us: u64) -> bool {
+        match self.cfg.interval {
+            Interval::Requests(_) => self.requests >= self.next_at,
+            Interval::Millis(_) => now_us >= self.next_at,
+        }
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -487,6 +502,7 @@ impl Engine {
             max_item_bytes: None,
             control: None,
             control_due: false,
+            decide_on_data_path: true,
             key_events: None,
             penalty: PenaltyTracker::default(),
             class_mode: ClassMode::Auto,

@@ -120,7 +120,7 @@ pub(super) fn controller_info(ctx: &mut Ctx<'_>) {
     let st = ctx.eng.stats();
     let cc = ctx.eng.control_config();
     let targets = ctx.eng.targets();
-    ctx.w.map(8);
+    ctx.w.map(9);
     ctx.w.bulk(b"controller");
     let name = ctx
         .eng
@@ -139,9 +139,12 @@ pub(super) fn controller_info(ctx: &mut Ctx<'_>) {
     }
     let decisions = ctx.eng.control_decisions();
     let requests = ctx.eng.control_requests();
+    // Whether a decision is due and waits for the tick task (decisions never run in a request).
+    let due = u64::from(ctx.eng.decision_due());
     for (k, v) in [
         ("decisions", decisions),
         ("requests", requests),
+        ("due", due),
         ("pages_total", st.pages_total),
         ("pages_used", st.pages_used),
     ] {
