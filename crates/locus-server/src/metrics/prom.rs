@@ -168,11 +168,71 @@ impl Collector for Exposition {
         self.classes(&mut e)?;
         self.controller(&mut e)?;
         self.tiers(&mut e)?;
+        self.engine_lock(&mut e)?;
         self.commands(&mut e)
     }
 }
 
+/// A histogram's buckets from counts in [`LATENCY_BUCKETS`] buckets of 1, 2, 4, ... µs.
+fn micro_buckets(counts: &[u64]) -> Vec<(f64, u64)> {
+    counts
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let upper = if i + 1 == LATENCY_BUCKETS {
+                f64::MAX
+            } else {
+                (1u64 << i) as f64 * 1e-6
+            };
+            (upper, *n)
+        })
+        .collect()
+}
+
 impl Exposition {
+    /// The engine lock: acquisitions, contended acquisitions, and histograms of waits and holds.
+    fn engine_lock(&self, e: &mut DescriptorEncoder<'_>) -> fmt::Result {
+        let l = &self.snap.engine_lock;
+        counter(
+            e,
+            "locus_engine_lock_acquisitions",
+            "Times the engine lock was taken (a connection takes it once per batch of commands).",
+            None,
+            one(V::U(l.acquisitions)),
+        )?;
+        counter(
+            e,
+            "locus_engine_lock_contended",
+            "Acquisitions of the engine lock that found it held and waited.",
+            None,
+            one(V::U(l.contended)),
+        )?;
+        let secs = Unit::Seconds;
+        for (name, help, total_ns, hist) in [
+            (
+                "locus_engine_lock_wait",
+                "Time spent waiting for the engine lock, per acquisition.",
+                l.wait_ns,
+                &l.wait_hist,
+            ),
+            (
+                "locus_engine_lock_hold",
+                "Time the engine lock was held, per acquisition: what every other tenant waited.",
+                l.hold_ns,
+                &l.hold_hist,
+            ),
+        ] {
+            let mut m = e.encode_descriptor(name, help, Some(&secs), MetricType::Histogram)?;
+            m.encode_histogram::<NoLabelSet>(
+                total_ns as f64 / 1e9,
+                hist.iter().sum(),
+                &micro_buckets(hist),
+                None,
+            )?;
+        }
+        Ok(())
+    }
+
     /// sdTMM's tiers: per tier, and per tenant and tier (nothing without `[tier]`).
     fn tiers(&self, e: &mut DescriptorEncoder<'_>) -> fmt::Result {
         let Some(ts) = &self.snap.tiers else {
@@ -783,19 +843,7 @@ impl Exposition {
             MetricType::Histogram,
         )?;
         for c in &self.commands {
-            let buckets: Vec<(f64, u64)> = c
-                .durations
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    let upper = if i + 1 == LATENCY_BUCKETS {
-                        f64::MAX
-                    } else {
-                        (1u64 << i) as f64 * 1e-6
-                    };
-                    (upper, *n)
-                })
-                .collect();
+            let buckets = micro_buckets(&c.durations);
             let count: u64 = c.durations.iter().sum();
             let labels: Labels<'_> = vec![("command", Cow::Borrowed(c.name))];
             m.encode_family(&labels)?.encode_histogram::<NoLabelSet>(

@@ -159,6 +159,8 @@ pub struct Snapshot {
     pub engine: EngineStats,
     /// Server-wide counters.
     pub server: ServerSnap,
+    /// The engine lock's acquisitions, waits and holds.
+    pub engine_lock: crate::server::LockSnapshot,
     /// Every tenant, in id order.
     pub tenants: Vec<TenantSnap>,
     /// The controller, if one runs.
@@ -193,6 +195,7 @@ impl Snapshot {
             net_output_bytes: load(&st.net_output_bytes),
             maxclients: shared.config().server.maxclients,
         };
+        snap.engine_lock = shared.engine_lock_stats().snapshot();
         snap
     }
 
@@ -247,6 +250,7 @@ impl Snapshot {
             uptime_s: shared.uptime_secs(),
             engine,
             server: ServerSnap::default(),
+            engine_lock: Default::default(),
             tenants,
             controller,
             tiers: eng.tier_stats(),

@@ -275,10 +275,7 @@ fn authenticate(mc: &McState, conn: &mut McConn, buf: &[u8], out: &mut Vec<u8>) 
 }
 
 /// Takes the engine lock, noting the slow-tier accesses so far when the emulated delay is on.
-fn lock_counting<'a>(
-    shared: &'a Shared,
-    slow_before: &mut u64,
-) -> parking_lot::MutexGuard<'a, Engine> {
+fn lock_counting<'a>(shared: &'a Shared, slow_before: &mut u64) -> crate::server::EngineGuard<'a> {
     let g = shared.engine();
     if shared.tier_delay_ns() > 0 {
         *slow_before = crate::tiers::slow_accesses(&g);
@@ -298,7 +295,7 @@ fn process(
     swallow: &mut usize,
 ) -> usize {
     let mut pos = 0;
-    let mut eng: Option<parking_lot::MutexGuard<'_, Engine>> = None;
+    let mut eng: Option<crate::server::EngineGuard<'_>> = None;
     let mut slow_before = 0;
     let mut done = 0;
     while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {

@@ -46,10 +46,12 @@ use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
 mod conn;
+mod lock;
 mod memcache;
 mod pubsub;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
+pub use lock::{EngineGuard, EngineLock, LockSnapshot, LockStats};
 pub use memcache::accept_loop as memcache_accept_loop;
 pub use pubsub::{Kind as SubKind, PubSub};
 
@@ -426,8 +428,8 @@ impl ConnState {
 
 /// State shared by every task.
 pub struct Shared {
-    /// The engine.
-    engine: Mutex<Engine>,
+    /// The engine, behind its measured lock.
+    engine: EngineLock,
     /// The server's clock (the engine's too).
     clock: SharedClock,
     /// Tenant resolution tables.
@@ -512,8 +514,13 @@ impl Shared {
 
     /// Locks the engine (handlers get it locked by the dispatcher; this is for the tasks that
     /// run outside a command: expiry cycles, controller ticks, the embedding API).
-    pub fn engine(&self) -> parking_lot::MutexGuard<'_, Engine> {
+    pub fn engine(&self) -> EngineGuard<'_> {
         self.engine.lock()
+    }
+
+    /// The engine lock's counters: acquisitions, waits and holds (the admin's INFO and metrics).
+    pub fn engine_lock_stats(&self) -> &LockStats {
+        self.engine.stats()
     }
 
     /// Whether another thread holds the engine lock right now (a hint: it may be taken or
@@ -599,7 +606,7 @@ impl Shared {
             tier_delay_ns,
             tier_workers: crate::tiers::WorkerCounters::default(),
             dumploads,
-            engine: Mutex::new(engine),
+            engine: EngineLock::new(engine),
             clock,
             tenancy,
             config: RwLock::new(config),

@@ -551,4 +551,16 @@ fn locus_globals(
         st.pages_used,
         sh.stats().internal_errors.load(Ordering::Relaxed),
     );
+    // The engine lock every tenant shares: how long it was held is how long others waited.
+    let l = sh.engine_lock_stats().snapshot();
+    let _ = write!(
+        out,
+        "engine_lock_acquisitions:{}\r\nengine_lock_contended:{}\r\nengine_lock_wait_us:{}\r\nengine_lock_hold_us:{}\r\nengine_lock_max_wait_us:{}\r\nengine_lock_max_hold_us:{}\r\n",
+        l.acquisitions,
+        l.contended,
+        l.wait_ns / 1000,
+        l.hold_ns / 1000,
+        l.max_wait_ns / 1000,
+        l.max_hold_ns / 1000,
+    );
 }

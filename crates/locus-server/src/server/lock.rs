@@ -1,0 +1,231 @@
+//! The engine lock, measured: how often it is taken, how long takers wait for it, how long it is
+//! held (totals, maxima and a histogram of each).
+//!
+//! Every tenant's commands, the tick task, the tier worker, metrics scrapes and snapshots take
+//! the one engine lock today, so its hold times are what one tenant's command costs every other
+//! tenant (issue #23). The figures are the admin's (`INFO locus`, the `locus_engine_lock_*`
+//! metrics): a tenant never sees them, since they move with other tenants' load.
+//!
+//! Cost: three reads of the monotonic clock per acquisition (before waiting, once acquired, at
+//! release) and a handful of relaxed atomic adds; a connection takes the lock once per batch of
+//! pipelined commands, not per command.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use locus_engine::Engine;
+use parking_lot::{Mutex, MutexGuard};
+
+use super::{LATENCY_BUCKETS, latency_bucket};
+
+/// Counters of one lock (all relaxed: each is a statistic on its own).
+#[derive(Debug, Default)]
+pub struct LockStats {
+    /// Times the lock was taken.
+    pub acquisitions: AtomicU64,
+    /// Acquisitions that found the lock held by another thread and waited.
+    pub contended: AtomicU64,
+    /// Nanoseconds spent waiting for the lock, over all acquisitions.
+    pub wait_ns: AtomicU64,
+    /// Nanoseconds the lock was held, over all acquisitions.
+    pub hold_ns: AtomicU64,
+    /// The longest single wait, in nanoseconds.
+    pub max_wait_ns: AtomicU64,
+    /// The longest single hold, in nanoseconds.
+    pub max_hold_ns: AtomicU64,
+    /// Holds by duration, in [`LATENCY_BUCKETS`] buckets of 1, 2, 4, ... µs (as commandstats).
+    pub hold_hist: [AtomicU64; LATENCY_BUCKETS],
+    /// Waits by duration, likewise.
+    pub wait_hist: [AtomicU64; LATENCY_BUCKETS],
+}
+
+/// A consistent-enough copy of [`LockStats`] (each field read once).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LockSnapshot {
+    /// See [`LockStats::acquisitions`].
+    pub acquisitions: u64,
+    /// See [`LockStats::contended`].
+    pub contended: u64,
+    /// See [`LockStats::wait_ns`].
+    pub wait_ns: u64,
+    /// See [`LockStats::hold_ns`].
+    pub hold_ns: u64,
+    /// See [`LockStats::max_wait_ns`].
+    pub max_wait_ns: u64,
+    /// See [`LockStats::max_hold_ns`].
+    pub max_hold_ns: u64,
+    /// See [`LockStats::hold_hist`].
+    pub hold_hist: Vec<u64>,
+    /// See [`LockStats::wait_hist`].
+    pub wait_hist: Vec<u64>,
+}
+
+impl LockStats {
+    /// A copy of the counters.
+    pub fn snapshot(&self) -> LockSnapshot {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        LockSnapshot {
+            acquisitions: load(&self.acquisitions),
+            contended: load(&self.contended),
+            wait_ns: load(&self.wait_ns),
+            hold_ns: load(&self.hold_ns),
+            max_wait_ns: load(&self.max_wait_ns),
+            max_hold_ns: load(&self.max_hold_ns),
+            hold_hist: self.hold_hist.iter().map(load).collect(),
+            wait_hist: self.wait_hist.iter().map(load).collect(),
+        }
+    }
+
+    fn record(&self, wait_ns: u64, contended: bool, hold_ns: u64) {
+        self.acquisitions.fetch_add(1, Ordering::Relaxed);
+        if contended {
+            self.contended.fetch_add(1, Ordering::Relaxed);
+        }
+        self.wait_ns.fetch_add(wait_ns, Ordering::Relaxed);
+        self.hold_ns.fetch_add(hold_ns, Ordering::Relaxed);
+        self.max_wait_ns.fetch_max(wait_ns, Ordering::Relaxed);
+        self.max_hold_ns.fetch_max(hold_ns, Ordering::Relaxed);
+        self.wait_hist[latency_bucket(wait_ns)].fetch_add(1, Ordering::Relaxed);
+        self.hold_hist[latency_bucket(hold_ns)].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The engine behind its lock, with the lock's [`LockStats`].
+#[derive(Debug)]
+pub struct EngineLock {
+    engine: Mutex<Engine>,
+    stats: LockStats,
+}
+
+impl EngineLock {
+    /// The engine, not yet locked by anyone.
+    pub fn new(engine: Engine) -> Self {
+        Self {
+            engine: Mutex::new(engine),
+            stats: LockStats::default(),
+        }
+    }
+
+    /// Takes the lock (waiting for it), counting the wait; the hold is counted at release.
+    pub fn lock(&self) -> EngineGuard<'_> {
+        let asked = Instant::now();
+        let (guard, contended) = match self.engine.try_lock() {
+            Some(g) => (g, false),
+            None => (self.engine.lock(), true),
+        };
+        let since = Instant::now();
+        EngineGuard {
+            guard,
+            stats: &self.stats,
+            wait_ns: since.duration_since(asked).as_nanos() as u64,
+            contended,
+            since,
+        }
+    }
+
+    /// Whether another thread holds the lock right now (a hint).
+    pub fn is_locked(&self) -> bool {
+        self.engine.is_locked()
+    }
+
+    /// The lock's counters.
+    pub fn stats(&self) -> &LockStats {
+        &self.stats
+    }
+}
+
+/// The locked engine; dereferences to [`Engine`]. Dropping it releases the lock and counts the
+/// hold.
+pub struct EngineGuard<'a> {
+    guard: MutexGuard<'a, Engine>,
+    stats: &'a LockStats,
+    wait_ns: u64,
+    contended: bool,
+    since: Instant,
+}
+
+impl Deref for EngineGuard<'_> {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.guard
+    }
+}
+
+impl DerefMut for EngineGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Engine {
+        &mut self.guard
+    }
+}
+
+impl Drop for EngineGuard<'_> {
+    fn drop(&mut self) {
+        let hold = self.since.elapsed().as_nanos() as u64;
+        self.stats.record(self.wait_ns, self.contended, hold);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use locus_common::VirtualClock;
+    use locus_engine::EngineConfig;
+
+    use super::*;
+
+    fn lock() -> EngineLock {
+        let e = Engine::new(EngineConfig::default(), Arc::new(VirtualClock::new(0))).unwrap();
+        EngineLock::new(e)
+    }
+
+    #[test]
+    fn holds_and_waits_are_counted() {
+        let l = lock();
+        {
+            let _g = l.lock();
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        let s = l.stats().snapshot();
+        assert_eq!(s.acquisitions, 1);
+        assert_eq!(s.contended, 0);
+        assert!(
+            s.hold_ns >= 3_000_000 && s.max_hold_ns == s.hold_ns,
+            "{s:?}"
+        );
+        assert_eq!(s.hold_hist.iter().sum::<u64>(), 1);
+        // In the bucket of its duration (3 ms or more: 4,096 µs or above).
+        assert_eq!(s.hold_hist[latency_bucket(s.hold_ns)], 1);
+        assert!(latency_bucket(s.hold_ns) >= 12);
+    }
+
+    #[test]
+    fn a_waiter_behind_a_holder_waits_as_long_as_the_hold() {
+        let l = Arc::new(lock());
+        let g = l.lock();
+        let started = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l2, s2) = (l.clone(), started.clone());
+        let waiter = std::thread::spawn(move || {
+            s2.store(true, Ordering::SeqCst);
+            drop(l2.lock());
+        });
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // Held for 20 ms after the waiter started: unless the waiter was descheduled for all of
+        // that before asking, it waited, and its wait is counted as contended.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(g);
+        waiter.join().unwrap();
+        let s = l.stats().snapshot();
+        assert_eq!(s.acquisitions, 2);
+        assert!(s.hold_ns >= 20_000_000, "{s:?}");
+        assert!(s.contended <= 1);
+        if s.contended == 1 {
+            assert!(
+                s.max_wait_ns > 0 && s.wait_hist.iter().sum::<u64>() == 2,
+                "{s:?}"
+            );
+        }
+    }
+}
