@@ -28,8 +28,8 @@
 //! the working set, the headline per controller as table, CSV and plot), [`dumpload`] (pRedis's automatic dump/load of
 //! periodic tenants, carried out on the engine).
 //!
-//! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
-//! #14), no policy logic of its own.
+//! Non-goals: no network (driving a live server from a trace is `locus replay`, in the
+//! `locus-replay` crate), no policy logic of its own.
 
 pub mod dumpload;
 pub mod exact;
