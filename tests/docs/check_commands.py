@@ -48,6 +48,11 @@ def pages():
     return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 
 
+# Pages whose links are checked but whose commands are not run: the results files, whose
+# commands are the measurements themselves (minutes to hours each).
+LINK_ONLY = ["EXPERIMENTS.md", "BENCHMARKS.md"]
+
+
 def parse(page):
     """The fenced blocks of a page, each with the marker comment right before it (if any), and
     the lines outside blocks (for the link check)."""
@@ -257,6 +262,11 @@ def main():
         runnable = sum(1 for b in blocks if b.lang == "sh" and not b.marker)
         state = "ok" if len(failures) == n_fail else "FAILED"
         print(f"{state:6} {str(page.relative_to(ROOT)):24} {runnable:2} block(s) run, {elapsed:5.1f} s")
+    if not args.page and not args.list:
+        for name in LINK_ONLY:
+            n_fail = len(failures)
+            check_links(ROOT / name, parse(ROOT / name)[1], failures)
+            print(f"{'ok' if len(failures) == n_fail else 'FAILED':6} {name:24} links only")
     shutil.rmtree(bindir, ignore_errors=True)
     if args.list:
         return 0
