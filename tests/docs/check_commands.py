@@ -11,7 +11,8 @@ and checks their links. The conventions are in docs/README.md ("Conventions"):
 
 Each page runs in a fresh scratch directory holding links to the repository's top-level entries
 (and ../shared beside it when the checkout has one), with the binary's directory first on PATH.
-Whatever a page starts (servers run with `&`) is killed when it ends.
+Whatever a page starts (servers run with `&`) is killed when it ends. It also checks the table of
+metrics in docs/monitoring.md against the names crates/locus-server/src/metrics/prom.rs registers.
 
 Usage: tests/docs/check_commands.py [--bin target/release/locus] [--page README.md ...] [--list]
 Exit status 0 when every page passes, 1 otherwise (each failure printed with its page and line).
@@ -193,6 +194,20 @@ def run_page(page, blocks, env, failures):
         return elapsed
 
 
+def check_metrics(failures):
+    """docs/monitoring.md's table of metrics against the names prom.rs registers, both ways."""
+    code = set(re.findall(r'"(locus_[a-z_]+)"', (ROOT / "crates/locus-server/src/metrics/prom.rs").read_text()))
+    page = ROOT / "docs/monitoring.md"
+    doc = {}
+    for name in re.findall(r"^\| `(locus_[a-z_]+)` \|", page.read_text(), re.M):
+        base = re.sub(r"_(total|info)$", "", name)
+        doc[re.sub(r"_(bytes|seconds)$", "", base)] = name
+    for missing in sorted(code - set(doc)):
+        failures.append(f"docs/monitoring.md: metric {missing} (registered in metrics/prom.rs) is not in the table")
+    for extra in sorted(set(doc) - code):
+        failures.append(f"docs/monitoring.md: metric {doc[extra]} is in the table but prom.rs registers no {extra}")
+
+
 def slug(heading):
     """GitHub's anchor for a heading."""
     h = re.sub(r"`", "", heading.strip().lower())
@@ -263,6 +278,9 @@ def main():
         state = "ok" if len(failures) == n_fail else "FAILED"
         print(f"{state:6} {str(page.relative_to(ROOT)):24} {runnable:2} block(s) run, {elapsed:5.1f} s")
     if not args.page and not args.list:
+        n_fail = len(failures)
+        check_metrics(failures)
+        print(f"{'ok' if len(failures) == n_fail else 'FAILED':6} {'metrics table':24} docs/monitoring.md against prom.rs")
         for name in LINK_ONLY:
             n_fail = len(failures)
             check_links(ROOT / name, parse(ROOT / name)[1], failures)
