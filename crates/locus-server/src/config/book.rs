@@ -178,3 +178,50 @@ fn the_book_lists_every_controller_setting() {
         );
     }
 }
+
+/// `section.key` of every key `config/locus.toml` shows, set or commented out (`# key = ...`
+/// under `[section]` or `# [section]`); a sub-table header such as `# [controller.settings]`
+/// counts as the key `controller.settings`.
+fn shipped_file_keys() -> BTreeSet<String> {
+    let text = include_str!("../../../../config/locus.toml");
+    let mut keys = BTreeSet::new();
+    let mut section: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim().trim_start_matches('#').trim_start();
+        if let Some(header) = line.strip_prefix('[') {
+            let name = header.trim_start_matches('[');
+            let name = &name[..name.find(']').unwrap_or(name.len())];
+            if name.contains('.') {
+                keys.insert(name.to_string());
+                section = None;
+            } else {
+                section = Some(name.to_string());
+            }
+            continue;
+        }
+        let Some((key, _)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if let Some(s) = &section
+            && !key.is_empty()
+            && key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+        {
+            keys.insert(format!("{s}.{key}"));
+        }
+    }
+    keys
+}
+
+#[test]
+fn the_shipped_file_shows_every_setting() {
+    let code = code_keys();
+    let file = shipped_file_keys();
+    let missing: Vec<_> = code.difference(&file).collect();
+    let unknown: Vec<_> = file.difference(&code).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "config/locus.toml against the code's settings:\n  accepted by the code, not in the file: \
+         {missing:?}\n  in the file, refused by the code: {unknown:?}"
+    );
+}
