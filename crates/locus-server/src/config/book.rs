@@ -136,25 +136,42 @@ fn controller_settings(name: &str) -> Vec<String> {
     }
 }
 
-#[test]
-fn the_book_lists_every_controller_setting() {
+/// The page's controller settings: each `### `name`[, `name`…]` subsection of "Controller
+/// settings" with the settings its table lists (none for "No settings.").
+fn page_controller_settings() -> BTreeMap<String, BTreeSet<String>> {
     let start = PAGE
         .find("## Controller settings")
         .expect("docs/configuration.md has a section \"Controller settings\"");
     let mut page: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Vec<String> = Vec::new();
     for line in PAGE[start..].lines() {
-        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-        if cells.len() < 4 || !cells[1].starts_with('`') {
+        if let Some(heading) = line.strip_prefix("### ") {
+            current = heading
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect();
+            for name in &current {
+                page.insert(name.clone(), BTreeSet::new());
+            }
             continue;
         }
-        let names = cells[2]
-            .split('`')
-            .skip(1)
-            .step_by(2)
-            .map(str::to_string)
-            .collect();
-        page.insert(cells[1].trim_matches('`').to_string(), names);
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 5 || !cells[1].starts_with('`') {
+            continue;
+        }
+        for name in &current {
+            let settings = page.get_mut(name).expect("inserted at its heading");
+            settings.insert(cells[1].trim_matches('`').to_string());
+        }
     }
+    page
+}
+
+#[test]
+fn the_book_lists_every_controller_setting() {
+    let page = page_controller_settings();
     let listed: BTreeSet<&str> = page.keys().map(String::as_str).collect();
     let registered: BTreeSet<&str> = locus_control::NAMES.iter().copied().collect();
     assert_eq!(
@@ -162,15 +179,14 @@ fn the_book_lists_every_controller_setting() {
         "controllers on the page against the registry"
     );
     for name in locus_control::NAMES {
-        // The oracle refuses to run live without its plan before it looks at other keys; the
-        // page lists its settings in words.
+        // The oracle refuses to run live without its plan before it looks at other keys; its
+        // section lists `targets` and `schedule` (live) and the simulator's planning settings.
         if *name == "oracle" {
             continue;
         }
         let code: BTreeSet<String> = controller_settings(name).into_iter().collect();
         let mut documented = page[*name].clone();
-        // Settings the page names as the simulator's only (`per_phase`): read by the offline
-        // planner, not by the builder.
+        // Read by the simulator's offline planner, not by the builder.
         documented.remove("per_phase");
         assert_eq!(
             documented, code,
