@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Rebuilds EXPERIMENTS.md from the write-ups in experiments/*.md (one per paper), in paper order.
+# Rebuilds EXPERIMENTS.md from the write-ups in experiments/*.md (one per paper), in paper order,
+# with the table of every paper claim first (scripts/experiments-claims.py).
 # Usage: scripts/experiments-md.sh   (run after changing a write-up; the result is committed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,6 +8,13 @@ order=(issue16 dlru kredis predis predis_dump_load mpart lama memsweeper oracle 
 {
   cat <<'HEAD'
 # Experiments
+
+Every claim of the papers Locus implements, checked on Locus's own engine: first the verdicts in
+one table, then each paper's experiments with their tables and exact commands.
+
+<!-- claims table -->
+
+## How these experiments are run
 
 One experiment per paper claim (issue #4), each run by `locus simulate experiments/<name>.toml` on
 the production engine with a virtual clock. Every section below is copied from its write-up in
@@ -36,4 +44,6 @@ HEAD
     fi
   done
 } > EXPERIMENTS.md
+# The table of every claim, from the `<!-- claim: ... -->` line under each verdict.
+python3 scripts/experiments-claims.py EXPERIMENTS.md
 echo "wrote EXPERIMENTS.md"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and benchmarks need, when it is missing: Debian's redis-server,
 # redis-tools and memcached (the peers and their clients), tcl (Redis's test suite), chromium (the
-# live page's browser test), nutcracker (twemproxy), postgresql (`locus replay`'s backend), numactl, and the
-# Python packages in tests/requirements.txt. Safe to run again.
+# live page's browser test), nutcracker (twemproxy), postgresql (`locus replay`'s backend), numactl, netcat and curl (the
+# book's examples), and the Python packages in tests/requirements.txt. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +16,8 @@ command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)  # Redis's own test suite (tests/redis-suite)
 command -v nutcracker >/dev/null 2>&1 || need_apt+=(nutcracker)  # twemproxy (tests/python/test_twemproxy.py)
+command -v nc >/dev/null 2>&1 || need_apt+=(netcat-openbsd)  # the book's memcached examples (tests/docs)
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)  # the book's /metrics examples (tests/docs)
 # The live page's browser test (tests/python/test_live_page.py): Debian's headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)

@@ -7,7 +7,9 @@
 #      memcached) and pymemcache's own integration tests,
 #   4. Redis's own test suite, tag 7.0.15 (../shared/redis-tests), the units Locus can run, with
 #      the skips in tests/redis-suite/skip.txt,
-#   5. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
+#   5. the commands of the README and the book (docs/), run against the release binary
+#      (tests/docs/check_commands.py; conventions in docs/README.md), and their links,
+#   6. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
 #      under a checker of every value, the budget and RSS.
 # Usage: scripts/test.sh [--fast]   (--fast skips step 2)
 set -euo pipefail
@@ -59,6 +61,9 @@ fi
 
 step "cargo build (release binary for the end-to-end tests)"
 cargo build --release --bin locus
+
+step "docs: every command of the README and the book against the release binary, and their links (tests/docs)"
+python3 tests/docs/check_commands.py --bin "$locus_bin"
 
 step "cargo test --workspace"
 cargo test --workspace

@@ -1,4 +1,4 @@
-"""pRedis's automatic dump/load in `locus serve` (`[[tenant]] dump_load`, README "Snapshots").
+"""pRedis's automatic dump/load in `locus serve` (`[[tenant]] dump_load`, docs/snapshots.md).
 
 A dumped tenant's items go to `<snapshot dir>/<tenant>.locus-dump` and out of memory, so the other
 tenants get its pages; they come back (values, TTLs) before its active window, never over keys

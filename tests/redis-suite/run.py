@@ -9,7 +9,7 @@ Every other test that is skipped is listed in skip.txt with its reason, one a li
 `<test name> | <reason>`. A skip may only name a test that needs something Locus does not
 implement yet (another data type, DEBUG); never a behaviour of a command Locus implements.
 
-Prints ok/err/skipped per unit (the README's compatibility section quotes it). Without
+Prints ok/err/skipped per unit (docs/redis.md's compatibility section quotes it, the README its total). Without
 ../shared/redis-tests (a fresh clone) it says so loudly, records the skip in $LOCUS_SKIP_LOG and
 exits 0, or fails when LOCUS_REQUIRE_SHARED=1.
 """

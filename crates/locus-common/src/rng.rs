@@ -1,7 +1,7 @@
 //! A seeded, reproducible PRNG: xoshiro256++ (Blackman and Vigna), seeded through splitmix64.
 //!
 //! The engine, the eviction samplers and the profilers each own one, so a run is a pure function of
-//! its inputs and seeds (MODELS.md section 0.7).
+//! its inputs and seeds (docs/models.md §0.7).
 
 /// xoshiro256++ state.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@
 //! * `p_i` is the pool's mean miss latency (`PoolState::penalty_us`: the operator's hint or the
 //!   measured GET miss → SET gap); `default_penalty_us` while unknown. `a_i` is its GETs in the
 //!   interval.
-//! * The KRR exponent (MODELS.md 6.6): `auto` uses 1.9 for pools with Redis's eviction pool and
+//! * The KRR exponent (docs/models.md §6.6): `auto` uses 1.9 for pools with Redis's eviction pool and
 //!   1.4 for textbook K-LRU (`evpool_size` 0); the profilers are rebuilt once if the first
 //!   decision finds a textbook pool.
 //! * Ablation switches (the dissertation's Figures 4.4 and 4.6): `partition = false` keeps free

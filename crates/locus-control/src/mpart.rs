@@ -1,7 +1,7 @@
 //! The `mpart` controller: mPart (Byrne, Onder, Wang, ISMM'18), miss-ratio-curve guided
 //! partitioning between tenants.
 //!
-//! Per pool an AET profiler ([`locus_mrc::Aet`], reference sampling, MODELS.md 3) builds the
+//! Per pool an AET profiler ([`locus_mrc::Aet`], reference sampling, docs/models.md §3) builds the
 //! pool's object-count MRC on the pool's own logical clock (so the curve does not depend on the
 //! pool's request rate, mPart 4.2). At every decision:
 //!

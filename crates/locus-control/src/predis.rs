@@ -2,7 +2,7 @@
 //! memory allocation.
 //!
 //! Per pool an EAET profiler ([`locus_mrc::Eaet`], byte clock, SET size changes and DEL by the
-//! paper's Eq. 5, reference sampling; MODELS.md 4) builds the pool's byte-capacity MRC of GET
+//! paper's Eq. 5, reference sampling; docs/models.md §4) builds the pool's byte-capacity MRC of GET
 //! requests. At every decision (pRedis section 3.3):
 //!
 //! ```text
@@ -31,7 +31,7 @@
 //!
 //! How the data path feeds EAET: a GET hit is a read of its size; a GET miss is a read of the
 //! pool's mean item size (the size is unknown until the fill), and the demand-fill SET that
-//! follows is an update of that key (MODELS.md 4: equivalent, within one operation, to pRedis
+//! follows is an update of that key (docs/models.md §4: equivalent, within one operation, to pRedis
 //! counting the SET-back as the GET); other SETs are writes; DELs remove their bytes.
 //!
 //! Not done (pRedis section 4): the auto dump/load of periodic classes.

@@ -1,7 +1,7 @@
 //! Redis's eviction machinery: the eviction pool, the LRU clock arithmetic, the LFU log counter,
 //! and the intrusive list of `allkeys-exact-lru`.
 //!
-//! Everything here follows redis/redis `src/evict.c` (Redis 7), as summarised in MODELS.md
+//! Everything here follows redis/redis `src/evict.c` (Redis 7), as summarised in docs/models.md
 //! section 8. The functions are pure so the unit tests can check them against Redis's formulas.
 
 use locus_common::Rng;

@@ -12,7 +12,7 @@
 //! * [`config`]: [`EngineConfig`], [`TenantConfig`], validation reporting every problem.
 //! * `store`: pages and the items stored inline in them (slab chunks).
 //! * `class`: size classes (chunk sizes growing by `slab_growth_factor`, ~1.08).
-//! * `evict`: Redis's eviction pool, LRU clock and LFU counter (MODELS.md section 8).
+//! * `evict`: Redis's eviction pool, LRU clock and LFU counter (docs/models.md §8).
 //! * [`arbiter`]: which pool may grow and which pool evicts ([`arbiter::SharedArbiter`] = free
 //!   competition, [`arbiter::StaticArbiter`] = per-tenant budgets).
 //! * `engine/`: the [`Engine`] itself, one file per concern: `mod.rs` (types, the struct, its
@@ -24,6 +24,10 @@
 //!   the `Controller` trait, its view and decision types, the host that runs it inline or on a
 //!   profiling thread, and the target arbiter that carries its decisions out.
 //! * [`stats`]: counters per engine, tenant and size class.
+//! * [`tier`] and `region`: the optional fast and slow memory tiers (sdTMM) and the slow tier's
+//!   memory (emulated, a file mapping or a NUMA node).
+//! * [`policy`] (the eviction policies by Redis's names), [`ids`] (tenant, pool and class ids),
+//!   [`error`] (the engine's typed errors).
 //! * [`minisim`]: miniature simulation ([`minisim::MiniSim`], a `locus_mrc::Profiler` running
 //!   scaled-down engines on a hash-sampled stream) and the full-size K-LRU ground truth
 //!   ([`minisim::simulate_klru`]).
@@ -48,8 +52,9 @@
 //! ```
 //!
 //! Per item outside the chunk: ~5 B / load factor for the index (u32 + control byte), 4 B in the
-//! dense array; TTL keys add ~30 B (vol entry + side table); exact LRU adds 8 B. `maxmemory` bounds pages only; [`EngineStats`] reports the
-//! metadata outside pages as `metadata_bytes`.
+//! dense array; TTL keys add ~30 B (vol entry + side table); exact LRU adds 8 B. [`EngineStats`] reports the metadata outside pages as
+//! `metadata_bytes`; `maxmemory` bounds it too when `metadata_in_budget` is set (the server's
+//! setting), pages only otherwise (the simulator's).
 //!
 //! # Allocation and eviction
 //!

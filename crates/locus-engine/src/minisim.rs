@@ -1,4 +1,4 @@
-//! Miniature simulation (Waldspurger et al., ATC'17; MODELS.md section 7) on the production
+//! Miniature simulation (Waldspurger et al., ATC'17; docs/models.md §7) on the production
 //! engine, and the full-size K-LRU ground truth built from the same code.
 //!
 //! [`MiniSim`] implements [`locus_mrc::Profiler`]: it hash-samples the key stream at rate `R`
@@ -25,7 +25,7 @@
 //! * **bytes**: [`Engine::set_max_item_bytes`]`(round(C·R))`, a cap on the sum of key + value
 //!   bytes. The value stored is `size − 8` zero bytes, so key + value equals the trace's size
 //!   (sizes below 8 count as 8) and the cap means exactly `Σ sizes ≤ C·R`, the byte capacity of
-//!   the byte stack distance (MODELS.md 0.2). Pages (`maxmemory`) would not do: a page belongs
+//!   the byte stack distance (docs/models.md §0.2). Pages (`maxmemory`) would not do: a page belongs
 //!   to one size class, so a cache of a few dozen small pages wastes up to a page per class in
 //!   use, and the chunk charged includes a 16-byte header and class rounding. `maxmemory` is
 //!   set so pages never bind. Objects larger than a page (`page_size`, 64 KiB by default) cannot
@@ -243,7 +243,7 @@ impl MiniSim {
         self.filter.rate()
     }
 
-    /// `(full-size capacity, scaled capacity)` of every mini cache. MODELS.md 7 advises keeping
+    /// `(full-size capacity, scaled capacity)` of every mini cache. docs/models.md §7 advises keeping
     /// scaled caches at ≥ ~100 objects; smaller ones round visibly.
     pub fn scaled_capacities(&self) -> Vec<(f64, u64)> {
         self.minis.iter().map(|m| (m.capacity, m.scaled)).collect()

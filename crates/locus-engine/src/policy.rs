@@ -6,7 +6,7 @@ use std::str::FromStr;
 /// Which key a pool gives up when it must free memory (Redis's `maxmemory-policy`), plus
 /// `allkeys-exact-lru`.
 ///
-/// The sampled policies follow Redis 7's `evict.c` (MODELS.md section 8): K samples per round, an
+/// The sampled policies follow Redis 7's `evict.c` (docs/models.md §8): K samples per round, an
 /// eviction pool ordered by the idle score computed at sampling time, ghosts skipped.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Policy {

@@ -1,4 +1,4 @@
-//! Miniature simulation and the K-LRU ground truth against oracles (MODELS.md sections 6, 7, 10).
+//! Miniature simulation and the K-LRU ground truth against oracles (docs/models.md §§6, 7, 10).
 //!
 //! * R = 1 with `allkeys-exact-lru` equals exact LRU stack distances (objects and bytes, with
 //!   SET and DEL), point for point.
@@ -37,7 +37,7 @@ fn zipf(n: u64, alpha: f64, len: usize, seed: u64) -> Trace {
         .collect()
 }
 
-/// A 50/50 mix of a loop over `loop_n` keys and Zipf(0.8) over `zipf_n` other keys (MODELS.md
+/// A 50/50 mix of a loop over `loop_n` keys and Zipf(0.8) over `zipf_n` other keys (docs/models.md
 /// 6.11's hardest trace for KRR).
 fn loop_mix(loop_n: u64, zipf_n: u64, len: usize, seed: u64) -> Trace {
     let z = zipf(zipf_n, 0.8, len, seed ^ 1);

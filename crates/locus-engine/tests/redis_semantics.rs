@@ -1,4 +1,4 @@
-//! Redis's sampled eviction as the engine runs it (MODELS.md section 8), reproducibility, and
+//! Redis's sampled eviction as the engine runs it (docs/models.md §8), reproducibility, and
 //! every error path.
 
 mod common;
@@ -409,7 +409,7 @@ fn loop_miss_ratio(policy: Policy, samples: u32, evpool: u32, n: u64, cap: u64) 
 
 #[test]
 fn the_pool_is_more_lru_like_than_textbook_k_lru_on_loops() {
-    // MODELS.md section 8 "Measured effect": at the same K the pool is more LRU-like than
+    // docs/models.md §8 "Measured effect": at the same K the pool is more LRU-like than
     // textbook K-LRU. On a cyclic loop larger than the cache, LRU misses every access and
     // random replacement hits h = exp(-(1 - h) N / C) of them (about 60% at C/N = 0.8), so "more
     // LRU-like" means a higher miss ratio here.

@@ -1,5 +1,5 @@
-//! AET (Hu et al., USENIX ATC'16; MODELS.md 3) with reference sampling, and the shared
-//! kinetic-equation solver that EAET (MODELS.md 4) also uses.
+//! AET (Hu et al., USENIX ATC'16; docs/models.md §3) with reference sampling, and the shared
+//! kinetic-equation solver that EAET (docs/models.md §4) also uses.
 //!
 //! A block at age `t` moves down the LRU stack at speed `v(t)`, the fraction of references with
 //! reuse time greater than `t` (minus, for EAET, deletions above it). It leaves a cache of size `c`
@@ -9,7 +9,7 @@
 //! Reference sampling: each access is chosen with probability `r`; the chosen access's key is
 //! remembered with its time, and at the key's next access the *forward* reuse time is recorded and
 //! the key released. Samples still pending count as cold. Keys are never sampled by hash here:
-//! MODELS.md measured MAE 0.04–0.17 for that.
+//! docs/models.md measured MAE 0.04–0.17 for that.
 //!
 //! A fixed budget of pending samples ([`Aet::with_budget`], the reference-sampling counterpart
 //! of SHARDS's fixed-size mode): the rate starts at its upper bound (1 = every reference) and

@@ -24,7 +24,7 @@ impl fmt::Display for Unit {
     }
 }
 
-/// What a miss ratio counts (MODELS.md 0.2: the two are different curves).
+/// What a miss ratio counts (docs/models.md §0.2: the two are different curves).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {

@@ -1,4 +1,4 @@
-//! EAET (Pan et al., APSys'18 and pRedis, SoCC'19; MODELS.md 4): AET on a byte clock, with SET
+//! EAET (Pan et al., APSys'18 and pRedis, SoCC'19; docs/models.md §4): AET on a byte clock, with SET
 //! size changes and DEL, using the paper's Eq. 5 (deletions above a block pull it up):
 //!
 //! ```text
@@ -6,7 +6,7 @@
 //! ```
 //!
 //! With reference sampling (see [`crate::Aet`]), a chosen operation remembers `(clock, size)`; the
-//! key's next operation is classified with the table of MODELS.md 4 using the remembered size as
+//! key's next operation is classified with the table of docs/models.md §4 using the remembered size as
 //! the old size `b`. A chosen DEL makes the next operation a "key not seen" one. Samples pending at
 //! the end count as cold first accesses, as reads in the stream's GET share.
 //!
@@ -134,7 +134,7 @@ impl Eaet {
             .rebuild(self.pending.len(), self.pending.keys().map(|&k| mix64(k)));
     }
 
-    /// Classifies this operation against the key's pending sample (MODELS.md 4's table).
+    /// Classifies this operation against the key's pending sample (docs/models.md §4's table).
     #[cold]
     fn settle(&mut self, key: u64, a: u64, op: Op, mw: f64) -> Option<u64> {
         let e = self.pending.remove(&key)?;
@@ -309,7 +309,7 @@ mod tests {
 
     #[test]
     fn worked_example_eq5() {
-        // MODELS.md 4: GET a(100), GET b(50), GET a(100), DEL b, GET a(100).
+        // docs/models.md §4: GET a(100), GET b(50), GET a(100), DEL b, GET a(100).
         // Full (unsampled) forward form: the same histograms; mr = 1 for c ≤ 130.375, 0.5 above.
         let mut e = Eaet::new(1.0, Unit::Bytes, Metric::Requests, 1).unwrap();
         let (a, b) = (1u64, 2u64);

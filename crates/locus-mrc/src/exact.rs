@@ -1,4 +1,4 @@
-//! Exact LRU stack distances (Mattson), by objects or by bytes, with exact DEL (MODELS.md 1).
+//! Exact LRU stack distances (Mattson), by objects or by bytes, with exact DEL (docs/models.md §1).
 
 use crate::hist::Hist;
 use crate::profiler::{dist_sub_bits, metric_weight, mrc_from_hist, unit_weight};
@@ -10,7 +10,7 @@ use crate::{Metric, Mrc, MrcError, Op, Profiler, Unit};
 /// GET records its distance then moves the key to the top; SET moves it to the top with its new
 /// size without recording; DEL leaves a hole where the key was (see the stack module): the
 /// curve then equals an LRU cache simulation with deletes at every size, which removing the key
-/// outright (MODELS.md 1's wording) does not, because it would bring back keys the cache had
+/// outright (docs/models.md §1's wording) does not, because it would bring back keys the cache had
 /// already evicted. Property-tested against LRU and byte-LRU simulators.
 #[derive(Debug, Clone)]
 pub struct ExactLru {
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn worked_example() {
-        // MODELS.md 1: a b c b a d a -> mr(1)=1, mr(2)=5/7, mr(3)=mr(4)=4/7.
+        // docs/models.md §1: a b c b a d a -> mr(1)=1, mr(2)=5/7, mr(3)=mr(4)=4/7.
         let mut p = ExactLru::new(Unit::Objects, Metric::Requests);
         feed(&mut p, "abcbada", &[]);
         let m = p.mrc(&[1.0, 2.0, 3.0, 4.0]).unwrap();

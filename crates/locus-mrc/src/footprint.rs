@@ -1,4 +1,4 @@
-//! Footprint (Xiang et al., PACT'11) with LAMA's MRC conversion (MODELS.md 5):
+//! Footprint (Xiang et al., PACT'11) with LAMA's MRC conversion (docs/models.md §5):
 //!
 //! ```text
 //! fp(w) = m − [ Σ_i (f_i − w)⁺ + Σ_i (l_i − w)⁺ + Σ_{t>w} (t − w)·r_t ] / (n − w + 1)
@@ -7,7 +7,7 @@
 //!
 //! `f_i` is item `i`'s first access time, `l_i = n + 1 − last_i`, `r_t` the reuse-time histogram.
 //! All `w` are swept once in increasing order, so the curve costs O(n). A DEL ends an item's
-//! lifetime: a later access starts a new item. Optional spatial sampling (untested in MODELS.md)
+//! lifetime: a later access starts a new item. Optional spatial sampling (untested in docs/models.md)
 //! runs the model on the sampled sub-stream, scales capacities by `R` and applies `_adj`.
 
 use crate::profiler::check_capacities;

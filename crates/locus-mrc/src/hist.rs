@@ -2,7 +2,7 @@
 //!
 //! Values below `2^(sub_bits+1)` have a bucket each (exact). Above, every octave `[2^e, 2^(e+1))`
 //! is split into `2^sub_bits` equal buckets, so a bucket's width is at most `2^-sub_bits` of its
-//! values (HdrHistogram's layout; MODELS.md 0.4 uses the same idea with 256 buckets per octave).
+//! values (HdrHistogram's layout; docs/models.md §0.4 uses the same idea with 256 buckets per octave).
 //! Weights are `f64`: sampled profilers add `1/R`, and `_adj` may subtract.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! KRR: the stack model of K-LRU (Yang, Wang, Wang, ICPP'21; kRedis; MODELS.md 6), with the
+//! KRR: the stack model of K-LRU (Yang, Wang, Wang, ICPP'21; kRedis; docs/models.md §6), with the
 //! backward O(k log d) update, the sizeArray for byte distances (varKRR), GET/SET/DEL with holes,
 //! and SHARDS-style spatial sampling with `_adj`.
 //!
@@ -9,7 +9,7 @@
 //!  sizeArray A[j] = Σ size(S[1..=b_j]) at boundaries b_j ≈ 1.2^j; a step L' → L adds
 //!  size(x) − size(S[L']) to every A[j] with L' ≤ b_j ≤ L − 1.
 //! ```
-//! `k = K^exponent`: 1.4 models textbook K-LRU, about 1.9 Redis's pooled sampler (MODELS.md 6.6).
+//! `k = K^exponent`: 1.4 models textbook K-LRU, about 1.9 Redis's pooled sampler (docs/models.md §6.6).
 //!
 //! A caller that samples with a falling rate (a [`crate::sampling::AdaptiveFilter`] shared by
 //! several profilers) sets the rate in force with [`Krr::set_sample_rate`] and removes the keys
@@ -66,7 +66,7 @@ impl KrrConfig {
     }
 }
 
-/// Prefix sums of sizes along the stack at geometric boundaries (MODELS.md 6.7).
+/// Prefix sums of sizes along the stack at geometric boundaries (docs/models.md §6.7).
 #[derive(Debug, Clone)]
 struct SizeArray {
     bnd: Vec<u32>,
@@ -605,7 +605,7 @@ mod tests {
 
     #[test]
     fn backward_update_matches_the_linear_rule_distribution() {
-        // MODELS.md 6.4: d = 5, K = 2 (k_eff = 2): eight outcomes with known probabilities.
+        // docs/models.md §6.4: d = 5, K = 2 (k_eff = 2): eight outcomes with known probabilities.
         let want = [
             ("XABCD", 0.1823),
             ("XABDC", 0.2344),
@@ -696,7 +696,7 @@ mod tests {
 
     #[test]
     fn large_k_approaches_lru_and_k1_is_random() {
-        // Loop of 6 keys, cache of 5: LRU misses everything, random replacement ~1/3 (MODELS 6.11).
+        // Loop of 6 keys, cache of 5: LRU misses everything, random replacement ~1/3 (docs/models.md §6.11).
         let mut lru_like = krr(64, 1.4, Unit::Objects);
         let mut random = krr(1, 1.4, Unit::Objects);
         for t in 0..60_000u64 {

@@ -3,7 +3,7 @@
 //! `locus-mrc` turns a stream of accesses into miss ratio curves (MRCs). It depends only on
 //! `locus-common`: profilers take plain `(key: u64, size: u32, op)` tuples, so the live server's
 //! sampler and the offline `locus mrc` command feed the same code. The models and the variants used
-//! here are specified in `MODELS.md` (shared design notes); each file cites its paper and section.
+//! here are specified in `docs/models.md` (the book's page on the models); each file cites its paper and section.
 //!
 //! ```text
 //!   (key, size, op) ──► Profiler::access ──► model state (stack / histograms / tables)

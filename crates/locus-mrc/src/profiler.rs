@@ -1,10 +1,10 @@
 //! The [`Profiler`] trait every model implements, the access tuple it is fed, and the shared
-//! histogram-to-curve step (MODELS.md 0.4).
+//! histogram-to-curve step (docs/models.md §0.4).
 
 use crate::hist::Hist;
 use crate::{Metric, Mrc, MrcError, Unit};
 
-/// The operation of one access (MODELS.md 0.1).
+/// The operation of one access (docs/models.md §0.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     /// A lookup. Counted in the miss ratio; a miss is assumed to be followed by a fill (demand
@@ -61,7 +61,7 @@ pub trait Profiler: Send {
     /// # Errors
     /// [`MrcError::InvalidCurve`] if the capacities are not finite, non-negative and increasing.
     fn mrc(&self, capacities: &[f64]) -> Result<Mrc, MrcError>;
-    /// Interval boundary (MODELS.md 0.6): multiplies the recorded histogram (the curve's evidence)
+    /// Interval boundary (docs/models.md §0.6): multiplies the recorded histogram (the curve's evidence)
     /// by `factor` while keeping the model's state (stack, last-access tables, pending samples),
     /// so reuses spanning the boundary are still seen. `0` forgets the history, `0.5` halves its
     /// weight. AET/EAET's pending samples are not history: they keep their weight and still
@@ -126,7 +126,7 @@ pub(crate) fn dist_sub_bits(unit: Unit) -> u32 {
     }
 }
 
-/// MODELS.md 0.4 with `_adj`: `mr(c) = 1 − (zero + weight(d ≤ c·scale)) / (zero + Σ hist + cold)`.
+/// docs/models.md §0.4 with `_adj`: `mr(c) = 1 − (zero + weight(d ≤ c·scale)) / (zero + Σ hist + cold)`.
 ///
 /// `zero` is the `_adj` correction (weight that hits at every size, may be negative); `scale`
 /// converts a full-size capacity to the histogram's units (`R` when sampled distances are kept

@@ -1,4 +1,4 @@
-//! Spatial (hash) sampling shared by SHARDS, KRR and footprint (MODELS.md 0.5), and the small
+//! Spatial (hash) sampling shared by SHARDS, KRR and footprint (docs/models.md §0.5), and the small
 //! fast hasher used by the profilers' key tables.
 //!
 //! A key is sampled iff `hash_u64(key, seed) mod 2^24 < T`, with `R = T / 2^24`: every request of a
@@ -62,7 +62,7 @@ impl SpatialFilter {
     }
 }
 
-/// A spatial filter with a fixed budget of sampled keys (SHARDS's fixed-size variant, MODELS.md 2):
+/// A spatial filter with a fixed budget of sampled keys (SHARDS's fixed-size variant, docs/models.md §2):
 /// the rate starts at `max_rate` (1 = every key) and falls as the sampled key set outgrows
 /// `budget`, so a tenant of ten keys is profiled whole and one of a hundred million keys through
 /// about `budget` of them.

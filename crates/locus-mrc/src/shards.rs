@@ -1,5 +1,5 @@
-//! SHARDS (Waldspurger et al., FAST'15; MODELS.md 2): exact LRU on a hash-sampled sub-stream,
-//! distances scaled by `1/R`, with the `_adj` vertical-shift correction (MODELS.md 0.5).
+//! SHARDS (Waldspurger et al., FAST'15; docs/models.md §2): exact LRU on a hash-sampled sub-stream,
+//! distances scaled by `1/R`, with the `_adj` vertical-shift correction (docs/models.md §0.5).
 //!
 //! * Fixed rate: sample iff `hash mod 2^24 < T`; a sampled distance `d_s` hits a full cache `c` iff
 //!   `d_s ≤ c·R`.
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn adj_worked_example() {
-        // MODELS.md 2: a b c d a b c d a c with a and c sampled (R = 0.5): _adj gives mr(4) = 0.4.
+        // docs/models.md §2: a b c d a b c d a c with a and c sampled (R = 0.5): _adj gives mr(4) = 0.4.
         // Find a seed and two keys with the right hashes for R = 0.5.
         let seed = 11;
         let f = SpatialFilter::new(0.5, seed).unwrap();

@@ -1,4 +1,4 @@
-//! The exact LRU stack-distance engine (MODELS.md section 1): a Fenwick tree over access slots and a
+//! The exact LRU stack-distance engine (docs/models.md §1): a Fenwick tree over access slots and a
 //! map from key to its live slot. Shared by [`crate::ExactLru`] and [`crate::Shards`].
 //!
 //! ```text
@@ -15,7 +15,7 @@
 //!
 //! When `next` passes `cap` the live slots are renumbered `1..=M` in order and the tree is rebuilt
 //! with `cap = max(4M, 1024)`: amortised O(1) per access on top of the O(log cap) tree operations
-//! (4M rather than MODELS.md's 2M: a third as many compactions, 15% less CPU on arc_P2, 45% more
+//! (4M rather than docs/models.md's 2M: a third as many compactions, 15% less CPU on arc_P2, 45% more
 //! memory).
 
 use crate::sampling::U64Map;
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn worked_example_objects_and_bytes() {
-        // MODELS.md 1: a b c b a d a.
+        // docs/models.md §1: a b c b a d a.
         let trace = [
             (1u64, 10u32),
             (2, 20),

@@ -22,7 +22,7 @@
 //!   exactly as Redis does when the client speaks RESP2.
 //! * [`memcache`]: memcached 1.6's text and meta requests (one tokenizer for both), their limits
 //!   and errors (which keep the connection, which close it, what data to swallow), and the reply
-//!   writer. The server does not speak it yet (issue 13).
+//!   writer. `locus-server`'s `memcache` module serves it beside RESP.
 //!
 //! Non-goals: RESP3 *requests* beyond arrays of bulk strings (clients never send them).
 

@@ -1,15 +1,16 @@
 //! Locus network server: listeners, connections, tenant resolution, command execution, INFO, config.
 //!
-//! Speaks the Redis protocol (RESP2 and RESP3, pipelining, inline commands) in front of one
-//! [`locus_engine::Engine`], serving several tenants whose keyspaces never mix.
+//! Speaks the Redis protocol (RESP2 and RESP3, pipelining, inline commands) and memcached's text
+//! and meta protocols in front of one [`locus_engine::Engine`], serving several tenants whose
+//! keyspaces never mix.
 //!
 //! ```text
-//!   locus serve (crates/locus) ──► ServerConfig (config.rs: TOML + CLI, validate())
+//!   locus serve (crates/locus) ──► ServerConfig (config/: TOML + CLI, validate())
 //!                                      │
 //!                              Server::bind ── Engine::new + add_tenant per [[tenant]]
 //!                                      │        Tenancy (tenancy.rs: port/user/db/prefix tables)
 //!                                      ▼
-//!   tokio runtime ── accept loops ──► connection tasks (server.rs) ──► exec/ (one file per
+//!   tokio runtime ── accept loops ──► connection tasks (server/)    ──► exec/ (one file per
 //!        │                              parse with locus-protocol        command family, table.rs
 //!        └── tick task (hz)             execute a batch under ONE lock    = COMMAND INFO/DOCS)
 //! ```
@@ -22,6 +23,10 @@
 //! * [`glob`]: Redis's `stringmatch` for KEYS / SCAN MATCH / CONFIG GET.
 //! * [`metrics`]: the operator's HTTP listener (`[metrics]`): Prometheus, the live page, JSON.
 //! * [`snapshot`]: SAVE/BGSAVE, the snapshot file format, loading at start-up (`[snapshot]`).
+//! * [`memcache`]: memcached's text and meta commands on the engine (`[memcached]`).
+//! * [`dumpload`]: pRedis's dump/load of idle tenants, in bounded steps (`[dump_load]`).
+//! * [`tiers`]: the slow-tier worker thread and `INFO tiers` (`[tier]`).
+//! * [`malloc`]: the process allocator's settings for a long-running cache (glibc's mmap threshold).
 //!
 //! Entry points: [`run`] (blocking, used by `locus serve`), [`Server::bind`] then [`Server::run`]
 //! or [`Server::spawn`] (in-process, used by tests, with an injectable clock).

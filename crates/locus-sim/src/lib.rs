@@ -26,10 +26,12 @@
 //! JSON), [`seeds`] (several seeds: mean ± sd, min/max per figure), [`plot`] (allocation, K and hit
 //! ratio over time, SVG and PNG via `locus-plot`), [`sweep`] (`[sweep]`: memory as fractions of
 //! the working set, the headline per controller as table, CSV and plot), [`dumpload`] (pRedis's automatic dump/load of
-//! periodic tenants, carried out on the engine).
+//! periodic tenants, carried out on the engine), [`profile`] (the pipeline behind `locus mrc`:
+//! several models and K in one pass over a trace), [`predict`] (LAMA's prediction of the default
+//! memcached's allocation and miss ratio, equation 6).
 //!
-//! Non-goals: no network (driving a live server from a trace is the planned `locus replay`, issue
-//! #14), no policy logic of its own.
+//! Non-goals: no network (driving a live server from a trace is `locus replay`, in the
+//! `locus-replay` crate), no policy logic of its own.
 
 pub mod dumpload;
 pub mod exact;

@@ -14,7 +14,7 @@
 //!   distributions and multi-tenant mixes, all seeded and reproducible.
 //! * [`stats`]: request and key counts, one-hit wonders, sizes, op mix, footprint and exact LRU
 //!   miss ratios at 0.1 %, 1 % and 10 % of the keys and of the bytes (Fenwick-tree stack distances,
-//!   `MODELS.md` section 1).
+//!   `docs/models.md` §1).
 //!
 //! ```text
 //!  file ─ decompress ─ Source (256 KiB window) ─ format decoder ─┐

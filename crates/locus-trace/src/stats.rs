@@ -11,7 +11,7 @@
 //!   stack distance (its own size plus the current sizes of the distinct keys touched since its
 //!   previous access) exceeds the capacity. Byte ratios are computed only when sizes vary.
 //!
-//! Stack distances come from a Fenwick tree over access slots (`MODELS.md` §1): each key keeps
+//! Stack distances come from a Fenwick tree over access slots (`docs/models.md` §1): each key keeps
 //! one live slot, the tree sums the weights of live slots, and the distance of a reuse is the
 //! weight of the slots after the key's previous one. O(log N) per request, O(keys) memory.
 //! The capacities depend on the final key count and footprint, so object distances go into an

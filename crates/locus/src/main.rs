@@ -1,6 +1,6 @@
 //! `locus`: one binary, one file per subcommand (`src/cmd/`).
 //!
-//! * `locus serve`: the cache server (Redis protocol), see `locus-server`.
+//! * `locus serve`: the cache server (Redis and memcached protocols), see `locus-server`.
 //! * `locus trace`: trace statistics, generation and conversion, see `locus-trace`.
 //! * `locus mrc`: miss ratio curves from a trace, see `locus-mrc`.
 //! * `locus simulate`: memory controllers compared on a trace-driven experiment, see `locus-sim`.

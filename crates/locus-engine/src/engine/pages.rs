@@ -339,7 +339,7 @@ impl Engine {
     }
 
     /// A chunk for an item of class `c` in tenant `t`: free chunk, new page, page taken back, or
-    /// evictions (MODELS.md section 8 "Trigger", adapted to pages), as the arbiter decides.
+    /// evictions (docs/models.md §8 "Trigger", adapted to pages), as the arbiter decides.
     pub(super) fn alloc_chunk(&mut self, t: usize, c: u16) -> Result<u32, EngineError> {
         if self.tiers.is_some() {
             return self.alloc_tiered(t, c, 0);

@@ -207,7 +207,7 @@ pub fn exact_curve(trace: &[Acc], unit: Unit, caps: &[f64]) -> Mrc {
     p.mrc(caps).unwrap()
 }
 
-/// Capacities from 1% to 80% of `ws`, as MODELS.md's measurements use.
+/// Capacities from 1% to 80% of `ws`, as docs/models.md's measurements use.
 pub fn test_caps(ws: f64) -> Vec<f64> {
     [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8]
         .iter()

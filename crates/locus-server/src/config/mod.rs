@@ -524,4 +524,6 @@ impl ServerConfig {
 }
 
 #[cfg(test)]
+mod book;
+#[cfg(test)]
 mod tests;

@@ -15,7 +15,7 @@
 //! Every route copies what it needs out of the engine under one short hold of its lock
 //! ([`snapshot::Snapshot`]) and encodes afterwards. The listener shows every tenant's names
 //! and figures: it is an operator's interface, loopback-only unless `metrics.allow_remote`
-//! (README "Monitoring").
+//! (docs/monitoring.md).
 
 pub mod api;
 pub mod http;

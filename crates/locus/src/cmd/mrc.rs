@@ -312,7 +312,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("locus-mrc-cli-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let trace = dir.join("t.txt");
-        // a b c b a d a, repeated: exact distances known (MODELS.md 1).
+        // a b c b a d a, repeated: exact distances known (docs/models.md §1).
         std::fs::write(&trace, "1\n2\n3\n2\n1\n4\n1\n".repeat(3)).unwrap();
         let csv = dir.join("out.csv");
         let json = dir.join("out.json");
