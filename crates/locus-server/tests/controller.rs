@@ -1,5 +1,5 @@
 //! The memory controller in the live server (issue #4): `[controller]` configuration, the
-//! controller deciding on the data path and in the background tick, `INFO locus` and
+//! controller deciding in the background tick (never inside a request), `INFO locus` and
 //! `LOCUS.CONTROLLER`, with exact reply bytes in RESP2 and RESP3. In-process, virtual clock.
 
 #[path = "server/common.rs"]
@@ -55,9 +55,17 @@ fn static_targets_appear_after_one_interval_of_requests() {
         "*4\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n$-1\r\n",
     );
     a.cmd(&["LOCUS.CONTROLLER", "RECORDS"], "*0\r\n");
-    // Four data-path requests make a decision due; the fifth carries it out.
-    for i in 0..5 {
+    // Four data-path requests make a decision due; the tick task carries it out (no request
+    // runs a controller: the fifth would have, before issue 23).
+    for i in 0..4 {
         a.cmd(&["SET", &format!("k{i}"), "v"], "+OK\r\n");
+    }
+    assert_eq!(srv.handle.with_engine(|e| e.control_decisions()), 0);
+    a.cmd(&["SET", "k4", "v"], "+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while srv.handle.with_engine(|e| e.control_decisions()) == 0 {
+        assert!(Instant::now() < deadline, "the tick never decided");
+        std::thread::sleep(Duration::from_millis(20));
     }
     a.cmd(
         &["LOCUS.CONTROLLER", "TARGETS"],
@@ -71,7 +79,7 @@ fn static_targets_appear_after_one_interval_of_requests() {
         "controller_max_moves:8\r\n",
         "controller_decisions:1\r\n",
         "controller_requests:5\r\n",
-        "controller_last_decision_at_request:4\r\n",
+        "controller_last_decision_at_request:5\r\n",
         "pages_total:16\r\n",
         "pages_used:1\r\n",
         "pool_a:pages=1,target=4,samples=5,penalty_us=0.0,penalty_samples=0\r\n",
@@ -151,12 +159,13 @@ fn info_subcommand_in_resp3() {
     let _ = read_reply(&mut a);
     a.cmd(
         &["LOCUS.CONTROLLER", "INFO"],
-        "%8\r\n\
+        "%9\r\n\
          $10\r\ncontroller\r\n$6\r\nstatic\r\n\
          $8\r\ninterval\r\n$4\r\n4req\r\n\
          $9\r\nmax_moves\r\n:8\r\n\
          $9\r\ndecisions\r\n:1\r\n\
          $8\r\nrequests\r\n:0\r\n\
+         $3\r\ndue\r\n:0\r\n\
          $11\r\npages_total\r\n:16\r\n\
          $10\r\npages_used\r\n:0\r\n\
          $7\r\ntenants\r\n%2\r\n\
