@@ -28,6 +28,7 @@ pub mod longdouble;
 pub mod notify;
 pub mod privilege;
 pub mod pubsub;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod transaction;
@@ -435,6 +436,8 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "zadd" | "zincrby" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex"
         | "zpopmin" | "zpopmax" | "zmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "zrangestore"
         | "zunionstore" | "zinterstore" | "zdiffstore" => true,
+        // SORT reports its STORE key's (exec/sort.rs); it never writes the key it sorts.
+        "sort" => true,
         _ => false,
     }
 }
@@ -556,6 +559,8 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "sintercard" => 1,
         "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
         "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        // SORT's STORE key (routed and checked like the sorted key).
+        "sort" => return sort::store_key_pos(args).map_or(0..0, |p| p..p + 1),
         _ => return 0..0,
     };
     let n = args

@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, sort, strings,
     transaction, types::hash, types::list, types::set, types::zset,
 };
 
@@ -191,6 +191,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, ["@read", "@sortedset", "@slow"], "sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", Keys, zset::zintercard),
     cmd!("zrandmember", -2, ["readonly"], 1, 1, 1, ["@read", "@sortedset", "@slow"], "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", Keys, zset::zrandmember),
     cmd!("zscan", -3, ["readonly"], 1, 1, 1, ["@read", "@sortedset", "@slow"], "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores", Keys, zset::zscan),
+    // SORT (exec/sort.rs)
+    cmd!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"], "generic", "1.0.0", "Sort the elements in a list, set or sorted set", Keys, sort::sort),
+    cmd!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, ["@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"], "generic", "7.0.0", "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", Keys, sort::sort_ro),
     // strings
     cmd!("get", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@string", "@fast"], "string", "1.0.0", "Returns the string value of a key.", Keys, strings::get),
     cmd!("set", -3, ["write", "denyoom"], 1, 1, 1, ["@write", "@string", "@slow"], "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Keys, strings::set),
