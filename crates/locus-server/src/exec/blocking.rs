@@ -261,7 +261,13 @@ impl Blocking {
 fn timeout_reply(e: &Entry) -> Vec<u8> {
     let mut out = Vec::new();
     if !e.quiet {
-        ReplyWriter::new(&mut out, e.conn.proto).null_array();
+        let mut w = ReplyWriter::new(&mut out, e.conn.proto);
+        // WAIT (exec/wait.rs) answers the replicas that acknowledged: none.
+        if e.kind == super::wait::KIND {
+            w.integer(0);
+        } else {
+            w.null_array();
+        }
     }
     out
 }

@@ -22,6 +22,7 @@ pub mod bitops;
 pub mod blocking;
 pub mod connection;
 pub mod expire;
+pub mod geo;
 pub mod hll;
 pub mod keyspace;
 pub mod longdouble;
@@ -33,6 +34,7 @@ pub mod strings;
 pub mod table;
 pub mod transaction;
 pub mod types;
+pub mod wait;
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -438,6 +440,8 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         | "zunionstore" | "zinterstore" | "zdiffstore" => true,
         // SORT reports its STORE key's (exec/sort.rs); it never writes the key it sorts.
         "sort" => true,
+        // GEOADD is ZADD, which reports its own; the geo STORE forms report theirs (exec/geo).
+        "geoadd" | "georadius" | "georadiusbymember" | "geosearchstore" => true,
         _ => false,
     }
 }
@@ -561,6 +565,10 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
         // SORT's STORE key (routed and checked like the sorted key).
         "sort" => return sort::store_key_pos(args).map_or(0..0, |p| p..p + 1),
+        // GEORADIUS's and GEORADIUSBYMEMBER's STORE / STOREDIST key.
+        "georadius" | "georadiusbymember" => {
+            return geo::store_key_pos(args).map_or(0..0, |p| p..p + 1);
+        }
         _ => return 0..0,
     };
     let n = args
