@@ -12,6 +12,30 @@ from conftest import no_retry
 from harness import HOST, free_ports
 
 
+def two_port_tenants(main: int, pa: int, pb: int) -> str:
+    """Port tenancy: tenants a (port `pa`) and b (port `pb`), the admin root/root-pw."""
+    return f"""
+[server]
+bind = "127.0.0.1"
+port = {main}
+
+[tenancy]
+mode = "port"
+
+[admin]
+user = "root"
+password = "root-pw"
+
+[[tenant]]
+name = "a"
+port = {pa}
+
+[[tenant]]
+name = "b"
+port = {pb}
+"""
+
+
 def load(port: int, seconds: float, **kw) -> int:
     """PINGs in pipelines of 200 for `seconds`; how many were sent."""
     c = redis.Redis(host=HOST, port=port, socket_timeout=10, retry=no_retry(), **kw)
@@ -50,27 +74,7 @@ def test_instantaneous_metrics_follow_the_load(server, client_for):
 @pytest.mark.locus_only
 def test_instantaneous_metrics_per_tenant(start_locus_toml):
     main, pa, pb = free_ports(3)
-    toml = f"""
-[server]
-bind = "127.0.0.1"
-port = {main}
-
-[tenancy]
-mode = "port"
-
-[admin]
-user = "root"
-password = "root-pw"
-
-[[tenant]]
-name = "a"
-port = {pa}
-
-[[tenant]]
-name = "b"
-port = {pb}
-"""
-    start_locus_toml(toml, pa)
+    start_locus_toml(two_port_tenants(main, pa, pb), pa)
     a = redis.Redis(host=HOST, port=pa, socket_timeout=10, retry=no_retry())
     b = redis.Redis(host=HOST, port=pb, socket_timeout=10, retry=no_retry())
     # The admin authenticates on a tenant's listener (port tenancy has no other).

@@ -126,6 +126,14 @@ pub struct ConnBlock {
     stay: bool,
 }
 
+impl ConnBlock {
+    /// Whether the command that just ran left the client waiting (it blocked, or ran again for
+    /// a waiting client and found nothing): SLOWLOG logs it only once served.
+    pub fn waits(&self) -> bool {
+        self.waiting.is_some() || self.stay
+    }
+}
+
 /// The connection a waiting client's command runs in again.
 #[derive(Debug, Clone)]
 struct Snapshot {

@@ -29,6 +29,7 @@ pub mod longdouble;
 pub mod notify;
 pub mod privilege;
 pub mod pubsub;
+pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod table;
@@ -334,11 +335,13 @@ fn run_counted(
     let reply_start = ctx.w.len();
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
+    let took = began.elapsed();
     ctx.shared
         .stats()
         .commands
         .of(spec)
-        .record(began.elapsed().as_nanos() as u64);
+        .record(took.as_nanos() as u64);
+    slowlog::record(ctx, spec, args, took);
     if ctx.shared.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {
             notify::new_keys(ctx, spec, args, &existed);

@@ -3,8 +3,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, sort,
-    strings, transaction, types::hash, types::list, types::set, types::zset, wait,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, slowlog,
+    sort, strings, transaction, types::hash, types::list, types::set, types::zset, wait,
 };
 
 /// A command handler.
@@ -298,6 +298,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("object", -2, [], 2, 2, 1, ["@slow"], "generic", "2.2.3", "A container for object introspection commands.", Keys, admin::object, [ "object|encoding", "object|idletime", "object|freq", "object|refcount", "object|help" ]),
     cmd!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", None, admin::save),
     cmd!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", None, admin::bgsave),
+    cmd!("slowlog", -2, ["admin", "loading", "stale"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "2.2.12", "A container for slow log commands.", None, slowlog::slowlog, ["slowlog|get", "slowlog|len", "slowlog|reset", "slowlog|help"]),
     cmd!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["@admin", "@fast", "@dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", None, admin::lastsave),
     cmd!("shutdown", -1, [ "admin", "noscript", "loading", "stale", "no_multi", "allow_busy" ], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", None, admin::shutdown),
     cmd!("locus.tenant", -2, ["admin"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Lists tenants and reads or changes a tenant's memory settings (Locus).", None, admin::tenant),
