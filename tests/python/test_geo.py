@@ -2,16 +2,20 @@
 and the _RO forms): scores as Redis stores them, replies in RESP2 and RESP3 (distances with four
 decimals, coordinates as Redis prints them), options, error words and their order, the STORE forms.
 Every test not marked locus_only holds against redis-server 7.0 too (--peer redis); the locus_only
-test searches with a radius of 10^300 and of infinity and checks the server stays up."""
+tests search with a radius of 10^300 and of infinity (the server stays up), and refuse a STORE key
+of another tenant (prefix tenancy)."""
 
 import math
 import random
 import re
 
 import pytest
+import redis
 from redis.exceptions import ResponseError
 
-from harness import Raw, encode
+from conftest import no_retry
+from harness import HOST, Raw, encode, free_ports
+from test_sort import prefix_tenants_toml
 
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
@@ -98,6 +102,7 @@ def test_geopos_exact_text(server):
             c._fill()
             got, c.buf = got + c.buf, b""
         assert got == want
+        c.call("FLUSHALL")
 
 
 def test_georadius_and_geosearch(r):
@@ -241,3 +246,23 @@ def test_huge_radius_is_bounded(r, server):
     with raises("need numeric radius"):
         r.execute_command("GEOSEARCH", "g", "FROMLONLAT", "0", "0", "BYRADIUS", "1e400", "m")
     assert r.ping()
+
+
+@pytest.mark.locus_only
+def test_store_forms_stay_in_tenant(start_locus_toml):
+    """Prefix tenancy: a STORE key under another tenant's prefix is refused before anything runs."""
+    (main,) = free_ports(1)
+    start_locus_toml(prefix_tenants_toml(main), main)
+    a = redis.Redis(host=HOST, port=main, username="alice", password="pa", decode_responses=True,
+                    retry=no_retry())
+    b = redis.Redis(host=HOST, port=main, username="bob", password="pb", decode_responses=True,
+                    retry=no_retry())
+    a.execute_command("GEOADD", "a:g", "13.361389", "38.115556", "Palermo")
+    for cmd in (("GEORADIUS", "a:g", "13", "38", "500", "km", "STORE", "b:out"),
+                ("GEORADIUSBYMEMBER", "a:g", "Palermo", "1", "km", "STOREDIST", "b:out"),
+                ("GEOSEARCHSTORE", "b:out", "a:g", "FROMMEMBER", "Palermo", "BYRADIUS", "1", "km")):
+        with pytest.raises(ResponseError, match="No permissions to access a key"):
+            a.execute_command(*cmd)
+    assert b.exists("b:out") == 0
+    assert a.execute_command("GEORADIUS", "a:g", "13", "38", "500", "km", "STORE", "a:out") == 1
+    assert a.zcard("a:out") == 1

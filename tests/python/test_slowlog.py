@@ -22,6 +22,7 @@ def slow_all(server):
     with Raw(server.port) as c:
         c.call("CONFIG", "SET", "slowlog-log-slower-than", "10000", "slowlog-max-len", "128")
         c.call("SLOWLOG", "RESET")
+        c.call("FLUSHALL")  # later tests of the shared server expect it empty
 
 
 def test_entries(server, slow_all):

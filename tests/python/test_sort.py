@@ -205,6 +205,7 @@ def test_resp_shapes(server):
         want3 = b"*4\r\n$1\r\n1\r\n_\r\n$1\r\n2\r\n_\r\n"
         assert raw_reply(c, cmd, len(want3)) == want3
         assert c.call("SORT", "l", "STORE", "d") == 2
+        c.call("FLUSHALL")
 
 
 def test_store_events_and_watch(r):
@@ -313,10 +314,9 @@ def test_patterns_stay_in_tenant(start_locus_toml, mode):
     assert srv.alive()
 
 
-@pytest.mark.locus_only
-def test_patterns_stay_in_tenant_prefix(start_locus_toml):
-    (main,) = free_ports(1)
-    toml = f"""
+def prefix_tenants_toml(main: int) -> str:
+    """Prefix tenancy: tenant a ("a:", alice/pa), tenant b ("b:", bob/pb), the admin root/root-pw."""
+    return f"""
 [server]
 bind = "127.0.0.1"
 port = {main}
@@ -340,7 +340,12 @@ prefix = "b:"
 user = "bob"
 password = "pb"
 """
-    start_locus_toml(toml, main)
+
+
+@pytest.mark.locus_only
+def test_patterns_stay_in_tenant_prefix(start_locus_toml):
+    (main,) = free_ports(1)
+    start_locus_toml(prefix_tenants_toml(main), main)
     ca = client(main, username="alice", password="pa")
     cb = client(main, username="bob", password="pb")
     root = client(main, username="root", password="root-pw")
