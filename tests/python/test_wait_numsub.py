@@ -1,10 +1,13 @@
 """WAIT on a server with no replicas, and PUBSUB NUMSUB's RESP3 shape, as Redis 7.0 standalone
-answers them (every assertion holds against redis-server 7.0 too: --peer redis)."""
+answers them (every test not marked locus_only holds against redis-server 7.0 too: --peer redis;
+the locus_only one: WAIT on a connection bound to no tenant)."""
 
 import time
 
-from harness import Raw, encode, wait_until
-from test_sort import raw_reply
+import pytest
+
+from harness import Raw, encode, free_ports, wait_until
+from test_sort import prefix_tenants_toml, raw_reply
 
 
 def test_numsub_is_a_flat_array_in_resp3(server):
@@ -49,3 +52,17 @@ def test_wait_forever_ends_with_client_unblock(server):
         assert c.call("CLIENT", "UNBLOCK", str(wid), "ERROR") == 1
         assert w.read() == "UNBLOCKED client unblocked via CLIENT UNBLOCK"
         assert w.call("PING") == "PONG"
+
+
+@pytest.mark.locus_only
+def test_wait_on_a_connection_of_no_tenant(start_locus_toml):
+    """Prefix tenancy without a default tenant: the admin's connection is bound to no tenant, and
+    WAIT still waits and answers 0."""
+    (main,) = free_ports(1)
+    start_locus_toml(prefix_tenants_toml(main), main)
+    with Raw(main) as c:
+        assert c.call("AUTH", "root", "root-pw") == "OK"
+        assert c.call("WAIT", "0", "0") == 0
+        started = time.monotonic()
+        assert c.call("WAIT", "1", "100") == 0
+        assert time.monotonic() - started >= 0.09
