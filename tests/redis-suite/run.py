@@ -37,6 +37,7 @@ UNITS = [
     "unit/type/zset", "unit/keyspace",
     "unit/expire", "unit/scan", "unit/bitops", "unit/bitfield", "unit/hyperloglog", "unit/pubsub", "unit/multi",
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
+    "unit/sort", "unit/geo", "unit/slowlog",
 ]
 UNITS_LATER: dict[str, str] = {}
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
@@ -88,7 +89,7 @@ def resp_call(port: int, *args: str) -> bytes:
 # Settings a unit changes and leaves changed in external mode (unit/type/list raises
 # proto-max-bulk-len to 10 GB for its large-memory tests, which then makes unit/protocol's
 # "invalid bulk length" test wait for 2 GB): restored to their start values after every unit.
-RESTORED = ["proto-max-bulk-len", "client-query-buffer-limit"]
+RESTORED = ["proto-max-bulk-len", "client-query-buffer-limit", "slowlog-log-slower-than", "slowlog-max-len"]
 
 
 def config_values(port: int) -> dict[str, str]:

@@ -35,6 +35,7 @@ pub mod config;
 pub mod dumpload;
 pub mod exec;
 pub mod glob;
+pub mod instant;
 pub mod malloc;
 pub mod memcache;
 pub mod metrics;

@@ -126,6 +126,14 @@ pub struct ConnBlock {
     stay: bool,
 }
 
+impl ConnBlock {
+    /// Whether the command that just ran left the client waiting (it blocked, or ran again for
+    /// a waiting client and found nothing): SLOWLOG logs it only once served.
+    pub fn waits(&self) -> bool {
+        self.waiting.is_some() || self.stay
+    }
+}
+
 /// The connection a waiting client's command runs in again.
 #[derive(Debug, Clone)]
 struct Snapshot {
@@ -261,7 +269,13 @@ impl Blocking {
 fn timeout_reply(e: &Entry) -> Vec<u8> {
     let mut out = Vec::new();
     if !e.quiet {
-        ReplyWriter::new(&mut out, e.conn.proto).null_array();
+        let mut w = ReplyWriter::new(&mut out, e.conn.proto);
+        // WAIT (exec/wait.rs) answers the replicas that acknowledged: none.
+        if e.kind == super::wait::KIND {
+            w.integer(0);
+        } else {
+            w.null_array();
+        }
     }
     out
 }

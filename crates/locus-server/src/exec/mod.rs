@@ -22,16 +22,20 @@ pub mod bitops;
 pub mod blocking;
 pub mod connection;
 pub mod expire;
+pub mod geo;
 pub mod hll;
 pub mod keyspace;
 pub mod longdouble;
 pub mod notify;
 pub mod privilege;
 pub mod pubsub;
+pub mod slowlog;
+pub mod sort;
 pub mod strings;
 pub mod table;
 pub mod transaction;
 pub mod types;
+pub mod wait;
 
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -331,11 +335,13 @@ fn run_counted(
     let reply_start = ctx.w.len();
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
+    let took = began.elapsed();
     ctx.shared
         .stats()
         .commands
         .of(spec)
-        .record(began.elapsed().as_nanos() as u64);
+        .record(took.as_nanos() as u64);
+    slowlog::record(ctx, spec, args, took);
     if ctx.shared.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {
             notify::new_keys(ctx, spec, args, &existed);
@@ -435,6 +441,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "zadd" | "zincrby" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex"
         | "zpopmin" | "zpopmax" | "zmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "zrangestore"
         | "zunionstore" | "zinterstore" | "zdiffstore" => true,
+        // SORT reports its STORE key's (exec/sort.rs); it never writes the key it sorts.
+        "sort" => true,
+        // GEOADD is ZADD, which reports its own; the geo STORE forms report theirs (exec/geo).
+        "geoadd" | "georadius" | "georadiusbymember" | "geosearchstore" => true,
         _ => false,
     }
 }
@@ -556,6 +566,12 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "sintercard" => 1,
         "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
         "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        // SORT's STORE key (routed and checked like the sorted key).
+        "sort" => return sort::store_key_pos(args).map_or(0..0, |p| p..p + 1),
+        // GEORADIUS's and GEORADIUSBYMEMBER's STORE / STOREDIST key.
+        "georadius" | "georadiusbymember" => {
+            return geo::store_key_pos(args).map_or(0..0, |p| p..p + 1);
+        }
         _ => return 0..0,
     };
     let n = args

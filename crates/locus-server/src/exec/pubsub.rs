@@ -170,7 +170,8 @@ pub fn pubsub(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "numsub" => {
             let t = ctx.t()?;
             let reg = ctx.shared.pubsub();
-            ctx.w.map(a.len() - 2);
+            // A flat array in RESP3 too (Redis 7.0 answers no map here).
+            ctx.w.array((a.len() - 2) * 2);
             for name in &a[2..] {
                 ctx.w.bulk(name);
                 ctx.w.integer(reg.numsub(t, name) as i64);

@@ -3,8 +3,8 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, hll, keyspace, pubsub, strings,
-    transaction, types::hash, types::list, types::set, types::zset,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, slowlog,
+    sort, strings, transaction, types::hash, types::list, types::set, types::zset, wait,
 };
 
 /// A command handler.
@@ -191,6 +191,20 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zintercard", -3, ["readonly", "movablekeys"], 0, 0, 0, ["@read", "@sortedset", "@slow"], "sorted-set", "7.0.0", "Intersect multiple sorted sets and return the cardinality of the result", Keys, zset::zintercard),
     cmd!("zrandmember", -2, ["readonly"], 1, 1, 1, ["@read", "@sortedset", "@slow"], "sorted-set", "6.2.0", "Get one or multiple random elements from a sorted set", Keys, zset::zrandmember),
     cmd!("zscan", -3, ["readonly"], 1, 1, 1, ["@read", "@sortedset", "@slow"], "sorted-set", "2.8.0", "Incrementally iterate sorted sets elements and associated scores", Keys, zset::zscan),
+    // geo (exec/geo)
+    cmd!("geoadd", -5, ["write", "denyoom"], 1, 1, 1, ["@write", "@geo", "@slow"], "geo", "3.2.0", "Add one or more geospatial items in the geospatial index represented using a sorted set", Keys, geo::geoadd),
+    cmd!("geodist", -4, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "3.2.0", "Returns the distance between two members of a geospatial index", Keys, geo::geodist),
+    cmd!("geohash", -2, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "3.2.0", "Returns members of a geospatial index as standard geohash strings", Keys, geo::geohash),
+    cmd!("geopos", -2, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "3.2.0", "Returns longitude and latitude of members of a geospatial index", Keys, geo::geopos),
+    cmd!("georadius", -6, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["@write", "@geo", "@slow"], "geo", "3.2.0", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point", Keys, geo::georadius),
+    cmd!("georadius_ro", -6, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "3.2.10", "A read-only variant for GEORADIUS", Keys, geo::georadius_ro),
+    cmd!("georadiusbymember", -5, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["@write", "@geo", "@slow"], "geo", "3.2.0", "Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member", Keys, geo::georadiusbymember),
+    cmd!("georadiusbymember_ro", -5, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "3.2.10", "A read-only variant for GEORADIUSBYMEMBER", Keys, geo::georadiusbymember_ro),
+    cmd!("geosearch", -7, ["readonly"], 1, 1, 1, ["@read", "@geo", "@slow"], "geo", "6.2.0", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle.", Keys, geo::geosearch),
+    cmd!("geosearchstore", -8, ["write", "denyoom"], 1, 2, 1, ["@write", "@geo", "@slow"], "geo", "6.2.0", "Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key.", Keys, geo::geosearchstore),
+    // SORT (exec/sort.rs)
+    cmd!("sort", -2, ["write", "denyoom", "movablekeys"], 1, 1, 1, ["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"], "generic", "1.0.0", "Sort the elements in a list, set or sorted set", Keys, sort::sort),
+    cmd!("sort_ro", -2, ["readonly", "movablekeys"], 1, 1, 1, ["@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"], "generic", "7.0.0", "Sort the elements in a list, set or sorted set. Read-only variant of SORT.", Keys, sort::sort_ro),
     // strings
     cmd!("get", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@string", "@fast"], "string", "1.0.0", "Returns the string value of a key.", Keys, strings::get),
     cmd!("set", -3, ["write", "denyoom"], 1, 1, 1, ["@write", "@string", "@slow"], "string", "1.0.0", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", Keys, strings::set),
@@ -264,6 +278,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("punsubscribe", -1, ["pubsub", "noscript", "loading", "stale"], 0, 0, 0, ["@pubsub", "@slow"], "pubsub", "2.0.0", "Stops listening to messages published to channels that match one or more patterns.", Conn, pubsub::punsubscribe),
     cmd!("publish", 3, ["pubsub", "loading", "stale", "fast", "may_replicate"], 0, 0, 0, ["@pubsub", "@fast"], "pubsub", "2.0.0", "Posts a message to a channel.", Conn, pubsub::publish),
     cmd!("pubsub", -2, [], 0, 0, 0, ["@slow"], "pubsub", "2.8.0", "A container for Pub/Sub commands.", Conn, pubsub::pubsub, ["pubsub|channels", "pubsub|numpat", "pubsub|numsub", "pubsub|help"]),
+    cmd!("wait", 3, ["noscript"], 0, 0, 0, ["@slow", "@connection"], "generic", "3.0.0", "Wait for the synchronous replication of all the write commands sent in the context of the current connection", None, wait::wait),
     cmd!("ping", -1, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the server's liveliness response.", None, connection::ping),
     cmd!("echo", 2, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the given string.", None, connection::echo),
     cmd!("time", 1, ["random", "loading", "stale", "fast"], 0, 0, 0, ["@fast"], "server", "2.6.0", "Returns the server time.", None, connection::time),
@@ -283,6 +298,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("object", -2, [], 2, 2, 1, ["@slow"], "generic", "2.2.3", "A container for object introspection commands.", Keys, admin::object, [ "object|encoding", "object|idletime", "object|freq", "object|refcount", "object|help" ]),
     cmd!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", None, admin::save),
     cmd!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", None, admin::bgsave),
+    cmd!("slowlog", -2, ["admin", "loading", "stale"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "2.2.12", "A container for slow log commands.", None, slowlog::slowlog, ["slowlog|get", "slowlog|len", "slowlog|reset", "slowlog|help"]),
     cmd!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["@admin", "@fast", "@dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", None, admin::lastsave),
     cmd!("shutdown", -1, [ "admin", "noscript", "loading", "stale", "no_multi", "allow_busy" ], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", None, admin::shutdown),
     cmd!("locus.tenant", -2, ["admin"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Lists tenants and reads or changes a tenant's memory settings (Locus).", None, admin::tenant),

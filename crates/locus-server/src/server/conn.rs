@@ -148,6 +148,7 @@ pub(super) async fn flush(
         .stats()
         .net_output_bytes
         .fetch_add(pending, Ordering::Relaxed);
+    crate::instant::count_output(info.tenant.load(Ordering::Relaxed), pending);
     let over = |l: u64| l > 0 && pending > l;
     if over(limit.hard) {
         shared
@@ -272,6 +273,7 @@ async fn connection(
             .stats()
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
+        crate::instant::count_input(info.tenant.load(Ordering::Relaxed), n as u64);
         // Execute in batches of at most MAX_BATCH commands, so one client's deep pipeline cannot
         // hold the engine lock for long; stop when no complete command is left.
         let mut consumed = 0;
@@ -412,6 +414,7 @@ async fn wait_blocked(
                 }
                 Ok(n) => {
                     shared.stats().net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    crate::instant::count_input(info.tenant.load(Ordering::Relaxed), n as u64);
                     info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
                     if inbuf.len() as u64 > qbuf_limit {
                         b.cancel(shared, info.id);
@@ -582,6 +585,7 @@ fn process(
             .stats()
             .total_commands
             .fetch_add(executed, Ordering::Relaxed);
+        crate::instant::count_ops(st.info.tenant.load(Ordering::Relaxed), executed);
         st.info
             .last_active_ms
             .store(shared.coarse_now_ms(), Ordering::Relaxed);

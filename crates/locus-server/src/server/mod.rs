@@ -974,6 +974,18 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
         shared.refresh_coarse_clock();
+        {
+            let s = shared.stats();
+            crate::instant::sample(
+                shared.clock().now_ms(),
+                (
+                    s.total_commands.load(Ordering::Relaxed),
+                    s.net_input_bytes.load(Ordering::Relaxed),
+                    s.net_output_bytes.load(Ordering::Relaxed),
+                ),
+                shared.tenancy().names.iter().map(|(_, t)| *t),
+            );
+        }
         let mut eng = shared.engine();
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);

@@ -110,7 +110,13 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "ERR Invalid number of arguments specified for command",
                 ));
             }
-            let keys: Vec<usize> = key_positions(c, rest.len()).collect();
+            let mut keys: Vec<usize> = key_positions(c, rest.len()).collect();
+            if c.name == "sort" {
+                keys.extend(crate::exec::sort::store_key_pos(rest));
+            }
+            if c.name == "georadius" || c.name == "georadiusbymember" {
+                keys.extend(crate::exec::geo::store_key_pos(rest));
+            }
             if keys.is_empty() {
                 return Err(CmdError::msg("ERR The command has no key arguments"));
             }

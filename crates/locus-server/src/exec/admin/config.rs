@@ -74,6 +74,18 @@ pub(super) fn config_params(
             "hll-sparse-max-bytes",
             crate::exec::hll::sparse_max_bytes().to_string(),
         ),
+        (
+            "slowlog-log-slower-than",
+            crate::exec::slowlog::LOG_SLOWER_THAN
+                .load(Ordering::Relaxed)
+                .to_string(),
+        ),
+        (
+            "slowlog-max-len",
+            crate::exec::slowlog::MAX_LEN
+                .load(Ordering::Relaxed)
+                .to_string(),
+        ),
     ];
     params.extend(limits);
     params.extend(tier_params(eng));
@@ -200,6 +212,13 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "hll-sparse-max-bytes" => {
             hll_sparse_max_bytes(v).map_err(fail)?;
         }
+        // Process-wide (exec/slowlog.rs), applied by `config_set`.
+        "slowlog-log-slower-than" => {
+            int_in(-1, i64::MAX)?;
+        }
+        "slowlog-max-len" => {
+            int_in(0, i64::MAX)?;
+        }
         _ if crate::exec::types::limits::by_name(name).is_some() => {
             let l = crate::exec::types::limits::by_name(name).expect("matched");
             crate::exec::types::limits::parse(l, v).map_err(|e| fail(&e))?;
@@ -287,6 +306,13 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
             && let Ok(bytes) = hll_sparse_max_bytes(&kv[1])
         {
             crate::exec::hll::set_sparse_max_bytes(bytes);
+        }
+        if let Some(n) = crate::exec::parse_i64(&kv[1]) {
+            if is(&kv[0], "slowlog-log-slower-than") {
+                crate::exec::slowlog::LOG_SLOWER_THAN.store(n, Ordering::Relaxed);
+            } else if is(&kv[0], "slowlog-max-len") {
+                crate::exec::slowlog::MAX_LEN.store(n as u64, Ordering::Relaxed);
+            }
         }
     }
     Ok(())

@@ -202,6 +202,8 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
                     .load(Ordering::Relaxed),
             );
         }
+        // The admin's: the server's rates; a tenant's: its own (crate::instant).
+        out.push_str(&crate::instant::info_lines(scope));
         let (expired, evicted) = match scope {
             None => (st.expired, st.evictions),
             Some(_) => (

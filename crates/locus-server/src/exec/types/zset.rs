@@ -428,7 +428,7 @@ impl Object for Zset {
 
 /// Parses a score as Redis's `getDoubleFromObject` does (strtod: decimal, hex, `inf`; no NaN,
 /// no overflow or underflow, no surrounding space).
-fn parse_score(b: &[u8]) -> Option<f64> {
+pub(crate) fn parse_score(b: &[u8]) -> Option<f64> {
     let v = parse_range_number(b)?;
     let s = std::str::from_utf8(b).ok()?;
     let l = s.to_ascii_lowercase();
