@@ -116,6 +116,12 @@ fn metrics_match_the_engine_and_every_family_is_described() {
         let expect = if i < 20 { "$1\r\nv\r\n" } else { "$-1\r\n" };
         a.cmd(&["GET", &format!("k{i}")], expect);
     }
+    // The controller's decisions are made by the tick task once due (never inside a request).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while srv.handle.with_engine(|e| e.control_decisions()) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the tick never decided");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let (st, head, body) = get(m, "/metrics");
     assert_eq!(st, 200, "{head}");
     assert!(
