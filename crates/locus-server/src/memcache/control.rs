@@ -132,6 +132,8 @@ pub fn install(eng: &mut Engine, mc: &mut McState, ctl: Option<crate::config::Sl
         .unwrap_or(ClassMode::Manual);
     for &t in &ids {
         eng.set_tenant_class_mode(t, Some(mode));
+        // As memcached: a size first seen once memory is full still gets a page.
+        eng.set_tenant_first_page(t, true);
     }
     let Some((inner, cfg)) = ctl else {
         return;

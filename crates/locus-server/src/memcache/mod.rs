@@ -160,6 +160,84 @@ pub struct ClassOps {
     pub touch_hits: u64,
 }
 
+/// Most key prefixes `stats detail` keeps per tenant; keys of further prefixes are not counted
+/// (memcached keeps any number, which a client could grow without bound).
+pub const MAX_DETAIL_PREFIXES: usize = 10_000;
+
+/// memcached's per-prefix statistics (`stats detail on|off|dump`): for each key prefix (the
+/// key up to its first `:`), the gets, hits, sets and deletes of the text commands, counted
+/// while detail is on.
+#[derive(Debug, Default)]
+pub struct Detail {
+    on: AtomicBool,
+    prefixes: Mutex<Vec<(Vec<u8>, [u64; 4])>>,
+}
+
+/// Which `stats detail` counter.
+#[derive(Debug, Clone, Copy)]
+pub enum DetailOp {
+    /// A retrieval of the key; `true` when it hit.
+    Get(bool),
+    /// A storage command.
+    Set,
+    /// A `delete`.
+    Delete,
+}
+
+impl Detail {
+    /// `stats detail on|off`.
+    pub fn set_on(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    /// Counts `op` on `key` when detail is on and the key has a prefix.
+    pub fn record(&self, key: &[u8], op: DetailOp) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(end) = key.iter().position(|&b| b == b':') else {
+            return;
+        };
+        let prefix = &key[..end];
+        let mut v = self.prefixes.lock();
+        let i = match v.iter().position(|(p, _)| p.as_slice() == prefix) {
+            Some(i) => i,
+            None if v.len() < MAX_DETAIL_PREFIXES => {
+                v.push((prefix.to_vec(), [0; 4]));
+                v.len() - 1
+            }
+            None => return,
+        };
+        let c = &mut v[i].1;
+        match op {
+            DetailOp::Get(hit) => {
+                c[0] += 1;
+                c[1] += u64::from(hit);
+            }
+            DetailOp::Set => c[2] += 1,
+            DetailOp::Delete => c[3] += 1,
+        }
+    }
+
+    /// The `PREFIX <p> get <n> hit <n> set <n> del <n>` lines, in first-seen order.
+    pub fn dump(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (p, c) in self.prefixes.lock().iter() {
+            out.extend_from_slice(b"PREFIX ");
+            out.extend_from_slice(p);
+            out.extend_from_slice(
+                format!(" get {} hit {} set {} del {}\r\n", c[0], c[1], c[2], c[3]).as_bytes(),
+            );
+        }
+        out
+    }
+
+    /// `stats reset`: the prefixes go (detail stays on or off).
+    pub fn clear(&self) {
+        self.prefixes.lock().clear();
+    }
+}
+
 /// One memcached tenant's state.
 #[derive(Debug)]
 pub struct McTenant {
@@ -178,6 +256,8 @@ pub struct McTenant {
     pub verbosity: AtomicU64,
     /// `lru_crawler` settings.
     pub crawler: crawler::CrawlerSettings,
+    /// `stats detail`.
+    pub detail: Detail,
     /// The tenant's `user` and `password`, when it has both (ASCII authentication).
     credentials: Option<(String, String)>,
     /// Whether the shared `[memcached] port` reaches this tenant.
@@ -188,6 +268,7 @@ impl McTenant {
     fn new(automove: Arc<AtomicBool>) -> Self {
         Self {
             crawler: crawler::CrawlerSettings::default(),
+            detail: Detail::default(),
             credentials: None,
             on_shared_port: false,
             counters: Counters::default(),

@@ -27,11 +27,26 @@ pub(super) fn stats(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, args: Tokens<'_
             // none of the others' here.
             w.end();
         }
+        // memcached's per-prefix counters, kept per tenant.
+        (Some(b"detail"), Some(arg @ (b"on" | b"off"))) if it.next().is_none() => {
+            if let Some(mt) = cx.scope().and_then(|t| cx.mc.tenant(t)) {
+                mt.detail.set_on(arg == b"on");
+            }
+            w.ok();
+        }
+        (Some(b"detail"), Some(b"dump")) if it.next().is_none() => {
+            if let Some(mt) = cx.scope().and_then(|t| cx.mc.tenant(t)) {
+                w.raw(&mt.detail.dump());
+            }
+            w.end();
+        }
+        (Some(b"detail"), _) => w.client_error("usage: stats detail on|off|dump"),
         (Some(b"reset"), None) => {
             if let Some(t) = cx.scope() {
                 if let Some(mt) = cx.mc.tenant(t) {
                     mt.counters.reset();
                     mt.class_ops.lock().clear();
+                    mt.detail.clear();
                 }
                 cx.eng.reset_tenant_stats(t);
             }
