@@ -15,6 +15,7 @@ command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v redis-benchmark >/dev/null 2>&1 || need_apt+=(redis-tools)
 command -v memcached >/dev/null 2>&1 || need_apt+=(memcached)
 command -v tclsh >/dev/null 2>&1 || need_apt+=(tcl)  # Redis's own test suite (tests/redis-suite)
+command -v prove >/dev/null 2>&1 || need_apt+=(perl)  # memcached's own test suite (tests/memcached-suite)
 command -v nutcracker >/dev/null 2>&1 || need_apt+=(nutcracker)  # twemproxy (tests/python/test_twemproxy.py)
 # The live page's browser test (tests/python/test_live_page.py): Debian's headless Chromium.
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need_apt+=(chromium)

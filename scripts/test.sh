@@ -6,7 +6,8 @@
 #      redis-cli smoke test, malformed-input tests, the memcached suite (also run against Debian's
 #      memcached) and pymemcache's own integration tests,
 #   4. Redis's own test suite, tag 7.0.15 (../shared/redis-tests), the units Locus can run, with
-#      the skips in tests/redis-suite/skip.txt,
+#      the skips in tests/redis-suite/skip.txt, and memcached's own (1.6.18,
+#      ../shared/memcached-tests) with the skips in tests/memcached-suite/skip.txt,
 #   5. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
 #      under a checker of every value, the budget and RSS.
 # Usage: scripts/test.sh [--fast]   (--fast skips step 2)
@@ -90,6 +91,9 @@ bash tests/pymemcache/run.sh --bin "$locus_bin"
 
 step "end-to-end: Redis's own test suite (7.0.15, external mode) against the real binary (tests/redis-suite)"
 python3 tests/redis-suite/run.py --bin "$locus_bin"
+
+step "end-to-end: memcached's own test suite (1.6.18, external mode) against the real binary (tests/memcached-suite)"
+python3 tests/memcached-suite/run.py --bin "$locus_bin"
 
 step "soak: the checker's self-test, then ${LOCUS_SOAK_SECONDS:=180} s of mixed load with faults (tests/soak)"
 LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --self-test --out "$target_dir/soak-self-test"

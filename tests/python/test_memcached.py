@@ -786,17 +786,24 @@ def test_pymemcache_errors(pmc):
 # ------------------------------------------------------------------------------------------
 
 
-def start_two_port_tenants(start_locus_toml) -> tuple[Mc, Mc]:
-    """Locus in port mode with tenants a and b on memcached listeners of their own; connections
-    to both."""
+def start_two_port_tenant_ports(start_locus_toml, memcached: str = "") -> tuple[int, int]:
+    """Locus in port mode with tenants a and b on memcached listeners of their own (and
+    `memcached`, the body of a [memcached] section); their memcached ports."""
     resp, a_mc, b_mc, a_resp = harness.free_ports(4)
     toml = (
         f'[server]\nbind = "127.0.0.1"\nport = {resp}\n\n[tenancy]\nmode = "port"\n'
         f'default_tenant = "a"\n\n'
-        f'[[tenant]]\nname = "a"\nport = {a_resp}\nmemcached_port = {a_mc}\n\n'
+        + (f"[memcached]\n{memcached}\n" if memcached else "")
+        + f'[[tenant]]\nname = "a"\nport = {a_resp}\nmemcached_port = {a_mc}\n\n'
         f'[[tenant]]\nname = "b"\nmemcached_port = {b_mc}\n'
     )
     start_locus_toml(toml, resp)
+    return a_mc, b_mc
+
+
+def start_two_port_tenants(start_locus_toml) -> tuple[Mc, Mc]:
+    """As start_two_port_tenant_ports; connections to both."""
+    a_mc, b_mc = start_two_port_tenant_ports(start_locus_toml)
     return Mc(a_mc), Mc(b_mc)
 
 
@@ -817,6 +824,48 @@ def test_tenants_by_port_are_isolated(start_locus_toml):
     assert a.stats()["cmd_set"] == "1"
     # slabs reassign on b's port moves b's pages only; a's class keeps its page.
     assert a.stats(b"slabs")["1:total_pages"] == "1"
+
+
+@pytest.mark.locus_only
+def test_maxconns_per_tenant(start_locus_toml):
+    """[memcached] maxconns (memcached's -c): past it a connection is told memcached's
+    `ERROR Too many open connections` and counted in that tenant's rejected_connections; another
+    tenant's connections are not affected."""
+    a_mc, b_mc = start_two_port_tenant_ports(start_locus_toml, "maxconns = 3\n")
+    held = [Mc(a_mc) for _ in range(3)]
+    for c in held:
+        assert c.lines(b"version\r\n")[0].startswith(b"VERSION")
+    extra = Mc(a_mc)
+    assert extra.line() == b"ERROR Too many open connections"
+    extra.expect_closed()
+    others = [Mc(b_mc) for _ in range(3)]
+    for c in others:
+        assert c.lines(b"version\r\n")[0].startswith(b"VERSION")
+    st = held[0].stats()
+    assert st["max_connections"] == "3" and st["rejected_connections"] == "1", st
+    assert others[0].stats()["rejected_connections"] == "0"
+    held.pop().close()
+    deadline = time.monotonic() + 5
+    while True:  # the closed connection's slot comes back
+        c = Mc(a_mc)
+        try:
+            if c.lines(b"version\r\n")[0].startswith(b"VERSION"):
+                break
+        except harness.Closed:
+            pass
+        assert time.monotonic() < deadline, "a freed connection slot did not come back"
+        time.sleep(0.1)
+
+
+@pytest.mark.locus_only
+def test_idle_kicks(start_locus_toml):
+    resp, mcp = harness.free_ports(2)
+    start_locus_toml(locus_mc_toml(resp, mcp).replace("port = %d\n" % resp, 'port = %d\ntimeout = "1s"\n' % resp, 1), resp)
+    c = Mc(mcp)
+    assert c.stats()["idle_kicks"] == "0"
+    time.sleep(2.5)
+    c.expect_closed()
+    assert Mc(mcp).stats()["idle_kicks"] == "1"
 
 
 @pytest.mark.locus_only

@@ -98,6 +98,11 @@ pub struct Counters {
     pub curr_connections: AtomicU64,
     /// `total_connections` on it.
     pub total_connections: AtomicU64,
+    /// `rejected_connections`: connections refused past `[memcached] maxconns`.
+    pub rejected_connections: AtomicU64,
+    /// `idle_kicks`: connections closed for being idle past `server.timeout` (memcached's
+    /// `idle_timeout`).
+    pub idle_kicks: AtomicU64,
 }
 
 impl Counters {
@@ -137,6 +142,8 @@ impl Counters {
             &self.bytes_read,
             &self.bytes_written,
             &self.total_connections,
+            &self.idle_kicks,
+            &self.rejected_connections,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -338,6 +345,8 @@ pub struct McState {
     pub shared_port: bool,
     /// `[memcached] auth`: connections authenticate before their first command.
     pub auth: bool,
+    /// `[memcached] maxconns`: most connections of one tenant.
+    pub maxconns: u64,
 }
 
 impl McState {
@@ -378,6 +387,7 @@ impl McState {
             chunk_size: cfg.memcached.chunk_size,
             shared_port,
             auth: cfg.memcached.auth,
+            maxconns: cfg.memcached.maxconns,
         }
     }
 

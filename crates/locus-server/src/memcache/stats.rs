@@ -68,7 +68,7 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat("rusage_user", b"0.000000");
     w.stat("rusage_system", b"0.000000");
     let cfg = cx.shared.config();
-    w.stat_u64("max_connections", cfg.server.maxclients);
+    w.stat_u64("max_connections", cx.mc.maxconns.min(cfg.server.maxclients));
     let threads = cfg.server.threads as u64;
     drop(cfg);
     let mt = scope.and_then(|t| cx.mc.tenant(t));
@@ -77,7 +77,8 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     };
     w.stat_u64("curr_connections", get(|c| &c.curr_connections));
     w.stat_u64("total_connections", get(|c| &c.total_connections));
-    w.stat_u64("rejected_connections", 0);
+    w.stat_u64("rejected_connections", get(|c| &c.rejected_connections));
+    w.stat_u64("idle_kicks", get(|c| &c.idle_kicks));
     w.stat_u64("connection_structures", get(|c| &c.curr_connections));
     w.stat_u64("cmd_get", get(|c| &c.cmd_get));
     w.stat_u64("cmd_set", get(|c| &c.cmd_set));
