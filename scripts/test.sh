@@ -6,7 +6,8 @@
 #      redis-cli smoke test, malformed-input tests, the memcached suite (also run against Debian's
 #      memcached) and pymemcache's own integration tests,
 #   4. Redis's own test suite, tag 7.0.15 (../shared/redis-tests), the units Locus can run, with
-#      the skips in tests/redis-suite/skip.txt,
+#      the skips in tests/redis-suite/skip.txt, and memcached's own (1.6.18,
+#      ../shared/memcached-tests) with the skips in tests/memcached-suite/skip.txt,
 #   5. the commands of the README and the book (docs/), run against the release binary
 #      (tests/docs/check_commands.py; conventions in docs/README.md), and their links,
 #   6. the soak run (tests/soak/soak.py): 3 minutes (LOCUS_SOAK_SECONDS) of mixed load with faults
@@ -95,6 +96,9 @@ bash tests/pymemcache/run.sh --bin "$locus_bin"
 
 step "end-to-end: Redis's own test suite (7.0.15, external mode) against the real binary (tests/redis-suite)"
 python3 tests/redis-suite/run.py --bin "$locus_bin"
+
+step "end-to-end: memcached's own test suite (1.6.18, external mode) against the real binary (tests/memcached-suite)"
+python3 tests/memcached-suite/run.py --bin "$locus_bin"
 
 step "soak: the checker's self-test, then ${LOCUS_SOAK_SECONDS:=180} s of mixed load with faults (tests/soak)"
 LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --self-test --out "$target_dir/soak-self-test"

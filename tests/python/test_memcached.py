@@ -611,19 +611,126 @@ def test_malformed_input_keeps_the_connection(mc):
     assert mc.lines(b"GET k\r\n") == [b"ERROR"]
     assert mc.lines(b"\x01\x02\x03\r\n") == [b"ERROR"]
     assert mc.lines(b"set k 0 0 abc\r\nxyz\r\n") == [b"CLIENT_ERROR bad command line format", b"ERROR"]
-    # The block's last bytes are not \r\n; what is left of the line ("\n") is a command too short
-    # to be one: 1.6.18 says ERROR, later 1.6 CLIENT_ERROR bad command line format.
-    got = mc.lines(b"set k 0 0 3\r\nabcd\r\n")
-    assert got[0] == b"CLIENT_ERROR bad data chunk" and got[1] in (
-        b"ERROR", b"CLIENT_ERROR bad command line format") and len(got) == 2
+    # The block's last bytes are not \r\n; what is left of the line ("\n") is an empty command.
+    assert mc.lines(b"set k 0 0 3\r\nabcd\r\n") == [b"CLIENT_ERROR bad data chunk", b"ERROR"]
     assert mc.lines(b"set k x 0 1\r\nz\r\n") in (
         [b"CLIENT_ERROR bad command line format"], [b"CLIENT_ERROR bad command line format", b"ERROR"])
-    # Too few arguments: 1.6.18 ERROR, later 1.6 CLIENT_ERROR bad command line format.
-    assert mc.lines(b"set k 0 0\r\n")[0] in (b"ERROR", b"CLIENT_ERROR bad command line format")
-    assert mc.lines(b"incr\r\n") == [b"ERROR"] or True  # arity wording differs across releases
+    # A token count 1.6.18 has no handler for is an unknown command, and a storage command's
+    # data line is then read as a command of its own.
+    assert mc.lines(b"set k 0 0\r\n") == [b"ERROR"]
+    assert mc.lines(b"set k 0 0 1 noreply extra\r\nx\r\n") == [b"ERROR", b"ERROR"]
+    for line in [b"incr", b"incr a", b"decr a 1 2 3", b"touch a 1 x y", b"get", b"gets", b"gat",
+                 b"verbosity", b"flush_all 0 0 0", b"delete", b"delete d 0 noreply x"]:
+        assert mc.lines(line + b"\r\n") == [b"ERROR"], line
     assert mc.lines(b"touch k abc\r\n") == [b"CLIENT_ERROR invalid exptime argument"]
     assert mc.lines(b"ms k S2\r\nxy\r\n") == [b"CLIENT_ERROR bad command line format", b"ERROR"]
     assert mc.lines(b"get ok\r\n") == [b"END"]
+
+
+def test_1_6_18_lines_memcached_answers_differently_from_later_releases(mc):
+    """memcached 1.6.18's replies where Locus used to follow later 1.6 parsers (issue #28)."""
+    # An empty CAS field leaves 5 tokens: ERROR, and the data line is a command of its own.
+    assert mc.lines(b"set foo 0 0 6\r\nbarval\r\ncas foo 0 0 6 \r\nbarva2\r\n") == [
+        b"STORED", b"ERROR", b"ERROR"]
+    assert mc.lines(b"get foo\r\n") == [b"VALUE foo 0 6", b"barval", b"END"]
+    # Blank and empty lines, and a line too short to be a command, are unknown commands.
+    for line in [b" ", b"  ", b"", b"\t", b"a", b"ab"]:
+        assert mc.lines(line + b"\r\n") == [b"ERROR"], line
+    # The shortest command, with a bare newline: its MN, then the sync's.
+    assert mc.lines(b"mn\n") == [] and mc.line() == b"MN"
+    # delete's legacy hold time: only 0.
+    usage = b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"
+    assert mc.lines(b"set d 0 0 1\r\nx\r\n") == [b"STORED"]
+    for line in [b"delete d 10", b"delete d x", b"delete d 0 x", b"delete d noreply x"]:
+        assert mc.lines(line + b"\r\n") == [usage], line
+    assert mc.lines(b"delete d 10 noreply\r\n") == []
+    assert mc.lines(b"get d\r\n") == [b"VALUE d 0 1", b"x", b"END"]
+    assert mc.lines(b"delete d 0\r\n") == [b"DELETED"]
+    assert mc.lines(b"set d 0 0 1\r\nx\r\ndelete d 0 noreply\r\nget d\r\n") == [b"STORED", b"END"]
+    # `gat <exptime>` without a key: an empty retrieval.
+    assert mc.lines(b"gat 1\r\n") == [b"END"]
+
+
+def test_meta_set_failures_return_c0(mc):
+    # ms that stores nothing: the c flag returns 0, beside k and O in request order.
+    assert mc.lines(b"ms k1 2 c s t f k O123 C999999\r\nhi\r\n") == [b"NF c0 kk1 O123"]
+    got = mc.lines(b"ms k1 2 c\r\nhi\r\n")
+    assert got[0].startswith(b"HD c") and got[0] != b"HD c0"
+    assert mc.lines(b"ms k1 2 c s t f k O123 C999999\r\nhi\r\n") == [b"EX c0 kk1 O123"]
+    assert mc.lines(b"ms k1 2 c ME\r\nhi\r\n") == [b"NS c0"]
+    assert mc.lines(b"ms kz 2 c MR\r\nhi\r\n") == [b"NS c0"]
+
+
+def test_meta_get_without_bump_does_not_mark_fetched(mc):
+    assert mc.lines(b"set nu 0 0 1\r\nx\r\n") == [b"STORED"]
+    assert mc.lines(b"mg nu s t u h\r\n") == [b"HD s1 t-1 h0"]
+    assert mc.lines(b"mg nu s t h\r\n") == [b"HD s1 t-1 h0"]
+    assert mc.lines(b"mg nu s t h\r\n") == [b"HD s1 t-1 h1"]
+
+
+def test_meta_stale_set_keeps_ttl_and_win_token(mc):
+    """ms I with an older CAS stores a stale item that keeps the invalidated item's TTL and the
+    fact that its win token was handed out (memcached's CAS_STALE)."""
+    assert mc.lines(b"set ti 0 0 1\r\nx\r\n") == [b"STORED"]
+    assert mc.lines(b"md ti I T30\r\n") == [b"HD"]
+    first = mc.lines(b"mg ti s t c v\r\n")
+    assert first[0].startswith(b"VA 1 s1 t30 c") and first[0].endswith(b" X W"), first
+    assert first[1] == b"x"
+    assert mc.lines(b"ms ti 1 I T90 C1\r\ny\r\n") == [b"HD"]
+    for _ in range(2):
+        got = mc.lines(b"mg ti s t c v\r\n")
+        assert got[0].startswith(b"VA 1 s1 t30 c") and got[0].endswith(b" Z X"), got
+        assert got[1] == b"y"
+
+
+def test_stats_detail(mc):
+    assert mc.lines(b"stats reset\r\n") == [b"RESET"]
+    assert mc.lines(b"stats detail dump\r\n") == [b"END"]
+    assert mc.lines(b"stats detail on\r\n") == [b"OK"]
+    assert mc.lines(b"set foo:1 0 0 1\r\nx\r\nset nodelim 0 0 1\r\nx\r\n") == [b"STORED", b"STORED"]
+    assert mc.lines(b"get foo:1 foo:2 nodelim\r\ndelete foo:3\r\n") == [
+        b"VALUE foo:1 0 1", b"x", b"VALUE nodelim 0 1", b"x", b"END", b"NOT_FOUND"]
+    assert mc.lines(b"stats detail dump\r\n") == [b"PREFIX foo get 2 hit 1 set 1 del 1", b"END"]
+    assert mc.lines(b"stats detail off\r\n") == [b"OK"]
+    assert mc.lines(b"get foo:1\r\n")[-1] == b"END"
+    assert mc.lines(b"stats detail dump\r\n") == [b"PREFIX foo get 2 hit 1 set 1 del 1", b"END"]
+    assert mc.lines(b"stats reset\r\n") == [b"RESET"]
+    assert mc.lines(b"stats detail dump\r\n") == [b"END"]
+    usage = b"CLIENT_ERROR usage: stats detail on|off|dump"
+    assert mc.lines(b"stats detail\r\n") == [usage]
+    assert mc.lines(b"stats detail x\r\n") == [usage]
+
+
+@pytest.fixture
+def small_mc(peer):
+    """A server with 16 MB for items and memcached's other defaults."""
+    if peer == "memcached":
+        srv = harness.start_memcached(["-m", "16"])
+        port = srv.port
+    else:
+        resp, port = harness.free_ports(2)
+        toml = (f'[server]\nbind = "127.0.0.1"\nport = {resp}\n\n[memory]\nmaxmemory = "16MiB"\n\n'
+                f"[memcached]\nport = {port}\n")
+        srv = harness.start_locus(toml, resp, {"memcached": port})
+    yield Mc(port, timeout=20)
+    alive = srv.alive()
+    srv.stop()
+    assert alive, srv.log_tail()
+
+
+def test_a_new_size_is_stored_after_memory_filled(small_mc):
+    """Large values fill the budget; a size never seen before still gets a page (memcached gives a
+    class its first page even when memory is full), and so does every size after it."""
+    mc = small_mc
+    big = b"B" * 400_000
+    for i in range(80):  # 32 MB of values into 16 MB
+        assert mc.lines(b"set big%d 0 0 %d\r\n" % (i, len(big)) + big + b"\r\n") == [b"STORED"]
+    for size in [2, 100, 1000, 5000, 20_000]:
+        v = b"s" * size
+        assert mc.lines(b"set small%d 0 0 %d\r\n" % (size, size) + v + b"\r\n") == [b"STORED"], size
+        assert mc.lines(b"get small%d\r\n" % size) == [b"VALUE small%d 0 %d" % (size, size), v, b"END"]
+    # The most recent large values survive.
+    assert mc.lines(b"get big79\r\n")[0] == b"VALUE big79 0 %d" % len(big)
 
 
 def test_malformed_input_that_closes(mc_server):
@@ -679,17 +786,24 @@ def test_pymemcache_errors(pmc):
 # ------------------------------------------------------------------------------------------
 
 
-def start_two_port_tenants(start_locus_toml) -> tuple[Mc, Mc]:
-    """Locus in port mode with tenants a and b on memcached listeners of their own; connections
-    to both."""
+def start_two_port_tenant_ports(start_locus_toml, memcached: str = "") -> tuple[int, int]:
+    """Locus in port mode with tenants a and b on memcached listeners of their own (and
+    `memcached`, the body of a [memcached] section); their memcached ports."""
     resp, a_mc, b_mc, a_resp = harness.free_ports(4)
     toml = (
         f'[server]\nbind = "127.0.0.1"\nport = {resp}\n\n[tenancy]\nmode = "port"\n'
         f'default_tenant = "a"\n\n'
-        f'[[tenant]]\nname = "a"\nport = {a_resp}\nmemcached_port = {a_mc}\n\n'
+        + (f"[memcached]\n{memcached}\n" if memcached else "")
+        + f'[[tenant]]\nname = "a"\nport = {a_resp}\nmemcached_port = {a_mc}\n\n'
         f'[[tenant]]\nname = "b"\nmemcached_port = {b_mc}\n'
     )
     start_locus_toml(toml, resp)
+    return a_mc, b_mc
+
+
+def start_two_port_tenants(start_locus_toml) -> tuple[Mc, Mc]:
+    """As start_two_port_tenant_ports; connections to both."""
+    a_mc, b_mc = start_two_port_tenant_ports(start_locus_toml)
     return Mc(a_mc), Mc(b_mc)
 
 
@@ -710,6 +824,48 @@ def test_tenants_by_port_are_isolated(start_locus_toml):
     assert a.stats()["cmd_set"] == "1"
     # slabs reassign on b's port moves b's pages only; a's class keeps its page.
     assert a.stats(b"slabs")["1:total_pages"] == "1"
+
+
+@pytest.mark.locus_only
+def test_maxconns_per_tenant(start_locus_toml):
+    """[memcached] maxconns (memcached's -c): past it a connection is told memcached's
+    `ERROR Too many open connections` and counted in that tenant's rejected_connections; another
+    tenant's connections are not affected."""
+    a_mc, b_mc = start_two_port_tenant_ports(start_locus_toml, "maxconns = 3\n")
+    held = [Mc(a_mc) for _ in range(3)]
+    for c in held:
+        assert c.lines(b"version\r\n")[0].startswith(b"VERSION")
+    extra = Mc(a_mc)
+    assert extra.line() == b"ERROR Too many open connections"
+    extra.expect_closed()
+    others = [Mc(b_mc) for _ in range(3)]
+    for c in others:
+        assert c.lines(b"version\r\n")[0].startswith(b"VERSION")
+    st = held[0].stats()
+    assert st["max_connections"] == "3" and st["rejected_connections"] == "1", st
+    assert others[0].stats()["rejected_connections"] == "0"
+    held.pop().close()
+    deadline = time.monotonic() + 5
+    while True:  # the closed connection's slot comes back
+        c = Mc(a_mc)
+        try:
+            if c.lines(b"version\r\n")[0].startswith(b"VERSION"):
+                break
+        except harness.Closed:
+            pass
+        assert time.monotonic() < deadline, "a freed connection slot did not come back"
+        time.sleep(0.1)
+
+
+@pytest.mark.locus_only
+def test_idle_kicks(start_locus_toml):
+    resp, mcp = harness.free_ports(2)
+    start_locus_toml(locus_mc_toml(resp, mcp).replace("port = %d\n" % resp, 'port = %d\ntimeout = "1s"\n' % resp, 1), resp)
+    c = Mc(mcp)
+    assert c.stats()["idle_kicks"] == "0"
+    time.sleep(2.5)
+    c.expect_closed()
+    assert Mc(mcp).stats()["idle_kicks"] == "1"
 
 
 @pytest.mark.locus_only
@@ -772,8 +928,9 @@ def test_resp_and_memcached_share_one_process(start_locus_toml):
 def test_slab_controller_moves_pages_live(start_locus_toml):
     """Live LAMA: 100 B values fill memory, then the working set moves to 10 KB values. With
     `lama` pages move from the 100 B class to the 10 KB class (stats slabs) and the 10 KB keys
-    hit; with no controller (memcached without automove) the pages stay and every 10 KB SET
-    fails for memory, as in memcached."""
+    hit; with no controller (memcached without automove) the 10 KB class gets only its first
+    page (memcached gives a class one page even when memory is full) and the other pages stay,
+    so most 10 KB keys miss, as in memcached."""
     results = {}
     for ctl in ["lama", "none"]:
         resp, mcp = harness.free_ports(2)
@@ -802,5 +959,5 @@ def test_slab_controller_moves_pages_live(start_locus_toml):
         results[ctl] = (hits / gets, moved)
         c.close()
     assert results["lama"][1] > 0, results
-    assert results["none"][1] == 0, results
+    assert results["none"][1] <= 1, results
     assert results["lama"][0] > 0.5 > results["none"][0], results

@@ -290,10 +290,12 @@ impl Engine {
         let k = lead.group.as_ref().map_or(0, |g| g.ranges.len()) + 1;
         cfg.name = format!("{}/class{k}", lead.cfg.name);
         let class_mode = lead.class_mode;
+        let first_page = lead.first_page;
         let tiers = self.cfg.tier.as_ref();
         let mut pool = Tenant::new(cfg, self.classes.len(), tiers);
         pool.leader = Some(t as u32);
         pool.class_mode = class_mode;
+        pool.first_page = first_page;
         self.tenants.push(pool);
         let g = self.tenants[t]
             .group

@@ -264,6 +264,9 @@ struct Tenant {
     large_bytes: u64,
     /// This pool's own class mode, overriding the engine's ([`Engine::set_tenant_class_mode`]).
     class_mode: Option<ClassMode>,
+    /// Class-local modes: a class with no page takes its first one from the pool's own memory
+    /// when none is free ([`Engine::set_tenant_first_page`]).
+    first_page: bool,
     /// Its tier lists and counters (tiered engines only).
     tier: Option<Box<tier::TenantTier>>,
     /// Set while the tenant is dumped ([`Engine::set_dormant`]).
@@ -297,6 +300,7 @@ impl Tenant {
             chunk_bytes: 0,
             large_bytes: 0,
             class_mode: None,
+            first_page: false,
             tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),
             dormant: None,
             group: None,

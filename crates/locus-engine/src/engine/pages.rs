@@ -378,6 +378,16 @@ impl Engine {
                 }
             }
             if class_mode != ClassMode::Auto {
+                if self.tenants[t].first_page && self.tenants[t].classes[c as usize].pages == 0 {
+                    // memcached gives a class its first page even when memory is full (its
+                    // movers rebalance later); without it a size first seen after the budget
+                    // filled could never be stored. Here the page comes from the pool's own
+                    // memory, never another pool's.
+                    if self.first_page_for(t, c) {
+                        continue;
+                    }
+                    return Err(EngineError::OutOfMemory);
+                }
                 if self.tenants[t].cfg.policy == Policy::NoEviction
                     || !self.evict_in_class(t, c, EvictionReason::Memory)
                 {
@@ -405,6 +415,58 @@ impl Engine {
             }
             fruitless += 1;
         }
+    }
+
+    /// Class-local modes: a first page for (t, c), a class that has none, when no free page may
+    /// be granted. From `t`'s own memory only (another pool's items are never evicted for it):
+    /// the emptiest page of another of its classes, preferring a class that keeps a page after
+    /// (its items are evicted, as a slab move does; a noeviction or volatile-* pool gives only a
+    /// page holding nothing), else, when `t` holds only large items, one of them is evicted so
+    /// that its budget makes a page (the caller retries the grant). False when neither is
+    /// possible.
+    fn first_page_for(&mut self, t: usize, c: u16) -> bool {
+        let evicts = self.evicts_any(t);
+        let mut best: Option<(u32, (bool, u64, u64))> = None;
+        for &pg in &self.tenants[t].pages {
+            let p = &self.store.pages[pg as usize];
+            if p.class == c || (!evicts && p.live > 0) {
+                continue;
+            }
+            let last = self.tenants[t].classes[p.class as usize].pages <= 1;
+            let (live, slots) = (u64::from(p.live), u64::from(p.slots).max(1));
+            // Order: a class with pages to spare first, then the lowest occupancy.
+            let better = best
+                .is_none_or(|(_, (bl, bliv, bslots))| (last, live * bslots) < (bl, bliv * slots));
+            if better {
+                best = Some((pg, (last, live, slots)));
+            }
+        }
+        if let Some((pg, _)) = best {
+            self.reassign_page(pg, t, c, EvictionReason::PageReclaim);
+            return true;
+        }
+        // No page of its own: its budget is in large items (or in nothing). Free a page's worth
+        // of it when a page could then be granted (the arbiter lets the pool grow), and only
+        // when its own large items can make the page: never evict for nothing.
+        let free = self.cfg.maxmemory.saturating_sub(self.budget_used());
+        let large = self.tenants[t].large_bytes;
+        evicts
+            && large > 0
+            && large + free >= self.cfg.page_size
+            && self.arbiter_may_grow(t)
+            && self.evict_from(t, EvictionReason::Memory)
+    }
+
+    /// Whether the arbiter lets pool `t` take another page, on fresh views.
+    fn arbiter_may_grow(&mut self, t: usize) -> bool {
+        self.refresh_views();
+        let view = ArbiterView {
+            pools: &self.views,
+            pages_used: self.pages_used,
+            pages_total: self.pages_total,
+            page_size: self.cfg.page_size,
+        };
+        self.arbiter.may_grow(&view, PoolId(t as u32))
     }
 
     /// One eviction on behalf of `t`, as the arbiter decides. False when nothing may be evicted.

@@ -21,6 +21,16 @@ impl Engine {
         self.tenants[t.0 as usize].class_mode = mode;
     }
 
+    /// memcached's rule that a class always gets its first page, for tenant `t`'s pool in a
+    /// class-local mode: when memory is full and one of its classes has no page, that class
+    /// takes the emptiest page of another of the pool's classes (its items evicted, as a slab
+    /// move does), or, when the pool holds only large items, one of them is evicted to make
+    /// the page's budget. Only the pool's own memory is used. Off by default (the simulator's
+    /// slab experiments model memcached without it).
+    pub fn set_tenant_first_page(&mut self, t: TenantId, on: bool) {
+        self.tenants[t.0 as usize].first_page = on;
+    }
+
     /// The class mode in force for tenant `t`'s pool.
     pub fn tenant_class_mode(&self, t: TenantId) -> ClassMode {
         self.class_mode_of(t.0 as usize)
@@ -128,6 +138,79 @@ mod tests {
         e.set_tenant_class_mode(b, None);
         assert_eq!(e.tenant_class_mode(b), ClassMode::Auto);
         assert!(e.set(b, b"big", &[0; 1500], SetOptions::default()).is_ok());
+        e.check_invariants();
+    }
+
+    fn manual_engine(large_items: Option<u64>) -> (Engine, crate::TenantId, crate::TenantId) {
+        let cfg = EngineConfig {
+            maxmemory: 16 << 12,
+            page_size: 4 << 10,
+            large_items,
+            ..EngineConfig::default()
+        };
+        let mut e = Engine::new(cfg, Arc::new(VirtualClock::new(0))).unwrap();
+        let a = e.add_tenant(TenantConfig::new("a")).unwrap();
+        let b = e.add_tenant(TenantConfig::new("b")).unwrap();
+        for t in [a, b] {
+            e.set_tenant_class_mode(t, Some(ClassMode::Manual));
+            e.set_tenant_first_page(t, true);
+        }
+        (e, a, b)
+    }
+
+    #[test]
+    fn a_class_gets_its_first_page_from_its_own_pool() {
+        let (mut e, a, b) = manual_engine(None);
+        // a fills half the memory with small items, b the other half.
+        for i in 0..3000 {
+            let _ = e.set(
+                a,
+                format!("a{i}").as_bytes(),
+                &[1; 8],
+                SetOptions::default(),
+            );
+            let _ = e.set(
+                b,
+                format!("b{i}").as_bytes(),
+                &[2; 8],
+                SetOptions::default(),
+            );
+        }
+        let before_b = e.tenant_stats(b).items;
+        let pages_b = e.tenant_stats(b).pages;
+        // A new size in a: its class gets a page, taken from a's small class, not from b.
+        assert!(e.set(a, b"big", &[0; 1500], SetOptions::default()).is_ok());
+        assert_eq!(e.get(a, b"big").map(<[u8]>::len), Some(1500));
+        assert_eq!(e.tenant_stats(b).items, before_b);
+        assert_eq!(e.tenant_stats(b).pages, pages_b);
+        e.check_invariants();
+        // Without the rule (memcached-like calcification), a new size is refused.
+        e.set_tenant_first_page(b, false);
+        assert!(e.set(b, b"big", &[0; 1500], SetOptions::default()).is_err());
+        e.check_invariants();
+    }
+
+    #[test]
+    fn a_class_gets_its_first_page_after_large_items_filled_memory() {
+        let (mut e, a, _b) = manual_engine(Some(512));
+        // Large items (outside the pages) take the whole budget.
+        let mut stored = 0;
+        for i in 0..40 {
+            if e.set(
+                a,
+                format!("L{i}").as_bytes(),
+                &[3; 3000],
+                SetOptions::default(),
+            )
+            .is_ok()
+            {
+                stored += 1;
+            }
+        }
+        assert!(stored > 10);
+        // A small item's class has no page and none is free: a large item makes room.
+        assert!(e.set(a, b"small", b"hi", SetOptions::default()).is_ok());
+        assert_eq!(e.get(a, b"small"), Some(&b"hi"[..]));
         e.check_invariants();
     }
 }

@@ -320,6 +320,8 @@ pub enum ErrorKind {
     LineTooLong,
     /// An HTTP request line: memcached closes the connection without a reply.
     HttpRequest,
+    /// `delete <key>` with a hold time other than 0, or extra tokens.
+    DeleteUsage,
 }
 
 impl ErrorKind {
@@ -346,6 +348,9 @@ impl ErrorKind {
             ErrorKind::SleepTooLong => "CLIENT_ERROR sleep must be one second or less",
             ErrorKind::AutomoveWindow => "CLIENT_ERROR automove window too low or too high",
             ErrorKind::InvalidShutdownMode => "CLIENT_ERROR invalid shutdown mode",
+            ErrorKind::DeleteUsage => {
+                "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"
+            }
             ErrorKind::LineTooLong | ErrorKind::HttpRequest => return None,
         })
     }
@@ -455,14 +460,8 @@ pub fn parse<'a>(
     let Some(line) = token::next_line(buf, limits)? else {
         return Ok(None);
     };
-    // memcached: the shortest command is two letters and "\r\n".
-    if line.consumed < 4 {
-        return Err(MemcacheError::keep(
-            ErrorKind::BadFormat,
-            line.consumed,
-            false,
-        ));
-    }
+    // An empty or blank line has no command name: memcached 1.6.18 answers `ERROR` (as any
+    // unknown command) and keeps the connection.
     let name = token::command_name(line.text);
     if let [b'm', letter] = *name
         && let Some(r) = meta::parse(letter, buf, line, limits)
@@ -481,14 +480,22 @@ mod tests {
     }
 
     #[test]
-    fn short_lines_are_bad_format() {
-        for (buf, n) in [(&b"\r\n"[..], 2), (b" \n", 2), (b"mn\n", 3), (b"\n", 1)] {
+    fn blank_and_short_lines_are_unknown_commands() {
+        // memcached 1.6.18: `ERROR`, the connection kept.
+        for (buf, n) in [
+            (&b"\r\n"[..], 2),
+            (b" \n", 2),
+            (b"\n", 1),
+            (b"a\r\n", 3),
+            (b" \t \r\n", 5),
+        ] {
             assert_eq!(
                 p(buf),
-                Err(MemcacheError::keep(ErrorKind::BadFormat, n, false)),
+                Err(MemcacheError::keep(ErrorKind::UnknownCommand, n, false)),
                 "{buf:?}"
             );
         }
+        assert_eq!(p(b"mn\n"), Ok(Some((Request::MetaNoop, 3))));
         assert_eq!(p(b"mn\r\n"), Ok(Some((Request::MetaNoop, 4))));
         assert_eq!(p(b""), Ok(None));
         assert_eq!(p(b"mn\r"), Ok(None));

@@ -194,8 +194,11 @@ fn storage<'a>(
     // Until <bytes> is known memcached cannot swallow the block: the line alone is consumed,
     // and `noreply` is not looked at yet.
     let bad_line = MemcacheError::keep(ErrorKind::BadFormat, n, false);
-    if s.count() < 5 {
-        return Err(bad_line);
+    // memcached 1.6.18 dispatches on the token count: any other count is an unknown command
+    // (`ERROR`), and the data line that follows is read as a command of its own.
+    let tokens = if mode == StoreMode::Cas { 6..=7 } else { 5..=6 };
+    if !tokens.contains(&s.count()) {
+        return Err(MemcacheError::keep(ErrorKind::UnknownCommand, n, false));
     }
     let vlen = match s.get(4).and_then(parse_i32) {
         Some(v) if (0..=i32::MAX - 2).contains(&v) => v as usize,
@@ -284,9 +287,9 @@ fn keys<'a>(s: &Split<'a>, first: usize, n: usize) -> Result<Keys<'a>, MemcacheE
 fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>, MemcacheError> {
     let noreply = s.noreply();
     let fail = |kind| MemcacheError::keep(kind, n, noreply);
-    // `get`, `gets`, `incr`, `decr`, `touch` and `delete` report too few tokens before looking
-    // at `noreply` (memcached's parser returns early).
-    let too_few = MemcacheError::keep(ErrorKind::BadFormat, n, false);
+    // memcached 1.6.18 dispatches on the token count: `get`, `gets`, `gat`, `gats`, `incr`,
+    // `decr`, `touch` and `delete` with a count it has no handler for are unknown commands.
+    let too_few = MemcacheError::keep(ErrorKind::UnknownCommand, n, false);
     let key = |i: usize| {
         s.get(i)
             .filter(|k| is_valid_key(k))
@@ -303,7 +306,8 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             }
         }
         b"gat" | b"gats" => {
-            if s.count() < 3 {
+            // `gat <exptime>` with no key: memcached answers `END`.
+            if s.count() < 2 {
                 return Err(too_few);
             }
             let exptime = s.get(1).and_then(parse_i32).ok_or(MemcacheError::keep(
@@ -318,7 +322,7 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             }
         }
         b"incr" | b"decr" => {
-            if s.count() < 3 {
+            if !(3..=4).contains(&s.count()) {
                 return Err(too_few);
             }
             let key = key(1)?;
@@ -341,7 +345,7 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             }
         }
         b"touch" => {
-            if s.count() < 3 {
+            if !(3..=4).contains(&s.count()) {
                 return Err(too_few);
             }
             let key = key(1)?;
@@ -356,10 +360,17 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             }
         }
         b"delete" => {
-            if s.count() < 2 {
+            if !(2..=4).contains(&s.count()) {
                 return Err(too_few);
             }
-            // memcached 1.6 ignores what follows the key, so the legacy `delete <key> 0` works.
+            // The legacy hold time is accepted only as 0: `delete <key> [0] [noreply]`.
+            let legal = matches!(
+                (s.get(2), s.get(3)),
+                (None, _) | (Some(b"0" | b"noreply"), None) | (Some(b"0"), Some(b"noreply"))
+            );
+            if !legal {
+                return Err(fail(ErrorKind::DeleteUsage));
+            }
             Request::Delete {
                 key: key(1)?,
                 noreply,
@@ -371,6 +382,9 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             args: Tokens::new(s.rest(1)),
         },
         b"flush_all" => {
+            if s.count() > 3 {
+                return Err(too_few);
+            }
             let bare = if noreply { 2 } else { 1 };
             let delay = if s.count() == bare {
                 None
@@ -383,6 +397,7 @@ fn line_command<'a>(name: &[u8], s: &Split<'a>, n: usize) -> Result<Request<'a>,
             };
             Request::FlushAll { delay, noreply }
         }
+        b"verbosity" if !(2..=3).contains(&s.count()) => return Err(too_few),
         b"verbosity" => Request::Verbosity {
             level: s
                 .get(1)
@@ -548,9 +563,14 @@ mod tests {
         ));
         // `noreply` is just a key for retrievals.
         assert_eq!(key_list(&ok(b"get noreply\r\n")), [b"noreply".to_vec()]);
-        assert_eq!(err(b"get\r\n"), keep(ErrorKind::BadFormat, 5, false));
-        assert_eq!(err(b"get \r\n"), keep(ErrorKind::BadFormat, 6, false));
-        assert_eq!(err(b"gat 1\r\n"), keep(ErrorKind::BadFormat, 7, false));
+        // Token counts 1.6.18 has no handler for: unknown commands.
+        assert_eq!(err(b"get\r\n"), keep(ErrorKind::UnknownCommand, 5, false));
+        assert_eq!(err(b"get \r\n"), keep(ErrorKind::UnknownCommand, 6, false));
+        assert_eq!(err(b"gat\r\n"), keep(ErrorKind::UnknownCommand, 5, false));
+        // `gat <exptime>` alone: no key, an empty retrieval.
+        assert!(
+            matches!(ok(b"gat 1\r\n"), Request::Gat { exptime: 1, keys, .. } if keys.is_empty())
+        );
         assert_eq!(
             err(b"gat x k\r\n"),
             keep(ErrorKind::InvalidExptime, 9, false)
@@ -627,7 +647,19 @@ mod tests {
     #[test]
     fn storage_errors_in_memcached_order() {
         // <bytes> unknown: only the line goes, and noreply is not honoured.
-        assert_eq!(err(b"set k 0 0\r\n"), keep(ErrorKind::BadFormat, 11, false));
+        // A token count 1.6.18 has no handler for: unknown command, the line alone goes.
+        assert_eq!(
+            err(b"set k 0 0\r\n"),
+            keep(ErrorKind::UnknownCommand, 11, false)
+        );
+        assert_eq!(
+            err(b"set k 0 0 1 noreply x\r\n"),
+            keep(ErrorKind::UnknownCommand, 23, false)
+        );
+        assert_eq!(
+            err(b"cas k 0 0 1 \r\n"),
+            keep(ErrorKind::UnknownCommand, 14, false)
+        );
         assert_eq!(
             err(b"set k 0 0 -1 noreply\r\n"),
             keep(ErrorKind::BadFormat, 22, false)
@@ -653,9 +685,11 @@ mod tests {
             err(b"set k -1 0 4\r\n"),
             swallowed(ErrorKind::BadFormat, 14, 6, false)
         );
+        // An empty CAS field: five tokens, an unknown command; the data line stays to be read
+        // as a command.
         assert_eq!(
             err(b"cas k 0 0 6 \r\nbarva2\r\n"),
-            swallowed(ErrorKind::BadFormat, 14, 8, false)
+            keep(ErrorKind::UnknownCommand, 14, false)
         );
         assert_eq!(
             err(b"cas k 0 0 1 noreply\r\n"),
@@ -713,7 +747,14 @@ mod tests {
             err(b"incr k x noreply\r\n"),
             keep(ErrorKind::InvalidDelta, 18, true)
         );
-        assert_eq!(err(b"incr k\r\n"), keep(ErrorKind::BadFormat, 8, false));
+        assert_eq!(
+            err(b"incr k\r\n"),
+            keep(ErrorKind::UnknownCommand, 8, false)
+        );
+        assert_eq!(
+            err(b"incr k 1 noreply x\r\n"),
+            keep(ErrorKind::UnknownCommand, 20, false)
+        );
         assert_eq!(
             ok(b"touch k 10\r\n"),
             Request::Touch {
@@ -734,7 +775,27 @@ mod tests {
         ] {
             assert_eq!(ok(buf), Request::Delete { key: b"k", noreply });
         }
-        assert_eq!(err(b"delete\r\n"), keep(ErrorKind::BadFormat, 8, false));
+        assert_eq!(
+            err(b"delete\r\n"),
+            keep(ErrorKind::UnknownCommand, 8, false)
+        );
+        assert_eq!(
+            err(b"delete k 0 noreply x\r\n"),
+            keep(ErrorKind::UnknownCommand, 22, false)
+        );
+        // A hold time other than 0.
+        assert_eq!(
+            err(b"delete k 10\r\n"),
+            keep(ErrorKind::DeleteUsage, 13, false)
+        );
+        assert_eq!(
+            err(b"delete k x\r\n"),
+            keep(ErrorKind::DeleteUsage, 12, false)
+        );
+        assert_eq!(
+            err(b"delete k 10 noreply\r\n"),
+            keep(ErrorKind::DeleteUsage, 21, true)
+        );
         let mut long = b"delete ".to_vec();
         long.extend([b'k'; 251]);
         long.extend(b" noreply\r\n");
@@ -776,7 +837,10 @@ mod tests {
             err(b"verbosity invalid\r\n"),
             keep(ErrorKind::BadFormat, 19, false)
         );
-        assert_eq!(err(b"verbosity\r\n"), keep(ErrorKind::BadFormat, 11, false));
+        assert_eq!(
+            err(b"verbosity\r\n"),
+            keep(ErrorKind::UnknownCommand, 11, false)
+        );
         assert_eq!(
             ok(b"cache_memlimit 64\r\n"),
             Request::CacheMemlimit {

@@ -26,6 +26,8 @@ pub const DEFAULT_MC_CHUNK_SIZE: u32 = 48;
 /// memcached's item header (with CAS), which its smallest chunk adds to `-n`: the first chunk
 /// is 96 bytes, as in memcached.
 pub const MC_ITEM_HEADER: u32 = 48;
+/// memcached's default connection limit (`-c`).
+pub const DEFAULT_MC_MAXCONNS: u64 = 1024;
 /// The slab controller memcached tenants run when none is named.
 pub const DEFAULT_MC_CONTROLLER: &str = "lama";
 
@@ -66,6 +68,11 @@ pub struct MemcachedSection {
     /// the same as inline; the CPU is spent on another core. Default on (BENCHMARKS.md,
     /// memcached section: inline LAMA cost 0.65x memcached's 16-key gets, offloaded 1.06x).
     pub offload: bool,
+    /// Most simultaneous memcached connections of one tenant (memcached's `-c`, default
+    /// 1024): one more is told `ERROR Too many open connections` and closed, and counted in
+    /// that tenant's `rejected_connections`. Per tenant, so that one tenant cannot use up
+    /// another's; `server.maxclients` still bounds every connection of the process.
+    pub maxconns: u64,
     /// `[memcached.settings]`: the slab controller's own settings.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, toml::Value>,
@@ -83,6 +90,7 @@ impl Default for MemcachedSection {
             interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
             max_moves: ControlConfig::default().max_moves,
             offload: true,
+            maxconns: DEFAULT_MC_MAXCONNS,
             settings: BTreeMap::new(),
         }
     }
@@ -160,6 +168,9 @@ impl MemcachedSection {
         }
         if self.max_moves == 0 {
             p.push("memcached.max_moves: must be at least 1".to_string());
+        }
+        if self.maxconns == 0 {
+            p.push("memcached.maxconns: must be at least 1".to_string());
         }
         if cfg.controller.enabled()
             && self

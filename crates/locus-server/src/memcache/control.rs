@@ -7,7 +7,7 @@
 //! on. The RESP tenants keep the engine's automatic class mode; the memcached tenants get
 //! [`ClassMode::Manual`] (or the controller's own mode, e.g. Twemcache's random slab eviction).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -114,6 +114,26 @@ impl Controller for SlabScope {
         d.samples.clear();
         d.moves
             .retain(|m| m.from.0 == m.to.0 && self.moves_allowed(m.from.0.0));
+        // As memcached's mover (and `slabs reassign`), a class holding items keeps its last
+        // page: taking it would evict every item of a size still in use, and that class would
+        // take a page back (its first page) on its next store.
+        let mut left: HashMap<(u32, u16), u64> = HashMap::new();
+        for p in &pools {
+            for c in &p.classes {
+                if c.items > 0 {
+                    left.insert((p.pool.0, c.class.0), c.pages);
+                }
+            }
+        }
+        d.moves
+            .retain(|m| match left.get_mut(&(m.from.0.0, m.from.1.0)) {
+                Some(n) if *n <= 1 => false,
+                Some(n) => {
+                    *n -= 1;
+                    true
+                }
+                None => true,
+            });
         d
     }
 
@@ -132,6 +152,8 @@ pub fn install(eng: &mut Engine, mc: &mut McState, ctl: Option<crate::config::Sl
         .unwrap_or(ClassMode::Manual);
     for &t in &ids {
         eng.set_tenant_class_mode(t, Some(mode));
+        // As memcached: a size first seen once memory is full still gets a page.
+        eng.set_tenant_first_page(t, true);
     }
     let Some((inner, cfg)) = ctl else {
         return;

@@ -10,7 +10,7 @@ use locus_protocol::memcache::{
 };
 
 use super::item::{self, Expiry, Meta};
-use super::{Counters, McListener, McState, McTenant};
+use super::{Counters, DetailOp, McListener, McState, McTenant};
 use crate::server::Shared;
 
 /// What a memcached connection keeps between requests.
@@ -146,6 +146,7 @@ fn execute_request(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
                 reply_unless(*noreply, &mut w, |w| w.server_error(NO_TENANT));
                 return;
             };
+            mt.detail.record(key, DetailOp::Delete);
             let class = stored_class(cx.eng, t, key);
             if cx.eng.delete(t, key) {
                 Counters::bump(&mt.counters.delete_hits);
@@ -279,9 +280,11 @@ fn get_one(
     let fetched = match cx.eng.get(t, key).and_then(item::decode) {
         Some((meta, data)) => {
             w.value(key, meta.flags, data, with_cas.then_some(meta.cas));
+            mt.detail.record(key, DetailOp::Get(true));
             meta.state & item::FETCHED != 0
         }
         None => {
+            mt.detail.record(key, DetailOp::Get(false));
             Counters::bump(if touch_exp.is_some() {
                 &c.touch_misses
             } else {
@@ -411,6 +414,7 @@ fn store_command(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, s: &Store<'_>) {
         return;
     };
     Counters::bump(&mt.counters.cmd_set);
+    mt.detail.record(s.key, DetailOp::Set);
     // Only append and prepend need the old data; set needs nothing of the old item, the other
     // modes its header.
     let current: Option<(Meta, Vec<u8>)> = match s.mode {

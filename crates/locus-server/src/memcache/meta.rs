@@ -29,10 +29,11 @@ pub(super) fn execute(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, req: &MetaReq
     }
 }
 
-/// Seconds of TTL left, -1 without one (memcached's `t`).
+/// Seconds of TTL left, -1 without one (memcached's `t`). Rounded up: memcached's clock moves
+/// in whole seconds, so an item set with `T30` shows `t30` until the next second starts.
 fn ttl_left(eng: &mut Engine, t: TenantId, key: &[u8], now: u64) -> i64 {
     match eng.expire_at(t, key) {
-        Some(Some(at)) => (at.saturating_sub(now) / 1000) as i64,
+        Some(Some(at)) => at.saturating_sub(now).div_ceil(1000) as i64,
         _ => -1,
     }
 }
@@ -189,7 +190,9 @@ fn mg(
     if f.has(b'v') {
         w.data_block(&data);
     }
-    let set = item::FETCHED | if win { item::WIN_SENT } else { 0 };
+    // `u` (no LRU bump) leaves the item unfetched, as memcached does: a later `h` says 0.
+    let fetched = if f.has(b'u') { 0 } else { item::FETCHED };
+    let set = fetched | if win { item::WIN_SENT } else { 0 };
     if meta.state & set != set
         && let Some(v) = cx.eng.peek_mut(t, key)
     {
@@ -211,20 +214,24 @@ fn ms(
     let mode = req.set_mode().unwrap_or(SetMode::Set);
     let current = load(cx.eng, t, key);
     let mut state = 0;
+    let mut ttl = Some(item::expiry(i64::from(f.ttl().unwrap_or(0)), now));
     if let Some(want) = f.compare_cas() {
         match &current {
             None => {
                 Counters::bump(&mt.counters.cas_misses);
-                status(w, MetaStatus::Nf, req);
+                ms_failed(w, MetaStatus::Nf, req);
                 return;
             }
             Some((old, _)) if old.cas != want => {
-                // I: an older CAS still stores, as a stale item.
+                // I: an older CAS still stores, as a stale item that keeps the old item's TTL
+                // and its win token's state (memcached's CAS_STALE).
                 if f.has(b'I') && want < old.cas {
-                    state = item::STALE;
+                    state = item::STALE | (old.state & item::WIN_SENT);
+                    ttl = None;
+                    Counters::bump(&mt.counters.cas_hits);
                 } else {
                     Counters::bump(&mt.counters.cas_badval);
-                    status(w, MetaStatus::Ex, req);
+                    ms_failed(w, MetaStatus::Ex, req);
                     return;
                 }
             }
@@ -232,7 +239,6 @@ fn ms(
         }
     }
     let cas = f.new_cas().unwrap_or_else(|| mt.next_cas());
-    let ttl = Some(item::expiry(i64::from(f.ttl().unwrap_or(0)), now));
     let fresh = Meta {
         flags: f.client_flags().unwrap_or(0),
         cas,
@@ -240,7 +246,7 @@ fn ms(
     };
     let r = match (mode, &current) {
         (SetMode::Add, Some(_)) | (SetMode::Replace, None) => {
-            status(w, MetaStatus::Ns, req);
+            ms_failed(w, MetaStatus::Ns, req);
             return;
         }
         (SetMode::Append | SetMode::Prepend, None) => match f.vivify() {
@@ -254,7 +260,7 @@ fn ms(
                 Some(item::expiry(i64::from(n), now)),
             ),
             None => {
-                status(w, MetaStatus::Ns, req);
+                ms_failed(w, MetaStatus::Ns, req);
                 return;
             }
         },
@@ -288,6 +294,26 @@ fn ms(
                 cx.eng.delete(t, key);
             }
             e.write(w);
+        }
+    }
+}
+
+/// An `ms` that stored nothing (`NF`, `NS`, `EX`): memcached 1.6.18 returns `c0` for a `c` flag
+/// (the CAS of the item it did not store) with the `O` and `k` echo, in request order.
+fn ms_failed(w: &mut ReplyWriter<'_>, s: MetaStatus, req: &MetaRequest<'_>) {
+    let mut line = w.meta(s);
+    for f in req.flags.iter() {
+        match f.letter {
+            b'c' => {
+                line.flag_u64(b'c', 0);
+            }
+            b'O' => {
+                line.opaque(f.arg);
+            }
+            b'k' => {
+                line.key(req.key.bytes(), req.key.is_binary());
+            }
+            _ => {}
         }
     }
 }

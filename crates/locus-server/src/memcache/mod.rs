@@ -98,6 +98,11 @@ pub struct Counters {
     pub curr_connections: AtomicU64,
     /// `total_connections` on it.
     pub total_connections: AtomicU64,
+    /// `rejected_connections`: connections refused past `[memcached] maxconns`.
+    pub rejected_connections: AtomicU64,
+    /// `idle_kicks`: connections closed for being idle past `server.timeout` (memcached's
+    /// `idle_timeout`).
+    pub idle_kicks: AtomicU64,
 }
 
 impl Counters {
@@ -137,6 +142,8 @@ impl Counters {
             &self.bytes_read,
             &self.bytes_written,
             &self.total_connections,
+            &self.idle_kicks,
+            &self.rejected_connections,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -160,6 +167,84 @@ pub struct ClassOps {
     pub touch_hits: u64,
 }
 
+/// Most key prefixes `stats detail` keeps per tenant; keys of further prefixes are not counted
+/// (memcached keeps any number, which a client could grow without bound).
+pub const MAX_DETAIL_PREFIXES: usize = 10_000;
+
+/// memcached's per-prefix statistics (`stats detail on|off|dump`): for each key prefix (the
+/// key up to its first `:`), the gets, hits, sets and deletes of the text commands, counted
+/// while detail is on.
+#[derive(Debug, Default)]
+pub struct Detail {
+    on: AtomicBool,
+    prefixes: Mutex<Vec<(Vec<u8>, [u64; 4])>>,
+}
+
+/// Which `stats detail` counter.
+#[derive(Debug, Clone, Copy)]
+pub enum DetailOp {
+    /// A retrieval of the key; `true` when it hit.
+    Get(bool),
+    /// A storage command.
+    Set,
+    /// A `delete`.
+    Delete,
+}
+
+impl Detail {
+    /// `stats detail on|off`.
+    pub fn set_on(&self, on: bool) {
+        self.on.store(on, Ordering::Relaxed);
+    }
+
+    /// Counts `op` on `key` when detail is on and the key has a prefix.
+    pub fn record(&self, key: &[u8], op: DetailOp) {
+        if !self.on.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(end) = key.iter().position(|&b| b == b':') else {
+            return;
+        };
+        let prefix = &key[..end];
+        let mut v = self.prefixes.lock();
+        let i = match v.iter().position(|(p, _)| p.as_slice() == prefix) {
+            Some(i) => i,
+            None if v.len() < MAX_DETAIL_PREFIXES => {
+                v.push((prefix.to_vec(), [0; 4]));
+                v.len() - 1
+            }
+            None => return,
+        };
+        let c = &mut v[i].1;
+        match op {
+            DetailOp::Get(hit) => {
+                c[0] += 1;
+                c[1] += u64::from(hit);
+            }
+            DetailOp::Set => c[2] += 1,
+            DetailOp::Delete => c[3] += 1,
+        }
+    }
+
+    /// The `PREFIX <p> get <n> hit <n> set <n> del <n>` lines, in first-seen order.
+    pub fn dump(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (p, c) in self.prefixes.lock().iter() {
+            out.extend_from_slice(b"PREFIX ");
+            out.extend_from_slice(p);
+            out.extend_from_slice(
+                format!(" get {} hit {} set {} del {}\r\n", c[0], c[1], c[2], c[3]).as_bytes(),
+            );
+        }
+        out
+    }
+
+    /// `stats reset`: the prefixes go (detail stays on or off).
+    pub fn clear(&self) {
+        self.prefixes.lock().clear();
+    }
+}
+
 /// One memcached tenant's state.
 #[derive(Debug)]
 pub struct McTenant {
@@ -178,6 +263,8 @@ pub struct McTenant {
     pub verbosity: AtomicU64,
     /// `lru_crawler` settings.
     pub crawler: crawler::CrawlerSettings,
+    /// `stats detail`.
+    pub detail: Detail,
     /// The tenant's `user` and `password`, when it has both (ASCII authentication).
     credentials: Option<(String, String)>,
     /// Whether the shared `[memcached] port` reaches this tenant.
@@ -188,6 +275,7 @@ impl McTenant {
     fn new(automove: Arc<AtomicBool>) -> Self {
         Self {
             crawler: crawler::CrawlerSettings::default(),
+            detail: Detail::default(),
             credentials: None,
             on_shared_port: false,
             counters: Counters::default(),
@@ -257,6 +345,8 @@ pub struct McState {
     pub shared_port: bool,
     /// `[memcached] auth`: connections authenticate before their first command.
     pub auth: bool,
+    /// `[memcached] maxconns`: most connections of one tenant.
+    pub maxconns: u64,
 }
 
 impl McState {
@@ -297,6 +387,7 @@ impl McState {
             chunk_size: cfg.memcached.chunk_size,
             shared_port,
             auth: cfg.memcached.auth,
+            maxconns: cfg.memcached.maxconns,
         }
     }
 

@@ -27,11 +27,26 @@ pub(super) fn stats(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, args: Tokens<'_
             // none of the others' here.
             w.end();
         }
+        // memcached's per-prefix counters, kept per tenant.
+        (Some(b"detail"), Some(arg @ (b"on" | b"off"))) if it.next().is_none() => {
+            if let Some(mt) = cx.scope().and_then(|t| cx.mc.tenant(t)) {
+                mt.detail.set_on(arg == b"on");
+            }
+            w.ok();
+        }
+        (Some(b"detail"), Some(b"dump")) if it.next().is_none() => {
+            if let Some(mt) = cx.scope().and_then(|t| cx.mc.tenant(t)) {
+                w.raw(&mt.detail.dump());
+            }
+            w.end();
+        }
+        (Some(b"detail"), _) => w.client_error("usage: stats detail on|off|dump"),
         (Some(b"reset"), None) => {
             if let Some(t) = cx.scope() {
                 if let Some(mt) = cx.mc.tenant(t) {
                     mt.counters.reset();
                     mt.class_ops.lock().clear();
+                    mt.detail.clear();
                 }
                 cx.eng.reset_tenant_stats(t);
             }
@@ -53,7 +68,7 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat("rusage_user", b"0.000000");
     w.stat("rusage_system", b"0.000000");
     let cfg = cx.shared.config();
-    w.stat_u64("max_connections", cfg.server.maxclients);
+    w.stat_u64("max_connections", cx.mc.maxconns.min(cfg.server.maxclients));
     let threads = cfg.server.threads as u64;
     drop(cfg);
     let mt = scope.and_then(|t| cx.mc.tenant(t));
@@ -62,7 +77,8 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     };
     w.stat_u64("curr_connections", get(|c| &c.curr_connections));
     w.stat_u64("total_connections", get(|c| &c.total_connections));
-    w.stat_u64("rejected_connections", 0);
+    w.stat_u64("rejected_connections", get(|c| &c.rejected_connections));
+    w.stat_u64("idle_kicks", get(|c| &c.idle_kicks));
     w.stat_u64("connection_structures", get(|c| &c.curr_connections));
     w.stat_u64("cmd_get", get(|c| &c.cmd_get));
     w.stat_u64("cmd_set", get(|c| &c.cmd_set));

@@ -48,16 +48,21 @@ pub async fn accept_loop(
             continue;
         };
         let max = shared.config().server.maxclients;
-        if shared.stats().connected.load(Ordering::Relaxed) >= max {
+        // memcached's -c, per tenant: the tenant this listener's connections count in.
+        let tenant = counted_tenant(&mc, route);
+        let tenant_full = tenant
+            .is_some_and(|m| m.counters.curr_connections.load(Ordering::Relaxed) >= mc.maxconns);
+        if tenant_full || shared.stats().connected.load(Ordering::Relaxed) >= max {
             shared
                 .stats()
                 .rejected_connections
                 .fetch_add(1, Ordering::Relaxed);
+            if let Some(m) = tenant {
+                Counters::bump(&m.counters.rejected_connections);
+            }
             tokio::spawn(async move {
                 let mut sock = sock;
-                let _ = sock
-                    .write_all(b"SERVER_ERROR Too many open connections\r\n")
-                    .await;
+                let _ = sock.write_all(b"ERROR Too many open connections\r\n").await;
             });
             continue;
         }
@@ -141,7 +146,12 @@ async fn connection(
                 Ok(n) => n,
             },
             () = &mut stop => break,
-            () = idle => break,
+            () = idle => {
+                if let Some(c) = counters {
+                    Counters::bump(&c.idle_kicks);
+                }
+                break;
+            }
         };
         shared
             .stats()
