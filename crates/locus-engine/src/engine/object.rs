@@ -200,6 +200,23 @@ impl Engine {
         Some(self.value_ref(h))
     }
 
+    /// Several keys' values borrowed together, for a command that reads many inputs at once
+    /// (the set algebra), without touching or counting. Lazy expiry runs for every key before
+    /// any value is borrowed, so an expiry cannot move an item whose value is already out.
+    pub fn peek_values(&mut self, t: TenantId, keys: &[&[u8]]) -> Vec<Option<ValueRef<'_>>> {
+        let ti = t.0 as usize;
+        for k in keys {
+            let _ = self.lookup_key(ti, k, hash_key(k));
+        }
+        let this: &Self = self;
+        keys.iter()
+            .map(|k| {
+                this.find_key(ti, k, hash_key(k))
+                    .map(|(_, h)| this.value_ref(h))
+            })
+            .collect()
+    }
+
     /// The size the profilers see for an access to item `h`: key + value, or key + the object's
     /// charge.
     pub(super) fn access_size(&self, h: u32) -> u32 {
