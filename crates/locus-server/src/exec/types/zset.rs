@@ -501,11 +501,21 @@ struct ScoreRange {
     maxex: bool,
 }
 
+/// A score bound as Redis's `zslParseRange` reads it: `(` for an open bound, then what C's
+/// `strtod` takes whole, which (unlike a ZADD score) may start with white space, and is 0
+/// when empty (`""` and `"("` are the bound 0; a bound of only spaces is refused).
 fn parse_score_bound(b: &[u8]) -> Option<(f64, bool)> {
-    match b.first() {
-        Some(b'(') => parse_range_number(&b[1..]).map(|v| (v, true)),
-        _ => parse_range_number(b).map(|v| (v, false)),
+    let (num, open) = match b.first() {
+        Some(b'(') => (&b[1..], true),
+        _ => (b, false),
+    };
+    if num.is_empty() {
+        return Some((0.0, open));
     }
+    let start = num
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    parse_range_number(&num[start..]).map(|v| (v, open))
 }
 
 impl ScoreRange {
