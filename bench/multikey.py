@@ -9,10 +9,13 @@ count N (2, 10, 200, 400) two shapes are run:
 
 * `alt`: the key list `a b a b ...` (N keys, two distinct), the shape of the issue's
   `ZINTERCARD 400 z z2 z z2 ...`;
-* `one`: one key named N times (`s:a s:a ...`), where Redis shortcuts repeated keys.
+* `one`: one key named N times (`s:a s:a ...`), where Redis shortcuts repeated keys;
+* `first` (`--shapes first`, meant for the differences, where `alt` and `one` name the first
+  key again and both servers answer at once): `a` then `b` named N - 1 times.
 
 Each (command, N, shape) runs on both servers, interleaved (Locus, Redis, Locus, Redis, ...),
-`--repeats` times (default 3). The figure is the server's own time for the command (INFO
+`--repeats` times (default 3), or fewer when one case has already taken `--case-budget` seconds
+(default 30: Redis's unions of 200 and 400 keys take a minute each here). The figure is the server's own time for the command (INFO
 commandstats' `usec` before and after the call, so the client's reply parsing is left out), and
 the wall time of the call as the client saw it; both as min / median / max in milliseconds, and
 the ratio of the medians (Locus / Redis). A reply that differs between the two servers (as a
@@ -35,7 +38,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import BenchError, RespError, Server, encode, mmm  # noqa: E402
+from benchlib import BenchError, Conn, RespError, Server, encode, mmm  # noqa: E402
 
 MEMBERS = 100_000
 GiB = 1 << 30
@@ -88,8 +91,11 @@ def load(srv: Server):
 def argv(cmd: str, n: int, shape: str) -> list:
     pre, post, numkeys, _ = COMMANDS[cmd]
     prefix = "z" if cmd.startswith("Z") else "s"
-    names = ["a", "b"] if shape == "alt" else ["a"]
-    keys = [f"{prefix}:{names[i % len(names)]}" for i in range(n)]
+    if shape == "first":
+        keys = [f"{prefix}:a"] + [f"{prefix}:b"] * (n - 1)
+    else:
+        names = ["a", "b"] if shape == "alt" else ["a"]
+        keys = [f"{prefix}:{names[i % len(names)]}" for i in range(n)]
     return [cmd, *pre, *([n] if numkeys else []), *keys, *post]
 
 
@@ -106,7 +112,8 @@ def usec(c, cmd: str) -> int:
 
 
 def one_run(srv: Server, args: list):
-    c = srv.conn()
+    # Redis's unions over hundreds of keys take minutes on a loaded machine.
+    c = Conn(srv.port, timeout=900)
     try:
         before = usec(c, args[0])
         t0 = time.perf_counter()
@@ -132,6 +139,7 @@ def main():
     ap.add_argument("--counts", default="2,10,200,400")
     ap.add_argument("--commands", default=",".join(COMMANDS))
     ap.add_argument("--shapes", default="alt,one")
+    ap.add_argument("--case-budget", type=float, default=30.0)
     ap.add_argument("--json", default=None)
     opts = ap.parse_args()
     counts = [int(x) for x in opts.counts.split(",")]
@@ -145,20 +153,24 @@ def main():
     with Server("locus", GiB, label="locus") as locus, Server("redis", GiB, label="redis") as redis:
         for srv in (locus, redis):
             load(srv)
-        print(f"| command | N | keys | Locus ms (server) | Redis ms (server) | ratio | Locus ms (wall) | Redis ms (wall) |")
-        print("|---|---:|---|---|---|---:|---|---|")
+        print("| command | N | keys | runs | Locus ms (server) | Redis ms (server) | ratio | Locus ms (wall) | Redis ms (wall) |")
+        print("|---|---:|---|---:|---|---|---:|---|---|")
         for cmd in cmds:
             for n in counts:
                 for shape in shapes:
                     args = argv(cmd, n, shape)
                     res = {"locus": ([], []), "redis": ([], [])}
                     replies = {}
+                    spent = 0.0
                     for _ in range(opts.repeats):
                         for srv in (locus, redis):
                             srv_ms, wall_ms, reply = one_run(srv, args)
                             res[srv.label][0].append(srv_ms)
                             res[srv.label][1].append(wall_ms)
                             replies[srv.label] = normal(COMMANDS[cmd][3], reply)
+                            spent += wall_ms / 1000.0
+                        if spent > opts.case_budget:
+                            break
                     if replies["locus"] != replies["redis"]:
                         raise BenchError(f"{cmd} N={n} {shape}: replies differ")
                     ml = statistics.median(res["locus"][0])
@@ -168,7 +180,7 @@ def main():
                                  "locus_server_ms": res["locus"][0], "redis_server_ms": res["redis"][0],
                                  "locus_wall_ms": res["locus"][1], "redis_wall_ms": res["redis"][1],
                                  "ratio": ratio})
-                    print(f"| {cmd} | {n} | {shape} | {mmm(res['locus'][0], '{:.1f}')} | "
+                    print(f"| {cmd} | {n} | {shape} | {len(res['locus'][0])} | {mmm(res['locus'][0], '{:.1f}')} | "
                           f"{mmm(res['redis'][0], '{:.1f}')} | {ratio:.2f} | "
                           f"{mmm(res['locus'][1], '{:.1f}')} | {mmm(res['redis'][1], '{:.1f}')} |", flush=True)
     worst = max(rows, key=lambda r: r["ratio"])
