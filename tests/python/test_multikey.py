@@ -158,3 +158,16 @@ def test_a_thousand_keys_stay_fast(r, peer, cmd):
             assert got == (n // 2 if shape == "alt" else n)
         if cmd in ("SUNIONSTORE", "ZUNIONSTORE"):
             assert got == (n + n // 2 if shape == "alt" else n)
+
+
+def test_hyperloglog_unions_with_repeated_keys(r):
+    r.pfadd("h1", *(f"a{i}" for i in range(3000)))
+    r.pfadd("h2", *(f"b{i}" for i in range(50)))
+    r.pfadd("h3", *(f"a{i}" for i in range(1000)))
+    once = r.pfcount("h1", "h2", "h3")
+    assert r.pfcount(*(["h1", "h2", "h3", "nokey"] * 300)) == once
+    assert r.pfmerge("dst", *(["h2", "h1", "h3"] * 300)) is True
+    assert r.pfcount("dst") == once
+    r.set("str", "not an hll")
+    with pytest.raises(Exception, match="WRONGTYPE"):
+        r.pfcount("h1", "h1", "str", "h1")
