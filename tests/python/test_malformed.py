@@ -48,19 +48,18 @@ def test_protocol_error_reply_then_close(server, request_bytes, reply):
     served_normally(server.port)
 
 
-def test_unbalanced_quotes_inline(server, peer):
-    """Redis closes the connection after this error; Locus keeps it open because the line end is known
-    and framing is intact (STYLE.md: close only when framing is lost). The reply is Redis's either
-    way; what follows it is each server's own, pinned here per peer."""
+def test_unbalanced_quotes_inline(server):
+    """Redis closes the connection after this error (its `setProtocolError`), though the line
+    end is known; so does Locus, and the PING sent with it is not answered."""
     with Raw(server.port) as c:
-        c.send(b'SET "foo\r\n')
+        c.send(b'SET "foo\r\nPING\r\n')
         assert c.read_line() == b"-ERR Protocol error: unbalanced quotes in request"
-        try:
-            c.send(b"PING\r\n")
-            reply = c.read()
-        except (Closed, OSError):
-            reply = None
-        assert reply == (None if peer == "redis" else "PONG")
+        c.expect_closed()
+    for line in (b"SET 'a b\r\n", b'SET "a"b c\r\n'):
+        with Raw(server.port) as c:
+            c.send(line)
+            assert c.read_line() == b"-ERR Protocol error: unbalanced quotes in request"
+            c.expect_closed()
     served_normally(server.port)
 
 

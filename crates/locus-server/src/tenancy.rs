@@ -26,6 +26,8 @@ pub struct Tenancy {
     pub prefixes: Vec<(Vec<u8>, TenantId)>,
     /// The `[admin]` user and password, if configured.
     pub admin: Option<(String, String)>,
+    /// Port mode: the password of each tenant that has one (its port then requires AUTH).
+    pub port_passwords: HashMap<TenantId, String>,
 }
 
 impl Tenancy {
@@ -41,6 +43,7 @@ impl Tenancy {
             prefixes: Vec::new(),
             admin: (!cfg.admin.user.is_empty())
                 .then(|| (cfg.admin.user.clone(), cfg.admin.password.clone())),
+            port_passwords: HashMap::new(),
         };
         for (s, &id) in sections.iter().zip(ids) {
             t.names.push((s.name.clone(), id));
@@ -55,6 +58,11 @@ impl Tenancy {
             }
             if s.name == cfg.tenancy.default_tenant {
                 t.default = Some(id);
+            }
+            if t.mode == TenancyMode::Port
+                && let Some(p) = &s.password
+            {
+                t.port_passwords.insert(id, p.clone());
             }
         }
         if t.mode == TenancyMode::Single {
@@ -75,6 +83,17 @@ impl Tenancy {
     /// A tenant by name.
     pub fn by_name(&self, name: &str) -> Option<TenantId> {
         self.names.iter().find(|(n, _)| n == name).map(|(_, i)| *i)
+    }
+
+    /// Port mode: the tenant a connection on `listener_tenant`'s listener routes to (the
+    /// default tenant on the server's own port) with its password, when it has one: such a
+    /// connection must AUTH with it before its first command, as with `requirepass`.
+    pub fn port_password(&self, listener_tenant: Option<TenantId>) -> Option<(TenantId, &str)> {
+        if self.mode != TenancyMode::Port {
+            return None;
+        }
+        let t = listener_tenant.or(self.default)?;
+        self.port_passwords.get(&t).map(|p| (t, p.as_str()))
     }
 
     /// Prefix mode: the tenant owning `key` (longest prefix), else the default tenant.

@@ -260,8 +260,11 @@ struct Tenant {
     charged_bytes: u64,
     /// Sum over owned pages of slots × chunk.
     chunk_bytes: u64,
-    /// Bytes charged for the tenant's large items (`EngineConfig::large_items`).
+    /// Bytes charged for the tenant's large items (`EngineConfig::large_items`), its objects,
+    /// and what its clients hold outside both ([`Engine::charge_outside`]).
     large_bytes: u64,
+    /// The part of `large_bytes` its clients hold ([`Engine::charge_outside`]).
+    outside_bytes: u64,
     /// This pool's own class mode, overriding the engine's ([`Engine::set_tenant_class_mode`]).
     class_mode: Option<ClassMode>,
     /// Class-local modes: a class with no page takes its first one from the pool's own memory
@@ -299,6 +302,7 @@ impl Tenant {
             charged_bytes: 0,
             chunk_bytes: 0,
             large_bytes: 0,
+            outside_bytes: 0,
             class_mode: None,
             first_page: false,
             tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),

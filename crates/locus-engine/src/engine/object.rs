@@ -200,6 +200,54 @@ impl Engine {
         Some(self.value_ref(h))
     }
 
+    /// Several keys' values borrowed together, for a command that reads many inputs at once
+    /// (the set algebra), without touching or counting. Lazy expiry runs for every key before
+    /// any value is borrowed, so an expiry cannot move an item whose value is already out.
+    pub fn peek_values(&mut self, t: TenantId, keys: &[&[u8]]) -> Vec<Option<ValueRef<'_>>> {
+        let ti = t.0 as usize;
+        for k in keys {
+            let _ = self.lookup_key(ti, k, hash_key(k));
+        }
+        let this: &Self = self;
+        keys.iter()
+            .map(|k| {
+                this.find_key(ti, k, hash_key(k))
+                    .map(|(_, h)| this.value_ref(h))
+            })
+            .collect()
+    }
+
+    /// Charges `bytes` that tenant `t`'s clients hold outside pages and objects (a transaction's
+    /// queued commands), making room as an object's growth does (evicting by the tenant's policy;
+    /// refused under `noeviction`, past the tenant's cap, or past what the budget can hold). They
+    /// count in used memory and against the tenant until [`Engine::release_outside`].
+    ///
+    /// # Errors
+    /// [`EngineError::OutOfMemory`] when no room can be made (nothing is charged then).
+    pub fn charge_outside(&mut self, t: TenantId, bytes: u64) -> Result<(), EngineError> {
+        let ti = t.0 as usize;
+        if ti >= self.tenants.len() {
+            return Err(EngineError::OutOfMemory);
+        }
+        self.make_room_outside(ti, bytes)?;
+        self.large_bytes += bytes;
+        let tn = &mut self.tenants[ti];
+        tn.large_bytes += bytes;
+        tn.outside_bytes += bytes;
+        Ok(())
+    }
+
+    /// Gives back bytes charged by [`Engine::charge_outside`] (at most what tenant `t` holds).
+    pub fn release_outside(&mut self, t: TenantId, bytes: u64) {
+        let Some(tn) = self.tenants.get_mut(t.0 as usize) else {
+            return;
+        };
+        let b = bytes.min(tn.outside_bytes);
+        tn.outside_bytes -= b;
+        tn.large_bytes -= b;
+        self.large_bytes -= b;
+    }
+
     /// The size the profilers see for an access to item `h`: key + value, or key + the object's
     /// charge.
     pub(super) fn access_size(&self, h: u32) -> u32 {

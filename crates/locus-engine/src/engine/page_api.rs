@@ -194,8 +194,12 @@ impl Engine {
                 Some((rt, r)) if rt == ti => r,
                 _ => 0,
             };
-            assert_eq!(large_t + reserved, tn.large_bytes, "a tenant's large bytes");
-            large += large_t;
+            assert_eq!(
+                large_t + reserved + tn.outside_bytes,
+                tn.large_bytes,
+                "a tenant's large bytes"
+            );
+            large += large_t + tn.outside_bytes;
             assert_eq!(chunk_bytes, tn.chunk_bytes);
             used += tn.pages.len() as u64;
             items += tn.all.len() as u64;

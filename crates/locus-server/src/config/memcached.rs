@@ -199,6 +199,9 @@ impl MemcachedSection {
                     .to_string(),
             );
         }
+        if !self.auth && cfg.memcached_enabled() {
+            self.refuse_open_doors(cfg, p);
+        }
         let mut ports = std::collections::HashMap::new();
         if let Some(port) = self.port.filter(|&p| p != 0) {
             ports.insert(port, "memcached.port".to_string());
@@ -218,6 +221,41 @@ impl MemcachedSection {
             }
             if let Some(j) = cfg.tenants.iter().position(|t| t.port == Some(*port)) {
                 p.push(format!("{at}: {port} is also tenant[{j}].port"));
+            }
+        }
+    }
+}
+
+impl MemcachedSection {
+    /// Without `auth`, a memcached listener serves whoever connects: it must reach no tenant
+    /// that has a password, or a client with no login could read, write and delete what the
+    /// RESP port guards with `NOAUTH`. The shared port reaches the default tenant (in single
+    /// mode the only one) and, in prefix mode, every tenant with a prefix; a tenant's own
+    /// `memcached_port` reaches that tenant.
+    fn refuse_open_doors(&self, cfg: &ServerConfig, p: &mut Vec<String>) {
+        let mode = cfg.tenancy.mode;
+        for (i, s) in cfg.tenant_sections().iter().enumerate() {
+            if s.password.is_none() {
+                continue;
+            }
+            let default = if mode == TenancyMode::Single {
+                i == 0
+            } else {
+                s.name == cfg.tenancy.default_tenant
+            };
+            let shared = self.port.is_some()
+                && (default || (mode == TenancyMode::Prefix && s.prefix.is_some()));
+            if shared {
+                p.push(format!(
+                    "memcached.auth: memcached.port serves tenant {:?}, which has a password, to clients that never log in; set memcached.auth = true (clients then send the tenant's user and password) or remove memcached.port",
+                    s.name
+                ));
+            }
+            if s.memcached_port.is_some() {
+                p.push(format!(
+                    "memcached.auth: tenant {:?} has a password but its memcached_port serves it to clients that never log in; set memcached.auth = true or remove its memcached_port",
+                    s.name
+                ));
             }
         }
     }

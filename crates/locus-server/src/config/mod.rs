@@ -511,6 +511,16 @@ impl ServerConfig {
             {
                 p.push(format!("{at}.max: {max} is below min {}", t.min));
             }
+            // A cap the server can never give is a mistake the operator should hear about, not
+            // a promise the tenant silently does not get.
+            if let Some(max) = t.max
+                && max.0 > self.memory.maxmemory.0
+            {
+                p.push(format!(
+                    "{at}.max: {max} exceeds memory.maxmemory {}",
+                    self.memory.maxmemory
+                ));
+            }
             min_sum = min_sum.saturating_add(t.min.0);
         }
         if min_sum > self.memory.maxmemory.0 {

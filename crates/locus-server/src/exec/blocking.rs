@@ -49,6 +49,60 @@ use crate::server::{ClientInfo, ConnState, Shared};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeout(pub u64);
 
+/// A hexadecimal floating-point number as C's `strtold` reads one whole (Redis 7.0 reads a
+/// timeout with it, so `0x10` is 16 seconds): a sign, `0x`, hex digits with an optional point,
+/// then an optional binary exponent `p[+-]digits`.
+fn parse_hex_float(b: &[u8]) -> Option<f64> {
+    let (neg, rest) = match b.first()? {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    let rest = rest
+        .strip_prefix(b"0x")
+        .or_else(|| rest.strip_prefix(b"0X"))?;
+    let (mant, exp) = match rest.iter().position(|&c| c == b'p' || c == b'P') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    let (mut v, mut digits, mut frac, mut point) = (0f64, 0usize, 0i64, false);
+    for &c in mant {
+        match c {
+            b'.' if !point => point = true,
+            _ => {
+                let d = char::from(c).to_digit(16)?;
+                v = v * 16.0 + f64::from(d);
+                digits += 1;
+                if point {
+                    frac += 4;
+                }
+            }
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let mut e: i64 = 0;
+    if let Some(x) = exp {
+        let (eneg, ed) = match x.first()? {
+            b'-' => (true, &x[1..]),
+            b'+' => (false, &x[1..]),
+            _ => (false, x),
+        };
+        if ed.is_empty() || !ed.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        for &c in ed {
+            e = (e * 10 + i64::from(c - b'0')).min(100_000);
+        }
+        if eneg {
+            e = -e;
+        }
+    }
+    let v = v * 2f64.powi((e - frac).clamp(-100_000, 100_000) as i32);
+    Some(if neg { -v } else { v })
+}
+
 /// Parses a timeout in seconds as Redis 7.0 does: a float, times 1000 rounded up to whole
 /// milliseconds (0.0001 waits 1 ms; -0.0001 rounds to 0, forever), `timeout is negative` below
 /// zero (and for values a C cast makes negative: infinities, 1e30).
@@ -56,8 +110,9 @@ pub struct Timeout(pub u64);
 /// # Errors
 /// `timeout is not a float or out of range`, `timeout is negative`.
 pub fn parse_timeout(a: &[u8]) -> Result<Timeout, CmdError> {
-    let secs =
-        parse_f64(a).ok_or_else(|| CmdError::msg("ERR timeout is not a float or out of range"))?;
+    let secs = parse_f64(a)
+        .or_else(|| parse_hex_float(a))
+        .ok_or_else(|| CmdError::msg("ERR timeout is not a float or out of range"))?;
     let ms = (secs * 1000.0).ceil();
     // The x86 conversion of an out-of-range double to a long long gives i64::MIN.
     let ms = if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&ms) {
@@ -456,6 +511,7 @@ fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
         psubs: Vec::new(),
         multi: None,
         multi_error: false,
+        multi_charged: Vec::new(),
         watched: Vec::new(),
         block: ConnBlock {
             rerun: true,
@@ -505,6 +561,15 @@ mod tests {
         assert_eq!(parse_timeout(b"0.0001"), Ok(Timeout(1)));
         assert_eq!(parse_timeout(b"-0.0001"), Ok(Timeout(0)));
         assert_eq!(parse_timeout(b"1.5"), Ok(Timeout(1500)));
+        // strtold's hexadecimal floats, as Redis 7.0 reads them.
+        assert_eq!(parse_timeout(b"0x10"), Ok(Timeout(16_000)));
+        assert_eq!(parse_timeout(b"0X1.8"), Ok(Timeout(1500)));
+        assert_eq!(parse_timeout(b"0x1p-2"), Ok(Timeout(250)));
+        assert_eq!(parse_timeout(b"+0x.8P1"), Ok(Timeout(1000)));
+        assert_eq!(
+            parse_timeout(b"-0x1"),
+            Err(CmdError::msg("ERR timeout is negative"))
+        );
         for neg in [&b"-1"[..], b"inf", b"-inf", b"1e30"] {
             assert_eq!(
                 parse_timeout(neg),
@@ -513,7 +578,16 @@ mod tests {
                 String::from_utf8_lossy(neg)
             );
         }
-        for bad in [&b"abc"[..], b"", b" 1", b"nan", b"0x10x"] {
+        for bad in [
+            &b"abc"[..],
+            b"",
+            b" 1",
+            b"nan",
+            b"0x10x",
+            b"0x",
+            b"0x1p",
+            b"0x.p1",
+        ] {
             assert_eq!(
                 parse_timeout(bad),
                 Err(CmdError::msg("ERR timeout is not a float or out of range"))

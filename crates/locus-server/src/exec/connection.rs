@@ -47,6 +47,7 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 
 /// RESET: back to a fresh connection's state.
 pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
+    super::transaction::release_queue(ctx.eng, &mut ctx.conn.multi_charged);
     let watched = std::mem::take(&mut ctx.conn.watched);
     ctx.shared.unwatch_all(ctx.conn.info.id, &watched);
     if ctx.conn.subscriptions() > 0 {
@@ -81,6 +82,17 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
     {
         return if pw.as_bytes() == pass {
             Ok(AuthAs::Admin)
+        } else {
+            Err(wrong())
+        };
+    }
+    // Port mode: a password alone (or the `default` user's) on a tenant's port is that
+    // tenant's password.
+    if name == "default"
+        && let Some((t, pw)) = tenancy.port_password(ctx.conn.listener_tenant)
+    {
+        return if pw.as_bytes() == pass {
+            Ok(AuthAs::Tenant(t))
         } else {
             Err(wrong())
         };

@@ -75,10 +75,7 @@ pub fn keys(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// `SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]`
 pub fn scan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let cursor: u64 = std::str::from_utf8(&a[1])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
+    let cursor = super::types::hash::parse_cursor(&a[1])?;
     let mut pat: Option<&[u8]> = None;
     let mut count = 10usize;
     let mut want_type: Option<String> = None;

@@ -317,11 +317,7 @@ fn run_counted(
         ));
     }
     if in_multi && !transaction::runs_inside_multi(spec.name) {
-        if let Some(q) = ctx.conn.multi.as_mut() {
-            q.push(args.iter().map(|a| a.to_vec()).collect());
-        }
-        ctx.w.simple("QUEUED");
-        return Ok(());
+        return transaction::queue(ctx, args, spec);
     }
     // `new` keyspace events: which of a write's keys exist before it (only while asked for).
     let existed: Vec<bool> = match ctx.tenant {

@@ -5,6 +5,13 @@
 //! answer EXECABORT. EXEC runs the queue under the engine lock the batch already holds, so the
 //! transaction is atomic with respect to every other client.
 //!
+//! The queue is memory a client makes the server hold, as Redis counts it in the client's memory
+//! and so in `used_memory`: each queued command is charged to its tenant's budget (evicting by the
+//! tenant's policy, as a write does); when no room can be made, a write is answered `-OOM` and the
+//! transaction fails at EXEC, as Redis's `processCommand` refuses a `denyoom` command and flags
+//! the transaction. The charge is given back at EXEC, DISCARD, RESET and when the connection
+//! closes.
+//!
 //! WATCH follows Redis's touchWatchedKey: every successful write command marks the clients
 //! watching its keys dirty (FLUSHDB/FLUSHALL: every key of the tenant). A watched key that existed
 //! at WATCH time and is gone at EXEC (expired or evicted) also fails the EXEC. Known gap: an
@@ -14,7 +21,57 @@ use std::borrow::Cow;
 
 use locus_protocol::ProtocolVersion;
 
+use super::CommandSpec;
 use super::{Args, CmdError, CmdResult, Ctx, dispatch};
+
+/// What one queued command costs the server: its argument vector and each argument's
+/// allocation (the allocator's rounding and header included), so that the charge follows the
+/// memory the queue takes.
+fn queued_bytes(args: Args<'_, '_>) -> u64 {
+    let per_arg: u64 = args
+        .iter()
+        .map(|a| 24 + 16 + (a.len() as u64).div_ceil(16) * 16)
+        .sum();
+    48 + per_arg
+}
+
+/// Queues a command inside MULTI (`+QUEUED`), charged to the tenant it routes to.
+///
+/// # Errors
+/// `-OOM` when the tenant's budget cannot hold it and it may grow memory (`denyoom`: the
+/// transaction then fails at EXEC with EXECABORT, as in Redis); any other command that does not
+/// fit is queued uncharged, as Redis lets commands that are not `denyoom` through.
+pub fn queue(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: &CommandSpec) -> CmdResult {
+    let bytes = queued_bytes(args);
+    if let Some(t) = ctx.tenant.or(ctx.conn.tenant) {
+        match ctx.eng.charge_outside(t, bytes) {
+            Ok(()) => match ctx.conn.multi_charged.iter_mut().find(|(ct, _)| *ct == t) {
+                Some((_, n)) => *n += bytes,
+                None => ctx.conn.multi_charged.push((t, bytes)),
+            },
+            Err(_) if super::has_flag(spec.flags, "denyoom") => {
+                ctx.conn.multi_error = true;
+                return Err(CmdError::Oom);
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some(q) = ctx.conn.multi.as_mut() {
+        q.push(args.iter().map(|a| a.to_vec()).collect());
+    }
+    ctx.w.simple("QUEUED");
+    Ok(())
+}
+
+/// Gives back what the queued commands were charged (the queue is gone or going).
+pub fn release_queue(
+    eng: &mut locus_engine::Engine,
+    charged: &mut Vec<(locus_engine::TenantId, u64)>,
+) {
+    for (t, n) in charged.drain(..) {
+        eng.release_outside(t, n);
+    }
+}
 
 /// Commands that run immediately even inside MULTI.
 pub fn runs_inside_multi(name: &str) -> bool {
@@ -49,6 +106,8 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     let Some(queue) = ctx.conn.multi.take() else {
         return Err(CmdError::msg("ERR EXEC without MULTI"));
     };
+    // The queue's charge goes before its commands run: they make room for their own writes.
+    release_queue(ctx.eng, &mut ctx.conn.multi_charged);
     if std::mem::take(&mut ctx.conn.multi_error) {
         clear_watches(ctx);
         return Err(CmdError::msg(
@@ -90,6 +149,7 @@ pub fn discard(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     if ctx.conn.multi.take().is_none() {
         return Err(CmdError::msg("ERR DISCARD without MULTI"));
     }
+    release_queue(ctx.eng, &mut ctx.conn.multi_charged);
     ctx.conn.multi_error = false;
     clear_watches(ctx);
     ctx.w.ok();

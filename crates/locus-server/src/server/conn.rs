@@ -73,6 +73,7 @@ pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> A
         name: Mutex::new(String::new()),
         lib_name: Mutex::new(String::new()),
         lib_ver: Mutex::new(String::new()),
+        user: Mutex::new("default".to_string()),
         last_cmd: AtomicUsize::new(LAST_CMD_NONE),
         last_unknown_cmd: Mutex::new(String::new()),
         last_active_ms: AtomicU64::new(now),
@@ -211,6 +212,7 @@ async fn connection(
         close: false,
         multi: None,
         multi_error: false,
+        multi_charged: Vec::new(),
         watched: Vec::new(),
         reply_off: false,
         skip_current: false,
@@ -346,6 +348,13 @@ async fn connection(
         }
     }
     *info.waker.lock() = None;
+    if !st.multi_charged.is_empty() {
+        // A transaction left queued: its charge goes back to its tenants, and the queue's
+        // memory to the allocator.
+        exec::transaction::release_queue(&mut shared.engine(), &mut st.multi_charged);
+        st.multi = None;
+        crate::malloc::trim();
+    }
     if !st.watched.is_empty() {
         shared.unwatch_all(info.id, &st.watched);
     }
@@ -462,16 +471,16 @@ fn process(
             }
             Ok(None) => break,
             Err(e) => {
+                // Every protocol error closes the connection after its reply, as Redis's
+                // `setProtocolError` does, even where the framing is known (unbalanced quotes
+                // in an inline line): nothing after it is parsed.
                 match e.framing_lost() {
                     Some(n) => pos += n,
                     None => pos = buf.len(),
                 }
-                let fatal = e.framing_lost().is_none();
                 slots.push(Err(e));
                 ends.push(pos);
-                if fatal {
-                    break;
-                }
+                break;
             }
         }
     }
@@ -555,9 +564,7 @@ fn process(
                     }
                     Err(e) => {
                         ctx.w.error(&e.to_string());
-                        if e.framing_lost().is_none() {
-                            ctx.conn.close = true;
-                        }
+                        ctx.conn.close = true;
                     }
                 }
                 if ctx.conn.close || ctx.shared.is_shutting_down() {
@@ -620,6 +627,7 @@ mod tests {
             name: Mutex::new(String::new()),
             lib_name: Mutex::new(String::new()),
             lib_ver: Mutex::new(String::new()),
+            user: Mutex::new("default".to_string()),
             last_cmd: AtomicUsize::new(LAST_CMD_NONE),
             last_unknown_cmd: Mutex::new(String::new()),
             last_active_ms: AtomicU64::new(0),

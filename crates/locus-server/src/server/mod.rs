@@ -177,6 +177,8 @@ pub struct ClientInfo {
     pub name: Mutex<String>,
     /// CLIENT SETINFO LIB-NAME.
     pub lib_name: Mutex<String>,
+    /// The user the connection authenticated as (CLIENT LIST `user=`).
+    pub user: Mutex<String>,
     /// CLIENT SETINFO LIB-VER.
     pub lib_ver: Mutex<String>,
     /// Last command: its position in [`exec::table::COMMANDS`], or [`LAST_CMD_NONE`] before the
@@ -367,6 +369,9 @@ pub struct ConnState {
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command was rejected while queuing: EXEC will answer EXECABORT.
     pub multi_error: bool,
+    /// What the queued commands are charged to their tenants' budgets (see
+    /// `exec::transaction::queue`), given back when the queue goes.
+    pub multi_charged: Vec<(TenantId, u64)>,
     /// WATCHed keys: (tenant, key, existed when watched).
     pub watched: Vec<(TenantId, Vec<u8>, bool)>,
     /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
@@ -380,7 +385,8 @@ impl ConnState {
         self.tenant = tenancy.initial(self.listener_tenant);
         self.db = 0;
         self.user = "default".to_string();
-        self.authenticated = !auth_required;
+        self.authenticated =
+            !auth_required && tenancy.port_password(self.listener_tenant).is_none();
         self.admin = tenancy.admin_by_default();
         self.owner = tenancy.initial_owner(self.listener_tenant);
         self.multi = None;
@@ -417,6 +423,9 @@ impl ConnState {
 
     /// Mirrors db/tenant/resp into the shared [`ClientInfo`].
     pub fn publish(&self, _tenancy: &Tenancy) {
+        if *self.info.user.lock() != self.user {
+            self.info.user.lock().clone_from(&self.user);
+        }
         self.info.admin.store(self.admin, Ordering::Relaxed);
         self.info.db.store(self.db, Ordering::Relaxed);
         self.info
@@ -874,7 +883,7 @@ impl Shared {
             self.tenancy.name(TenantId(tenant))
         };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
             c.id,
             c.addr,
             c.laddr,
@@ -891,6 +900,7 @@ impl Shared {
             c.omem.load(Ordering::Relaxed),
             c.qbuf.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed),
             c.last_cmd_name(),
+            c.user.lock(),
             c.resp.load(Ordering::Relaxed),
             c.lib_name.lock(),
             c.lib_ver.lock(),

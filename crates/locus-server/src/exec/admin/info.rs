@@ -71,6 +71,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             out.push_str("\r\n");
         }
     };
+    // A tenant sees nothing of the process that would tell it about the others or about the
+    // host: no process id, no configuration file path, no process-wide CPU time (which moves
+    // with the other tenants' load).
+    let tenant_view = scope.is_some();
     if want("server") {
         sep(&mut out);
         let ports: Vec<String> = sh
@@ -80,20 +84,28 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             .collect();
         let _ = write!(
             out,
-            "# Server\r\nredis_version:{}\r\nlocus_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\nmultiplexing_api:tokio\r\nprocess_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:0\r\nconfig_file:{}\r\ntenancy_mode:{}\r\n",
+            "# Server\r\nredis_version:{}\r\nlocus_version:{}\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:{}\r\nmultiplexing_api:tokio\r\n{}tcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:0\r\n{}tenancy_mode:{}\r\n",
             crate::REDIS_VERSION,
             env!("CARGO_PKG_VERSION"),
             std::env::consts::OS,
             std::env::consts::ARCH,
             usize::BITS,
-            std::process::id(),
+            if tenant_view {
+                String::new()
+            } else {
+                format!("process_id:{}\r\n", std::process::id())
+            },
             ports.first().cloned().unwrap_or_default(),
             sh.clock().now_us(),
             uptime,
             uptime / 86400,
             cfg.server.hz,
             cfg.server.hz,
-            sh.config_file().unwrap_or_default(),
+            if tenant_view {
+                String::new()
+            } else {
+                format!("config_file:{}\r\n", sh.config_file().unwrap_or_default())
+            },
             sh.tenancy().mode,
         );
     }
@@ -222,7 +234,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n",
         );
     }
-    if want("cpu") {
+    if want("cpu") && !tenant_view {
         sep(&mut out);
         let cpu = cpu_seconds();
         let _ = write!(

@@ -130,6 +130,11 @@ pub(super) fn set_option(
     match opt {
         "maxmemory" => {
             let b = memory_value("maxmemory", v)?;
+            let server = ctx.eng.config().maxmemory;
+            if b > server {
+                // A cap the server can never give (see config validation).
+                return Err(fail(format!("{b} exceeds the server's maxmemory {server}")));
+            }
             let max = if b == 0 { None } else { Some(b) };
             ctx.eng
                 .set_budget(t, cur.min_bytes, max)

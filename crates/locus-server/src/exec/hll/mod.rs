@@ -14,6 +14,7 @@
 
 pub mod encoding;
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use locus_engine::{Expire, SetCond, SetOptions, TenantId};
@@ -121,10 +122,15 @@ pub fn pfcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     if a.len() > 2 {
         let mut max = Box::new([0u8; REGISTERS]);
+        let mut seen: HashSet<&[u8]> = HashSet::new();
         for key in &a[1..] {
             let Some(v) = ctx.eng.get_str(t, key)? else {
                 continue;
             };
+            // A key named again adds nothing to the union (it was checked the first time).
+            if !seen.insert(&key[..]) {
+                continue;
+            }
             check(v)?;
             encoding::merge_into(&mut max, v).map_err(corrupt)?;
         }
@@ -165,10 +171,15 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
     let mut max = Box::new([0u8; REGISTERS]);
     let mut any_dense = false;
+    let mut seen: HashSet<&[u8]> = HashSet::new();
     for key in &a[1..] {
         let Some(v) = ctx.eng.get_str(t, key)? else {
             continue;
         };
+        // A key named again adds nothing to the union (it was checked the first time).
+        if !seen.insert(&key[..]) {
+            continue;
+        }
         check(v)?;
         any_dense |= encoding::is_dense(v);
         encoding::merge_into(&mut max, v).map_err(corrupt)?;

@@ -515,15 +515,25 @@ pub const MAX_REPEATED_PICKS: i64 = 1 << 24;
 /// # Errors
 /// Syntax, not an integer, or a count Redis refuses as out of range.
 pub fn rand_args(a: Args<'_, '_>, word: &str) -> Result<(Option<i64>, bool), CmdError> {
-    if a.len() > 4 || (a.len() == 4 && !is(&a[3], word)) {
-        return Err(CmdError::Syntax);
-    }
     let count = if a.len() >= 3 {
         Some(int_arg(&a[2])?)
     } else {
         None
     };
+    if a.len() > 4 || (a.len() == 4 && !is(&a[3], word)) {
+        return Err(CmdError::Syntax);
+    }
+    // As Redis 7.0: any count but i64::MIN (`value is out of range, value must between ...`),
+    // and within half of that when the reply pairs each pick with its value or score.
+    if count == Some(i64::MIN) {
+        return Err(CmdError::msg(format!(
+            "ERR value is out of range, value must between {} and {}",
+            -i64::MAX,
+            i64::MAX
+        )));
+    }
     if let Some(c) = count
+        && a.len() == 4
         && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&c)
     {
         return Err(CmdError::msg("ERR value is out of range"));
@@ -628,15 +638,41 @@ impl ScanArgs<'_> {
     }
 }
 
+/// Parses a SCAN cursor as Redis 7.0's `parseScanCursorOrReply` does with C's `strtoul`: an
+/// optional sign then decimal digits, a negative one wrapping around (`-1` is 2^64 - 1), the
+/// empty string 0; leading space, other bytes or a magnitude past 2^64 - 1 are refused.
+///
+/// # Errors
+/// `invalid cursor`.
+pub fn parse_cursor(b: &[u8]) -> Result<u64, CmdError> {
+    let bad = || CmdError::msg("ERR invalid cursor");
+    if b.is_empty() {
+        return Ok(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d - b'0')))
+            .ok_or_else(bad)?;
+    }
+    Ok(if neg { v.wrapping_neg() } else { v })
+}
+
 /// Parses a collection SCAN's `cursor [MATCH pattern] [COUNT count]`.
 ///
 /// # Errors
 /// Redis's `invalid cursor` and syntax errors.
 pub fn scan_args<'x>(a: Args<'x, '_>, from: usize) -> Result<ScanArgs<'x>, CmdError> {
-    let cursor: u64 = std::str::from_utf8(&a[from])
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| CmdError::msg("ERR invalid cursor"))?;
+    let cursor = parse_cursor(&a[from])?;
     let mut out = ScanArgs {
         cursor,
         pattern: None,
@@ -673,6 +709,11 @@ pub fn scan_args<'x>(a: Args<'x, '_>, from: usize) -> Result<ScanArgs<'x>, CmdEr
 /// returned (visited entries may come again when moved down, as Redis allows), and a removal
 /// never makes the walk skip one. The walk ends (cursor 0) when index 0 was visited.
 pub fn table_scan_step(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    // Every cursor this returns is below 2^63; a larger one was typed negative (`-1` is
+    // 2^64 - 1, as Redis's strtoul reads it) and, as in Redis, it is past the end: done.
+    if cursor > i64::MAX as u64 {
+        return (0..0, 0);
+    }
     let hi = match usize::try_from(cursor) {
         Ok(0) => len,
         Ok(c) => c.min(len),
@@ -757,7 +798,9 @@ mod tests {
         }
         // The cursor past the end of a shrunken table resumes at its end; a huge one too.
         assert_eq!(table_scan_step(5, 100, 2), (3..5, 3));
-        assert_eq!(table_scan_step(5, u64::MAX, 10), (0..5, 0));
+        assert_eq!(table_scan_step(5, 1 << 40, 10), (0..5, 0));
+        // One typed negative (`-1` is 2^64 - 1, as strtoul reads it) is past the end: done.
+        assert_eq!(table_scan_step(5, u64::MAX, 10), (0..0, 0));
         assert_eq!(table_scan_step(0, 0, 10), (0..0, 0));
     }
 

@@ -10,9 +10,9 @@
 //! when it changed (SADD of present members, SREM of absent ones and a STORE that leaves an
 //! absent destination absent touch nothing).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use locus_engine::{Object, TenantId};
+use locus_engine::{Object, TenantId, ValueRef};
 use locus_protocol::ReplyWriter;
 
 use super::super::notify::{GENERIC, SET, notify};
@@ -336,6 +336,41 @@ impl Set {
         *elems += <Slot as Stored>::charge(m.len());
         t.insert_new(Slot::new(m));
         true
+    }
+
+    /// Whether `m` (a member of another set) is a member: an integer is searched as one in an
+    /// intset, and formatted only for a hash table.
+    pub fn contains_member(&self, m: Member<'_>) -> bool {
+        match (self, m) {
+            (Set::Ints(v), Member::Int(i)) => v.search(i).is_ok(),
+            (Set::Table(t, _), Member::Int(i)) => {
+                t.find(itoa::Buffer::new().format(i).as_bytes()).is_some()
+            }
+            (_, Member::Str(s)) => self.contains(s),
+        }
+    }
+
+    /// Adds `m` (a member of another set); true when it is new.
+    pub fn add_member(&mut self, m: Member<'_>) -> bool {
+        match m {
+            Member::Int(i) => self.add(itoa::Buffer::new().format(i).as_bytes()),
+            Member::Str(s) => self.add(s),
+        }
+    }
+
+    /// Removes `m` (a member of another set); true when it was there.
+    pub fn remove_member(&mut self, m: Member<'_>) -> bool {
+        match (&mut *self, m) {
+            (Set::Ints(v), Member::Int(i)) => match v.search(i) {
+                Ok(at) => {
+                    v.remove_at(at);
+                    true
+                }
+                Err(_) => false,
+            },
+            (_, Member::Int(i)) => self.remove(itoa::Buffer::new().format(i).as_bytes()),
+            (_, Member::Str(s)) => self.remove(s),
+        }
     }
 
     /// Removes `m`; true when it was there.
@@ -710,78 +745,187 @@ enum Op {
     Diff,
 }
 
-/// Checks every key of `keys` (absent or a set, else WRONGTYPE, as Redis looks each up before
-/// computing) and returns their sizes (`None` for an absent key).
-fn sizes(ctx: &mut Ctx<'_>, t: TenantId, keys: &[&[u8]]) -> Result<Vec<Option<usize>>, CmdError> {
-    keys.iter()
-        .map(|k| super::read::<Set, usize>(ctx, t, k, Set::len))
+/// The distinct keys of `keys` (in order of first appearance) and, for each key argument, the
+/// position of its key among them: a key named twice is one object, read once.
+pub fn distinct<'k>(keys: &[&'k [u8]]) -> (Vec<&'k [u8]>, Vec<usize>) {
+    let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len().min(1 << 16));
+    let mut uniq = Vec::new();
+    let at = keys
+        .iter()
+        .map(|&k| {
+            *seen.entry(k).or_insert_with(|| {
+                uniq.push(k);
+                uniq.len() - 1
+            })
+        })
+        .collect();
+    (uniq, at)
+}
+
+/// Reads every key of `keys` as Redis's set algebra looks each up before computing (touched as
+/// GET touches it; absent or a set, else WRONGTYPE), then returns the distinct keys and each
+/// argument's position among them.
+fn lookup<'k>(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    keys: &[&'k [u8]],
+) -> Result<(Vec<&'k [u8]>, Vec<usize>), CmdError> {
+    for k in keys {
+        super::read::<Set, ()>(ctx, t, k, |_| ())?;
+    }
+    Ok(distinct(keys))
+}
+
+/// The sets at `keys`, borrowed together (`None` for an absent key); every key was type-checked
+/// by [`lookup`].
+fn borrow_sets<'e>(
+    eng: &'e mut locus_engine::Engine,
+    t: TenantId,
+    keys: &[&[u8]],
+) -> Vec<Option<&'e Set>> {
+    eng.peek_values(t, keys)
+        .into_iter()
+        .map(|v| match v {
+            Some(ValueRef::Obj(o)) => o.as_any().downcast_ref::<Set>(),
+            _ => None,
+        })
         .collect()
 }
 
-/// The members of `op` over `keys` (in the order Redis replies them: the smallest set's order
-/// for an intersection, the result set's for a union or difference), stopping an intersection
-/// at `limit` members (0: no limit).
-fn compute(
-    ctx: &mut Ctx<'_>,
-    t: TenantId,
-    keys: &[&[u8]],
-    op: Op,
-    limit: usize,
-) -> Result<Vec<Vec<u8>>, CmdError> {
-    let sizes = sizes(ctx, t, keys)?;
-    match op {
-        Op::Inter => {
-            if sizes.iter().any(|s| s.is_none_or(|n| n == 0)) {
-                return Ok(Vec::new());
-            }
-            let mut order: Vec<usize> = (0..keys.len()).collect();
-            order.sort_by_key(|&i| sizes[i]);
-            let mut out = peek::<Set, _>(ctx, t, keys[order[0]], Set::members)?.unwrap_or_default();
-            for &i in &order[1..] {
-                if out.is_empty() {
-                    break;
-                }
-                let keep = peek::<Set, Vec<bool>>(ctx, t, keys[i], |s| {
-                    out.iter().map(|m| s.contains(m)).collect()
-                })?
-                .unwrap_or_default();
-                let mut it = keep.iter();
-                out.retain(|_| it.next().copied().unwrap_or(false));
-            }
-            if limit > 0 {
-                out.truncate(limit);
-            }
-            Ok(out)
-        }
-        Op::Union | Op::Diff => {
-            let mut acc = Set::default();
-            for (i, k) in keys.iter().enumerate() {
-                if sizes[i].is_none() {
-                    continue;
-                }
-                if op == Op::Diff && i > 0 && acc.is_empty() {
-                    break;
-                }
-                let members = peek::<Set, _>(ctx, t, k, Set::members)?.unwrap_or_default();
-                if op == Op::Union || i == 0 {
-                    for m in &members {
-                        acc.add(m);
-                    }
-                } else {
-                    for m in &members {
-                        acc.remove(m);
-                    }
-                }
-                if op == Op::Diff && i == 0 && acc.is_empty() {
-                    break;
-                }
-            }
-            if op == Op::Diff && sizes.first().is_none_or(|s| s.is_none()) {
-                return Ok(Vec::new());
-            }
-            Ok(acc.members())
+/// A result: members borrowed from an input, or a set built for it.
+enum Outcome<'a> {
+    Members(Vec<Member<'a>>),
+    Built(Set),
+}
+
+impl Outcome<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Outcome::Members(v) => v.len(),
+            Outcome::Built(s) => s.len(),
         }
     }
+
+    fn write(&self, w: &mut ReplyWriter<'_>) {
+        w.set(self.len());
+        match self {
+            Outcome::Members(v) => v.iter().for_each(|m| m.write(w)),
+            Outcome::Built(s) => s.iter().for_each(|m| m.write(w)),
+        }
+    }
+
+    fn into_set(self) -> Set {
+        match self {
+            Outcome::Built(s) => s,
+            Outcome::Members(v) => {
+                let mut s = Set::default();
+                for m in v {
+                    s.add_member(m);
+                }
+                s
+            }
+        }
+    }
+}
+
+/// The intersection of the distinct sets `sets` (each named once: intersecting a set with
+/// itself changes nothing), as Redis's `sinterGenericCommand` computes it: empty at once when
+/// any is absent or empty, else each member of the smallest looked up in the others, smallest
+/// first so a miss comes early; stops at `limit` members (0: none).
+fn inter<'a>(sets: &[Option<&'a Set>], limit: usize) -> Vec<Member<'a>> {
+    let Some(mut sets) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else {
+        return Vec::new();
+    };
+    sets.sort_by_key(|s| s.len());
+    let Some((first, others)) = sets.split_first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for m in first.iter() {
+        if others.iter().all(|o| o.contains_member(m)) {
+            out.push(m);
+            if out.len() == limit {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The union of the distinct sets `sets` (a set named twice adds nothing the second time).
+fn union(sets: &[Option<&Set>]) -> Set {
+    let mut acc = Set::default();
+    for s in sets.iter().flatten() {
+        for m in s.iter() {
+            acc.add_member(m);
+        }
+    }
+    acc
+}
+
+/// The members of `first` in none of `others` (distinct sets, none of them `first`), by the
+/// cheaper of Redis's two algorithms: each member of `first` looked up in the others, largest
+/// first (about `|first| * others / 2` lookups, as many hit early), or a copy of `first` with
+/// every member of the others removed (their total size), stopping once the copy is empty.
+fn diff<'a>(first: &'a Set, others: &[&Set]) -> Outcome<'a> {
+    let one = first.len() as u64 * (others.len() as u64 + 1) / 2;
+    let two: u64 = first.len() as u64 + others.iter().map(|s| s.len() as u64).sum::<u64>();
+    if one <= two {
+        let mut by_size = others.to_vec();
+        by_size.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Outcome::Members(
+            first
+                .iter()
+                .filter(|&m| !by_size.iter().any(|o| o.contains_member(m)))
+                .collect(),
+        )
+    } else {
+        let mut acc = first.clone();
+        for o in others {
+            if acc.is_empty() {
+                break;
+            }
+            for m in o.iter() {
+                acc.remove_member(m);
+            }
+        }
+        Outcome::Built(acc)
+    }
+}
+
+/// `op` over the sets at `keys` (checked and read by [`lookup`]); `limit` stops an
+/// intersection (0: none). The result borrows the engine: `f` replies or builds from it.
+fn compute<R>(
+    eng: &mut locus_engine::Engine,
+    t: TenantId,
+    uniq: &[&[u8]],
+    at: &[usize],
+    op: Op,
+    limit: usize,
+    f: impl FnOnce(Outcome<'_>) -> R,
+) -> R {
+    let sets = borrow_sets(eng, t, uniq);
+    let out = match op {
+        Op::Inter => Outcome::Members(inter(&sets, limit)),
+        Op::Union => Outcome::Built(union(&sets)),
+        Op::Diff => {
+            // A later key naming the first set removes every member (Redis's `sameset`).
+            let first = at[0];
+            match sets[first] {
+                Some(s) if !at[1..].contains(&first) => {
+                    let others: Vec<&Set> = sets
+                        .iter()
+                        .enumerate()
+                        .filter(|&(i, _)| i != first)
+                        .filter_map(|(_, s)| *s)
+                        .collect();
+                    diff(s, &others)
+                }
+                _ => Outcome::Members(Vec::new()),
+            }
+        }
+    };
+    f(out)
 }
 
 fn keys_from<'x>(a: Args<'x, '_>, from: usize) -> Vec<&'x [u8]> {
@@ -790,19 +934,21 @@ fn keys_from<'x>(a: Args<'x, '_>, from: usize) -> Vec<&'x [u8]> {
 
 fn algebra(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op) -> CmdResult {
     let t = ctx.t()?;
-    let members = compute(ctx, t, &keys_from(a, 1), op, 0)?;
-    reply_set(&mut ctx.w, &members);
+    let (uniq, at) = lookup(ctx, t, &keys_from(a, 1))?;
+    let w = &mut ctx.w;
+    compute(ctx.eng, t, &uniq, &at, op, 0, |out: Outcome<'_>| {
+        out.write(w)
+    });
     Ok(())
 }
 
 fn algebra_store(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op, event: &str) -> CmdResult {
     let t = ctx.t()?;
     let dst = &a[1][..];
-    let members = compute(ctx, t, &keys_from(a, 2), op, 0)?;
-    let mut result = Set::default();
-    for m in &members {
-        result.add(m);
-    }
+    let (uniq, at) = lookup(ctx, t, &keys_from(a, 2))?;
+    let result = compute(ctx.eng, t, &uniq, &at, op, 0, |out: Outcome<'_>| {
+        out.into_set()
+    });
     let n = result.len();
     let existed = super::store(ctx, t, dst, Box::new(result))?;
     if n > 0 {
@@ -873,7 +1019,16 @@ pub fn sintercard(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     }
     let t = ctx.t()?;
     let keys: Vec<&[u8]> = a[2..end].iter().map(|k| &k[..]).collect();
-    let n = compute(ctx, t, &keys, Op::Inter, limit)?.len();
+    let (uniq, at) = lookup(ctx, t, &keys)?;
+    let n = compute(
+        ctx.eng,
+        t,
+        &uniq,
+        &at,
+        Op::Inter,
+        limit,
+        |out: Outcome<'_>| out.len(),
+    );
     ctx.w.integer(n as i64);
     Ok(())
 }

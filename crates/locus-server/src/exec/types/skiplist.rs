@@ -406,6 +406,19 @@ impl SkipList {
         }
     }
 
+    /// Calls `f` on every member in order, borrowed for as long as the list is.
+    pub fn visit_all<'a>(&'a self, mut f: impl FnMut(&'a [u8], f64)) {
+        if self.len == 0 {
+            return;
+        }
+        let mut x = self.node_at(0);
+        while x != NIL {
+            let n = &self.nodes[x as usize];
+            f(&n.member[..], n.score);
+            x = n.l0.fwd;
+        }
+    }
+
     /// The 0-based rank of `member` with its score.
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
         let s = self.score(member)?;

@@ -16,6 +16,7 @@
 //! (member, score) pairs are nested arrays where Redis 7.0 nests them. Each write reports its
 //! own WATCH touch and keyspace event, and only when it changed something, as Redis does.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
 
@@ -27,7 +28,7 @@ use super::super::{Args, CmdError, CmdResult, Ctx, blocking, int_arg, is, parse_
 use super::hash::{rand_args, random_picks, scan_args};
 use super::list::mpop_args;
 use super::packed::Packed;
-use super::set::Set;
+use super::set::{Member, Set};
 use super::skiplist::SkipList;
 use super::{alloc, check_type, peek, read, touched, write};
 
@@ -310,6 +311,14 @@ impl Zset {
         }
     }
 
+    /// Calls `f` on every member in order, borrowed for as long as the set is.
+    pub fn visit_all<'a>(&'a self, mut f: impl FnMut(&'a [u8], f64)) {
+        match self {
+            Zset::Packed(p) => Self::packed_pairs(p).for_each(|(_, m, s)| f(m, s)),
+            Zset::Skip(s) => s.visit_all(f),
+        }
+    }
+
     /// The members of ranks `start..end` (descending when `rev`), owned.
     pub fn range(&self, start: usize, end: usize, rev: bool) -> Vec<Pair> {
         let mut out = Vec::with_capacity(end.saturating_sub(start).min(self.len()));
@@ -492,11 +501,21 @@ struct ScoreRange {
     maxex: bool,
 }
 
+/// A score bound as Redis's `zslParseRange` reads it: `(` for an open bound, then what C's
+/// `strtod` takes whole, which (unlike a ZADD score) may start with white space, and is 0
+/// when empty (`""` and `"("` are the bound 0; a bound of only spaces is refused).
 fn parse_score_bound(b: &[u8]) -> Option<(f64, bool)> {
-    match b.first() {
-        Some(b'(') => parse_range_number(&b[1..]).map(|v| (v, true)),
-        _ => parse_range_number(b).map(|v| (v, false)),
+    let (num, open) = match b.first() {
+        Some(b'(') => (&b[1..], true),
+        _ => (b, false),
+    };
+    if num.is_empty() {
+        return Some((0.0, open));
     }
+    let start = num
+        .iter()
+        .position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    parse_range_number(&num[start..]).map(|v| (v, open))
 }
 
 impl ScoreRange {
@@ -660,13 +679,13 @@ fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], event: &str, deleted: bool) {
 }
 
 /// Members, with their scores when asked: pairs nested in RESP3, flat in RESP2.
-fn reply_pairs(w: &mut ReplyWriter<'_>, pairs: &[Pair], withscores: bool) {
+fn reply_pairs<M: AsRef<[u8]>>(w: &mut ReplyWriter<'_>, pairs: &[(M, f64)], withscores: bool) {
     let resp3 = w.proto() == ProtocolVersion::Resp3;
     if withscores && resp3 {
         w.array(pairs.len());
         for (m, s) in pairs {
             w.array(2);
-            w.bulk(m);
+            w.bulk(m.as_ref());
             reply_score(w, *s);
         }
     } else {
@@ -676,7 +695,7 @@ fn reply_pairs(w: &mut ReplyWriter<'_>, pairs: &[Pair], withscores: bool) {
             pairs.len()
         });
         for (m, s) in pairs {
-            w.bulk(m);
+            w.bulk(m.as_ref());
             if withscores {
                 reply_score(w, *s);
             }
@@ -1326,30 +1345,76 @@ pub fn bzmpop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 // ---------------------------------------------------------------------------------------------
 // ZUNION, ZINTER, ZDIFF, ZINTERCARD.
 
-/// Reads one input of ZUNION/ZINTER/ZDIFF as (member, score) pairs: a sorted set's members
-/// with their scores, or a plain set's members each with score 1 (as Redis); `None` for a
-/// missing key.
+/// Checks one input of ZUNION/ZINTER/ZDIFF, touched as a read: a sorted set, a plain set (every
+/// score 1, as in Redis) or absent.
 ///
 /// # Errors
 /// WRONGTYPE for a string, list or hash.
-fn read_weighted(
-    ctx: &mut Ctx<'_>,
-    t: TenantId,
-    key: &[u8],
-) -> Result<Option<Vec<Pair>>, CmdError> {
+fn check_input(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8]) -> Result<(), CmdError> {
     match ctx.eng.get_value(t, key) {
-        None => Ok(None),
-        Some(ValueRef::Obj(o)) => {
-            if let Some(z) = o.as_any().downcast_ref::<Zset>() {
-                return Ok(Some(z.pairs()));
-            }
-            if let Some(s) = o.as_any().downcast_ref::<Set>() {
-                return Ok(Some(s.iter().map(|m| (m.to_vec(), 1.0)).collect()));
-            }
-            Err(CmdError::WrongType)
-        }
-        Some(ValueRef::Str(_)) => Err(CmdError::WrongType),
+        None => Ok(()),
+        Some(ValueRef::Obj(o)) if o.as_any().is::<Zset>() || o.as_any().is::<Set>() => Ok(()),
+        Some(_) => Err(CmdError::WrongType),
     }
+}
+
+/// One input, borrowed from the engine.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    Zset(&'a Zset),
+    Set(&'a Set),
+}
+
+impl<'a> Input<'a> {
+    fn len(self) -> usize {
+        match self {
+            Input::Zset(z) => z.len(),
+            Input::Set(s) => s.len(),
+        }
+    }
+
+    /// The score of `m`, 1 for a member of a plain set.
+    fn score(self, m: &[u8]) -> Option<f64> {
+        match self {
+            Input::Zset(z) => z.score(m),
+            Input::Set(s) => s.contains(m).then_some(1.0),
+        }
+    }
+
+    /// Calls `f` on every (member, score) in order (a plain set's integers formatted).
+    fn each(self, mut f: impl FnMut(Cow<'a, [u8]>, f64)) {
+        match self {
+            Input::Zset(z) => z.visit_all(|m, s| f(Cow::Borrowed(m), s)),
+            Input::Set(s) => s.iter().for_each(|m| match m {
+                Member::Str(b) => f(Cow::Borrowed(b), 1.0),
+                Member::Int(i) => f(
+                    Cow::Owned(itoa::Buffer::new().format(i).as_bytes().to_vec()),
+                    1.0,
+                ),
+            }),
+        }
+    }
+}
+
+/// The inputs at `keys`, borrowed together (`None` for an absent key); each was checked by
+/// [`check_input`].
+fn borrow_inputs<'e>(
+    eng: &'e mut locus_engine::Engine,
+    t: TenantId,
+    keys: &[&[u8]],
+) -> Vec<Option<Input<'e>>> {
+    eng.peek_values(t, keys)
+        .into_iter()
+        .map(|v| match v {
+            Some(ValueRef::Obj(o)) => {
+                let any = o.as_any();
+                any.downcast_ref::<Zset>()
+                    .map(Input::Zset)
+                    .or_else(|| any.downcast_ref::<Set>().map(Input::Set))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1366,20 +1431,96 @@ enum Agg {
     Max,
 }
 
+/// Folds `v` into `acc` as Redis's `zunionInterAggregate` does (a NaN sum is 0; MIN and MAX
+/// keep `acc` unless `v` is strictly beyond it).
 fn aggregate(agg: Agg, acc: f64, v: f64) -> f64 {
     match agg {
         Agg::Sum => {
             let r = acc + v;
             if r.is_nan() { 0.0 } else { r }
         }
-        Agg::Min => acc.min(v),
-        Agg::Max => acc.max(v),
+        Agg::Min => {
+            if v < acc {
+                v
+            } else {
+                acc
+            }
+        }
+        Agg::Max => {
+            if v > acc {
+                v
+            } else {
+                acc
+            }
+        }
     }
 }
 
-/// A parsed ZUNION/ZINTER/ZDIFF/ZINTERCARD: its inputs (read), weights and options.
-struct SetOpReq {
-    inputs: Vec<Option<Vec<Pair>>>,
+/// The weights of the arguments naming one input, and their common value when they are all
+/// the same nonzero weight (a key named many times without WEIGHTS).
+struct Weights {
+    all: Vec<f64>,
+    same: Option<f64>,
+}
+
+/// Below this every integer is a double, and a sum of integers stays exact.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+/// Folds `v` times each of `weights` into `acc`, in order, as [`aggregate`] would one by one,
+/// with the aggregate chosen once outside the loop. When the weights are all one value `w`
+/// (`same`), the folds collapse without changing a bit of the result: MIN and MAX of the same
+/// `x = v * w` again change nothing, and a sum of integer-valued doubles below 2^53 is exact,
+/// so `acc + x + ... + x` (n times) is `acc + n * x`.
+fn fold(agg: Agg, mut acc: f64, v: f64, weights: &[f64], same: Option<f64>) -> f64 {
+    if let (Some(w), n @ 2..) = (same, weights.len()) {
+        let x = v * w;
+        match agg {
+            Agg::Min => return if x < acc { x } else { acc },
+            Agg::Max => return if x > acc { x } else { acc },
+            Agg::Sum => {
+                let nf = n as f64;
+                if x != 0.0
+                    && x.fract() == 0.0
+                    && acc.fract() == 0.0
+                    && acc.abs() + nf * x.abs() < EXACT_INT
+                {
+                    return acc + nf * x;
+                }
+            }
+        }
+    }
+    match agg {
+        Agg::Sum => {
+            for &w in weights {
+                acc += v * w;
+                if acc.is_nan() {
+                    acc = 0.0;
+                }
+            }
+        }
+        Agg::Min => {
+            for &w in weights {
+                let x = v * w;
+                if x < acc {
+                    acc = x;
+                }
+            }
+        }
+        Agg::Max => {
+            for &w in weights {
+                let x = v * w;
+                if x > acc {
+                    acc = x;
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// A parsed ZUNION/ZINTER/ZDIFF/ZINTERCARD: its keys (checked), weights and options.
+struct SetOpReq<'x> {
+    keys: Vec<&'x [u8]>,
     weights: Vec<f64>,
     agg: Agg,
     withscores: bool,
@@ -1388,15 +1529,15 @@ struct SetOpReq {
 
 /// Parses from `numkeys` at `at` as Redis 7.0's `zunionInterDiffGenericCommand` does: the
 /// count, the keys (read, WRONGTYPE before any option is looked at), then the options.
-fn parse_setop(
+fn parse_setop<'x>(
     ctx: &mut Ctx<'_>,
-    a: Args<'_, '_>,
+    a: Args<'x, '_>,
     at: usize,
     op: SetOp,
     store: bool,
     card: bool,
     name: &str,
-) -> Result<SetOpReq, CmdError> {
+) -> Result<SetOpReq<'x>, CmdError> {
     let n = int_arg(&a[at])?;
     if n < 1 {
         return Err(CmdError::msg(format!(
@@ -1408,12 +1549,12 @@ fn parse_setop(
     }
     let n = n as usize;
     let t = ctx.t()?;
-    let mut inputs = Vec::with_capacity(n);
-    for k in &a[at + 1..at + 1 + n] {
-        inputs.push(read_weighted(ctx, t, k)?);
+    let keys: Vec<&[u8]> = a[at + 1..at + 1 + n].iter().map(|k| &k[..]).collect();
+    for k in &keys {
+        check_input(ctx, t, k)?;
     }
     let mut q = SetOpReq {
-        inputs,
+        keys,
         weights: vec![1.0; n],
         agg: Agg::Sum,
         withscores: false,
@@ -1460,82 +1601,210 @@ fn weighted(s: f64, w: f64) -> f64 {
     if v.is_nan() { 0.0 } else { v }
 }
 
-/// Computes the operation: the result's (member, score) pairs, in order.
-fn compute(op: SetOp, q: &SetOpReq) -> Vec<Pair> {
-    let mut out: Vec<Pair> = match op {
-        SetOp::Union => {
-            let mut acc: HashMap<&[u8], f64, RandomState> = HashMap::default();
-            let mut order: Vec<&[u8]> = Vec::new();
-            for (inp, &w) in q.inputs.iter().zip(&q.weights) {
-                for (m, s) in inp.iter().flatten() {
-                    let v = weighted(*s, w);
-                    match acc.get_mut(&m[..]) {
-                        Some(cur) => *cur = aggregate(q.agg, *cur, v),
-                        None => {
-                            acc.insert(m, v);
-                            order.push(m);
-                        }
-                    }
-                }
-            }
-            order.into_iter().map(|m| (m.to_vec(), acc[m])).collect()
+/// A result member with its score; borrowed from an input where it can be.
+type Scored<'a> = (Cow<'a, [u8]>, f64);
+
+/// The inputs in the order Redis folds them (smallest first, as its `zuiCompareByCardinality`
+/// sort), each distinct key once with the weights of every argument naming it, in order: a key
+/// named 400 times is iterated or looked up once and its score folded 400 times, which gives
+/// the scores Redis gives (the same folds, in an order its sort may also choose).
+fn groups<'a>(
+    inputs: &[Option<Input<'a>>],
+    at: &[usize],
+    weights: &[f64],
+) -> Vec<(Option<Input<'a>>, Weights)> {
+    let mut args: Vec<usize> = (0..at.len()).collect();
+    args.sort_by_key(|&i| (inputs[at[i]].map_or(0, Input::len), at[i]));
+    let mut out: Vec<(usize, Vec<f64>)> = Vec::new();
+    for i in args {
+        match out.last_mut() {
+            Some((d, ws)) if *d == at[i] => ws.push(weights[i]),
+            _ => out.push((at[i], vec![weights[i]])),
         }
-        SetOp::Inter => {
-            if q.inputs.iter().any(Option::is_none) {
-                return Vec::new();
+    }
+    out.into_iter()
+        .map(|(d, all)| {
+            let w0 = all[0];
+            let same =
+                (w0 != 0.0 && all.iter().all(|&w| w.to_bits() == w0.to_bits())).then_some(w0);
+            (inputs[d], Weights { all, same })
+        })
+        .collect()
+}
+
+/// ZINTER's members with their scores, or only their count when `card` (stopping at `limit`,
+/// 0: none), as Redis's `zunionInterDiffGenericCommand`: each member of the smallest input
+/// looked up in the others, smallest first, so a miss comes early.
+fn inter_scored<'a>(
+    groups: &[(Option<Input<'a>>, Weights)],
+    agg: Agg,
+    card: bool,
+    limit: usize,
+) -> (Vec<Scored<'a>>, usize) {
+    let mut out = Vec::new();
+    let mut count = 0usize;
+    if groups.iter().any(|(i, _)| i.is_none_or(|i| i.len() == 0)) {
+        return (out, 0);
+    }
+    let Some(((Some(first), ws0), rest)) = groups.split_first() else {
+        return (out, 0);
+    };
+    let rest: Vec<(Input<'a>, &Weights)> = rest
+        .iter()
+        .filter_map(|(i, ws)| i.map(|i| (i, ws)))
+        .collect();
+    let mut done = false;
+    first.each(|m, s| {
+        if done {
+            return;
+        }
+        if card {
+            // Only the count: no score is folded.
+            if rest.iter().all(|(inp, _)| inp.score(&m).is_some()) {
+                count += 1;
+                done = count == limit;
             }
-            let mut idx: Vec<usize> = (0..q.inputs.len()).collect();
-            idx.sort_by_key(|&i| q.inputs[i].as_ref().map_or(0, Vec::len));
-            let maps: Vec<HashMap<&[u8], f64, RandomState>> = idx
-                .iter()
-                .map(|&i| {
-                    q.inputs[i]
-                        .iter()
-                        .flatten()
-                        .map(|(m, s)| (&m[..], *s))
-                        .collect()
-                })
-                .collect();
-            let first = idx[0];
-            let mut res = Vec::new();
-            'each: for (m, s) in q.inputs[first].iter().flatten() {
-                let mut score = weighted(*s, q.weights[first]);
-                for (k, &i) in idx.iter().enumerate().skip(1) {
-                    match maps[k].get(&m[..]) {
-                        Some(&o) => score = aggregate(q.agg, score, weighted(o, q.weights[i])),
-                        None => continue 'each,
-                    }
+            return;
+        }
+        // Redis zeroes a NaN only in the first input's weighted score; later ones are folded
+        // as they come (a NaN sum becomes 0 there).
+        let mut score = fold(agg, weighted(s, ws0.all[0]), s, &ws0.all[1..], ws0.same);
+        for (inp, ws) in &rest {
+            let Some(v) = inp.score(&m) else {
+                return;
+            };
+            score = fold(agg, score, v, &ws.all, ws.same);
+        }
+        count += 1;
+        out.push((m, score));
+    });
+    (out, count)
+}
+
+/// ZUNION's members with their scores: every input folded into one map, smallest first.
+fn union_scored<'a>(groups: &[(Option<Input<'a>>, Weights)], agg: Agg) -> Vec<Scored<'a>> {
+    let largest = groups
+        .iter()
+        .filter_map(|(i, _)| i.map(Input::len))
+        .max()
+        .unwrap_or(0);
+    let mut acc: HashMap<Cow<'a, [u8]>, f64, RandomState> =
+        HashMap::with_capacity_and_hasher(largest, RandomState::new());
+    for (inp, ws) in groups {
+        let Some(inp) = inp else { continue };
+        let ws = &ws.all;
+        inp.each(|m, s| match acc.get_mut(&m[..]) {
+            Some(cur) => {
+                for &w in ws.iter() {
+                    *cur = aggregate(agg, *cur, weighted(s, w));
                 }
-                res.push((m.clone(), score));
             }
-            res
+            None => {
+                let mut v = weighted(s, ws[0]);
+                for &w in &ws[1..] {
+                    v = aggregate(agg, v, weighted(s, w));
+                }
+                acc.insert(m, v);
+            }
+        });
+    }
+    acc.into_iter().collect()
+}
+
+/// ZDIFF's members with their scores (the first input's), by the cheaper of Redis's two
+/// algorithms: each member of the first looked up in the others, largest first, or a copy of
+/// the first with the others' members removed (stopping once it is empty). A later key naming
+/// the first input removes everything.
+fn diff_scored<'a>(inputs: &[Option<Input<'a>>], at: &[usize]) -> Vec<Scored<'a>> {
+    let first = at[0];
+    let Some(f) = inputs[first] else {
+        return Vec::new();
+    };
+    if at[1..].contains(&first) {
+        return Vec::new();
+    }
+    let mut others: Vec<Input<'a>> = inputs
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != first)
+        .filter_map(|(_, i)| *i)
+        .collect();
+    let one = f.len() as u64 * (others.len() as u64 + 1) / 2;
+    let two: u64 = f.len() as u64 + others.iter().map(|i| i.len() as u64).sum::<u64>();
+    let mut out = Vec::new();
+    if one <= two {
+        others.sort_by_key(|i| std::cmp::Reverse(i.len()));
+        f.each(|m, s| {
+            if !others.iter().any(|o| o.score(&m).is_some()) {
+                out.push((m, s));
+            }
+        });
+    } else {
+        let mut acc: HashMap<Cow<'a, [u8]>, f64, RandomState> =
+            HashMap::with_capacity_and_hasher(f.len(), RandomState::new());
+        f.each(|m, s| {
+            acc.insert(m, s);
+        });
+        for o in &others {
+            if acc.is_empty() {
+                break;
+            }
+            o.each(|m, _| {
+                acc.remove(&m[..]);
+            });
+        }
+        out.extend(acc);
+    }
+    out
+}
+
+/// Sorts a result into a sorted set's order: by score, then by member.
+fn sort_scored(out: &mut [Scored<'_>]) {
+    out.sort_unstable_by(|a, b| {
+        a.1.partial_cmp(&b.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.0.cmp(&b.0))
+    });
+}
+
+/// Runs `op` over the checked keys of `q` with every input borrowed at once; `f` gets the
+/// result in order (or only the count, for `card`).
+fn run_setop<R>(
+    eng: &mut locus_engine::Engine,
+    t: TenantId,
+    op: SetOp,
+    q: &SetOpReq<'_>,
+    card: bool,
+    f: impl FnOnce(&[Scored<'_>], usize) -> R,
+) -> R {
+    let (uniq, at) = super::set::distinct(&q.keys);
+    let inputs = borrow_inputs(eng, t, &uniq);
+    let (mut out, count) = match op {
+        SetOp::Inter => inter_scored(&groups(&inputs, &at, &q.weights), q.agg, card, q.limit),
+        SetOp::Union => {
+            let v = union_scored(&groups(&inputs, &at, &q.weights), q.agg);
+            let n = v.len();
+            (v, n)
         }
         SetOp::Diff => {
-            let Some(first) = &q.inputs[0] else {
-                return Vec::new();
-            };
-            let others: Vec<HashMap<&[u8], f64, RandomState>> = q.inputs[1..]
-                .iter()
-                .map(|i| i.iter().flatten().map(|(m, s)| (&m[..], *s)).collect())
-                .collect();
-            first
-                .iter()
-                .filter(|(m, _)| !others.iter().any(|o| o.contains_key(&m[..])))
-                .cloned()
-                .collect()
+            let v = diff_scored(&inputs, &at);
+            let n = v.len();
+            (v, n)
         }
     };
-    out.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-    out
+    sort_scored(&mut out);
+    f(&out, count)
 }
 
 fn setop(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: SetOp, store: bool) -> CmdResult {
     let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
     let at = if store { 2 } else { 1 };
     let q = parse_setop(ctx, a, at, op, store, false, &name)?;
-    let res = compute(op, &q);
+    let t = ctx.t()?;
     if store {
-        let t = ctx.t()?;
+        let res: Vec<Pair> = run_setop(ctx.eng, t, op, &q, false, |out, _| {
+            out.iter().map(|(m, s)| (m.to_vec(), *s)).collect()
+        });
         let event = match op {
             SetOp::Union => "zunionstore",
             SetOp::Inter => "zinterstore",
@@ -1543,7 +1812,10 @@ fn setop(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: SetOp, store: bool) -> CmdResul
         };
         store_result(ctx, t, &a[1], &res, event)
     } else {
-        reply_pairs(&mut ctx.w, &res, q.withscores);
+        let w = &mut ctx.w;
+        run_setop(ctx.eng, t, op, &q, false, |out, _| {
+            reply_pairs(w, out, q.withscores)
+        });
         Ok(())
     }
 }
@@ -1578,13 +1850,12 @@ pub fn zdiffstore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     setop(ctx, a, SetOp::Diff, true)
 }
 
-/// `ZINTERCARD numkeys key [key ...] [LIMIT limit]`
+/// `ZINTERCARD numkeys key [key ...] [LIMIT limit]`: counts without building the result, and
+/// stops at the limit.
 pub fn zintercard(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let q = parse_setop(ctx, a, 1, SetOp::Inter, false, true, "zintercard")?;
-    let mut n = compute(SetOp::Inter, &q).len();
-    if q.limit > 0 {
-        n = n.min(q.limit);
-    }
+    let t = ctx.t()?;
+    let n = run_setop(ctx.eng, t, SetOp::Inter, &q, true, |_, n| n);
     ctx.w.integer(n as i64);
     Ok(())
 }
