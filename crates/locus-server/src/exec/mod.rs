@@ -435,6 +435,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "zadd" | "zincrby" | "zrem" | "zremrangebyrank" | "zremrangebyscore" | "zremrangebylex"
         | "zpopmin" | "zpopmax" | "zmpop" | "bzpopmin" | "bzpopmax" | "bzmpop" | "zrangestore"
         | "zunionstore" | "zinterstore" | "zdiffstore" => true,
+        // So do the stream commands (exec/types/stream): Redis signals a stream only when it
+        // changed (XDEL that found nothing, XTRIM that trimmed nothing do not).
+        "xadd" | "xdel" | "xtrim" | "xsetid" | "xgroup" | "xreadgroup" | "xack" | "xclaim"
+        | "xautoclaim" => true,
         _ => false,
     }
 }
@@ -556,6 +560,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "sintercard" => 1,
         "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
         "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        "xread" | "xreadgroup" => return types::stream::cmds::read_keys(args),
         _ => return 0..0,
     };
     let n = args
