@@ -269,7 +269,9 @@ pub fn xadd(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "ERR The ID specified in XADD is equal or smaller than the target stream top item",
                 )
             };
-            let id = id.ok_or_else(smaller)?;
+            // An overflowing `<ms>-*` sequence: Redis answers with its other append error (its
+            // errno is not EDOM there).
+            let id = id.ok_or_else(|| CmdError::msg("ERR Elements are too large to be stored"))?;
             s.append(id, &fields).map_err(|e| match e {
                 AddError::NotGreater => smaller(),
                 AddError::TooLarge => CmdError::msg("ERR Elements are too large to be stored"),
