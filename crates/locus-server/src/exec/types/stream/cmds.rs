@@ -78,8 +78,8 @@ pub fn reply_entry(w: &mut ReplyWriter<'_>, id: Sid, e: &Entry<'_>) {
     let f = e.fields();
     w.array(f.len() * 2);
     for (k, v) in f {
-        w.bulk(k);
-        w.bulk(v);
+        w.bulk(&k);
+        w.bulk(&v);
     }
 }
 

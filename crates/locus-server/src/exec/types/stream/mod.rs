@@ -7,7 +7,8 @@
 //!         │            Node { master fields, buf: [entry][entry]... }
 //!         │            entry = flags(1) | varint ms-delta | varint seq(-delta) |
 //!         │                    (SAMEFIELDS: the values only | varint n, field, value ...)
-//!         │            strings are varint length + bytes; deleted entries keep their bytes
+//!         │            strings are varint(len << 1) + bytes, integers varint(zigzag << 1 | 1);
+//!         │            deleted entries keep their bytes
 //!         │            with the DELETED flag until the whole node goes (as in Redis)
 //!         ├─ len, last_id, first_id, max_deleted, entries_added   (Redis 7.0's counters)
 //!         └─ groups: BTreeMap<name, Group { last_id, entries_read, pel, consumers }>
@@ -26,10 +27,14 @@
 pub mod cmds;
 pub mod group;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use locus_engine::Object;
+
+/// A field and its value as read from a node (integers are formatted back: owned).
+pub type Pair<'a> = (Cow<'a, [u8]>, Cow<'a, [u8]>);
 
 /// An entry's field/value pairs, owned.
 pub type Fields = Vec<(Vec<u8>, Vec<u8>)>;
@@ -132,24 +137,46 @@ fn get_varint(b: &[u8], p: &mut usize) -> u64 {
     }
 }
 
+/// Writes a string: an integer in Redis's canonical form as `varint(zigzag << 1 | 1)` (as a
+/// listpack stores integers compactly), any other as `varint(len << 1)` and its bytes.
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    if let Some(v) = crate::exec::parse_i64(s) {
+        let z = ((v << 1) ^ (v >> 63)) as u64;
+        if z >> 63 == 0 {
+            put_varint(out, (z << 1) | 1);
+            return;
+        }
+    }
+    put_varint(out, (s.len() as u64) << 1);
+    out.extend_from_slice(s);
+}
+
 #[inline]
-fn get_str<'a>(b: &'a [u8], p: &mut usize) -> &'a [u8] {
-    let n = get_varint(b, p) as usize;
+fn get_str<'a>(b: &'a [u8], p: &mut usize) -> Cow<'a, [u8]> {
+    let h = get_varint(b, p);
+    if h & 1 == 1 {
+        let z = h >> 1;
+        let v = ((z >> 1) as i64) ^ -((z & 1) as i64);
+        return Cow::Owned(v.to_string().into_bytes());
+    }
+    let n = (h >> 1) as usize;
     let s = &b[*p..*p + n];
     *p += n;
-    s
+    Cow::Borrowed(s)
 }
 
 #[inline]
 fn skip_str(b: &[u8], p: &mut usize) {
-    let n = get_varint(b, p) as usize;
-    *p += n;
+    let h = get_varint(b, p);
+    if h & 1 == 0 {
+        *p += (h >> 1) as usize;
+    }
 }
 
 /// A run of entries sharing a master ID (its key in [`Stream`]) and master fields.
 #[derive(Debug, Clone)]
 pub struct Node {
-    /// The first entry's fields: (varint len, bytes) each.
+    /// The first entry's fields, each as [`put_str`] writes it.
     master: Box<[u8]>,
     /// How many master fields.
     master_n: u32,
@@ -229,7 +256,7 @@ impl Node {
     }
 
     /// The fields and values of the entry whose body starts at `body`.
-    fn fields(&self, flags: u8, body: usize) -> Vec<(&[u8], &[u8])> {
+    fn fields(&self, flags: u8, body: usize) -> Vec<Pair<'_>> {
         let b = &self.buf;
         let mut p = body;
         if flags & SAMEFIELDS != 0 {
@@ -260,7 +287,7 @@ impl Node {
         let mut mp = 0;
         fields
             .iter()
-            .all(|(f, _)| get_str(&self.master, &mut mp) == *f)
+            .all(|(f, _)| *get_str(&self.master, &mut mp) == **f)
     }
 }
 
@@ -274,7 +301,7 @@ pub struct Entry<'a> {
 
 impl<'a> Entry<'a> {
     /// The entry's field/value pairs.
-    pub fn fields(&self) -> Vec<(&'a [u8], &'a [u8])> {
+    pub fn fields(&self) -> Vec<Pair<'a>> {
         self.node.fields(self.flags, self.body)
     }
 }
@@ -545,8 +572,7 @@ impl Stream {
             }
             let mut master = Vec::new();
             for (f, _) in fields {
-                put_varint(&mut master, f.len() as u64);
-                master.extend_from_slice(f);
+                put_str(&mut master, f);
             }
             let node = Node {
                 master: master.into_boxed_slice(),
@@ -578,11 +604,9 @@ impl Stream {
         }
         for (f, v) in fields {
             if !same {
-                put_varint(b, f.len() as u64);
-                b.extend_from_slice(f);
+                put_str(b, f);
             }
-            put_varint(b, v.len() as u64);
-            b.extend_from_slice(v);
+            put_str(b, v);
         }
         n.total += 1;
         n.live += 1;
@@ -1137,6 +1161,35 @@ mod tests {
         assert_eq!(s.trim(Trim::MinId(Sid::new(245, 0)), false, 0), 3);
         assert_eq!(s.edge_id(false), Some(Sid::new(245, 0)));
         assert_eq!(s.edge_id(true), Some(Sid::new(251, 0)));
+    }
+
+    #[test]
+    fn integers_and_other_strings_read_back_byte_for_byte() {
+        let vals = [
+            "0",
+            "-1",
+            "123456",
+            "007",
+            "-0",
+            "+5",
+            " 1",
+            "1.5",
+            "",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "4611686018427387904",
+            "-4611686018427387904",
+            "4611686018427387903",
+        ];
+        let mut s = Stream::new();
+        for (i, v) in vals.iter().enumerate() {
+            add(&mut s, i as u64 + 1, 0, &[("f", v), (v, "x")]);
+        }
+        let got = s.entries();
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(got[i].1[0].1, v.as_bytes());
+            assert_eq!(got[i].1[1].0, v.as_bytes());
+        }
     }
 
     #[test]
