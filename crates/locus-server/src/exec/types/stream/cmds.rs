@@ -713,18 +713,14 @@ fn read_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, xreadgroup: bool) -> CmdResu
     for (i, key) in r.keys.iter().enumerate() {
         let gt = gts[i];
         // (last valid ID, group last ID)
-        let state = super::super::read::<Stream, _>(ctx, t, key, |s| {
-            let g = r
-                .group
-                .and_then(|(g, _)| s.groups.get(g).map(|g| g.last_id));
-            (s.edge_id(true), g)
-        })?;
-        let Some((maxid, glast)) = state else {
-            continue;
-        };
         let body = if let Some((g, c)) = r.group {
-            let serve = gt != NEW || matches!((maxid, glast), (Some(m), Some(l)) if m > l);
-            if !serve {
+            // Served when reading history, or when a live entry follows the group's last ID.
+            let ready = super::super::read::<Stream, _>(ctx, t, key, |s| {
+                s.groups
+                    .get(g)
+                    .is_some_and(|grp| gt != NEW || s.any_after(grp.last_id))
+            })?;
+            if ready != Some(true) {
                 continue;
             }
             match serve_group(ctx, t, key, g, c, gt, r.count, r.noack)? {
@@ -732,20 +728,22 @@ fn read_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, xreadgroup: bool) -> CmdResu
                 None => continue,
             }
         } else {
-            if maxid.is_none_or(|m| m <= gt) {
+            // Served when a live entry follows `gt`: one pass reads them.
+            let Some(start) = gt.incr() else {
                 continue;
-            }
-            let start = gt.incr().unwrap_or(Sid::MAX);
+            };
             let count = r.count;
             let b = super::super::read::<Stream, _>(ctx, t, key, |s| {
                 let (bytes, n, _) = range_bytes(s, start, Sid::MAX, count, false, proto);
-                let mut out = Vec::new();
-                let mut w = ReplyWriter::new(&mut out, proto);
-                w.array(n as usize);
-                w.raw(&bytes);
-                out
+                (n > 0).then(|| {
+                    let mut out = Vec::new();
+                    let mut w = ReplyWriter::new(&mut out, proto);
+                    w.array(n as usize);
+                    w.raw(&bytes);
+                    out
+                })
             })?;
-            match b {
+            match b.flatten() {
                 Some(b) => b,
                 None => continue,
             }

@@ -709,6 +709,19 @@ impl Stream {
         found
     }
 
+    /// Whether a live entry has an ID above `id`.
+    pub fn any_after(&self, id: Sid) -> bool {
+        let Some(start) = id.incr() else {
+            return false;
+        };
+        let mut found = false;
+        self.range(start, Sid::MAX, false, |_, _| {
+            found = true;
+            false
+        });
+        found
+    }
+
     /// The first (or `last`) live entry's ID.
     pub fn edge_id(&self, last: bool) -> Option<Sid> {
         let mut out = None;
