@@ -15,13 +15,14 @@
     of 5..60 bytes) or a string of 50 B..4 MB (log-uniform), until 10x maxmemory was written.
 (e) per-element memory (issue 12): 10,000 keys each of a 100-field hash, a 100-member sorted set,
     a 100-element list, a 100-member set (elements `element:NNN`, 11 bytes; hash values and scores
-    too) and a 100-member set of integers 0..99 (an intset), one type per fresh server;
+    too), a 100-member set of integers 0..99 (an intset) and a stream of 100 entries of 3 small
+    fields (`XADD key <n>-1 a n b n c n`: an element is an entry), one type per fresh server;
     (RSS after - RSS before) / elements, and INFO used_memory likewise. --e-types picks the types;
     --e-keys and --e-per-key change the shape (e.g. 1,000 x 1,000: the large encodings).
 
 Usage:
   bench/memory.py [--servers locus,redis] [--repeats 3] [--part a|b|ab|m|e|...] [--keys 1000000]
-                  [--e-types hash,zset,list,set,intset]
+                  [--e-types hash,zset,list,set,intset,stream]
                   [--value-size 100] [--bound-maxmemory 268435456] [--bound-factor 10]
                   [--keyspace 500000] [--seed 1] [--max-seconds 180] [--json FILE]
 
@@ -234,7 +235,7 @@ def part_m(kind, label, maxmemory, factor, keyspace, seed, max_seconds):
     }
 
 
-TYPES_E = ("hash", "zset", "list", "set", "intset")
+TYPES_E = ("hash", "zset", "list", "set", "intset", "stream")
 
 
 def part_e(kind, label, types=TYPES_E, keys=10_000, per_key=100):
@@ -245,7 +246,25 @@ def part_e(kind, label, types=TYPES_E, keys=10_000, per_key=100):
             c.call("SET", "warm", "x")
             time.sleep(0.2)
             rss0, used0 = srv.rss_bytes(), int(c.info("memory")["used_memory"])
-            for base in range(0, keys, 100):
+            if ty == "stream":
+                # One entry per XADD: 3 small fields (a, b, c with the entry's number), explicit
+                # IDs; pipelined 10,000 commands at a time.
+                cmds = []
+                for k in range(keys):
+                    key = b"stream:%06d" % k
+                    for i in range(per_key):
+                        v = b"%d" % i
+                        cmds.append(cmd(b"XADD", key, b"%d-1" % (i + 1), b"a", v, b"b", v, b"c", v))
+                        if len(cmds) == 10_000:
+                            for r in c.pipeline(b"".join(cmds), len(cmds)):
+                                if isinstance(r, RespError):
+                                    raise BenchError(f"{label} {ty}: {r}")
+                            cmds = []
+                if cmds:
+                    for r in c.pipeline(b"".join(cmds), len(cmds)):
+                        if isinstance(r, RespError):
+                            raise BenchError(f"{label} {ty}: {r}")
+            for base in range(0, keys if ty != "stream" else 0, 100):
                 cmds = []
                 for k in range(base, min(keys, base + 100)):
                     key = b"%s:%06d" % (ty.encode(), k)
@@ -281,7 +300,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--max-seconds", type=float, default=180.0, help="time bound per part-b run")
     ap.add_argument("--sample-every", type=int, default=10_000)
-    ap.add_argument("--e-types", default=",".join(TYPES_E), help="part e's types (default all)")
+    ap.add_argument("--e-types", default=",".join(TYPES_E[:5]),
+                    help="part e's types (default all but stream)")
     ap.add_argument("--e-keys", type=int, default=10_000, help="part e: keys per type")
     ap.add_argument("--e-per-key", type=int, default=100,
                     help="part e: elements per key (above 128: the large encodings)")

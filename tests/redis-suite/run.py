@@ -34,7 +34,7 @@ SUITE = ROOT.parent / "shared" / "redis-tests"
 # with the reason (none today).
 UNITS = [
     "unit/type/string", "unit/type/incr", "unit/type/hash", "unit/type/list", "unit/type/set",
-    "unit/type/zset", "unit/keyspace",
+    "unit/type/zset", "unit/type/stream", "unit/type/stream-cgroups", "unit/keyspace",
     "unit/expire", "unit/scan", "unit/bitops", "unit/bitfield", "unit/hyperloglog", "unit/pubsub", "unit/multi",
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
     "unit/sort", "unit/geo", "unit/slowlog",

@@ -119,7 +119,10 @@ fn metrics_match_the_engine_and_every_family_is_described() {
     // The controller's decisions are made by the tick task once due (never inside a request).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while srv.handle.with_engine(|e| e.control_decisions()) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the tick never decided");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tick never decided"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let (st, head, body) = get(m, "/metrics");

@@ -45,6 +45,16 @@ use parking_lot::Mutex;
 use super::{Args, CmdError, CmdResult, Ctx, parse_f64};
 use crate::server::{ClientInfo, ConnState, Shared};
 
+/// The `kind` of a waiter that runs again after any write to its key, whatever the key then
+/// holds or whether it still exists (XREADGROUP: it answers an error when its stream or group
+/// went).
+pub const ANY_TYPE: &str = "*";
+
+/// Whether the command runs again for a waiting client (see [`serve`]).
+pub fn rerunning(ctx: &Ctx<'_>) -> bool {
+    ctx.conn.block.rerun
+}
+
 /// A blocking command's timeout: milliseconds, 0 = forever.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeout(pub u64);
@@ -280,6 +290,24 @@ impl Blocking {
         }
     }
 
+    /// FLUSHDB / FLUSHALL emptied tenant `t`: every key its clients wait for is served after
+    /// the command (a waiting XREADGROUP then answers NOGROUP; the others keep waiting).
+    pub fn signal_tenant(&self, t: TenantId) {
+        if !self.any_waiting() {
+            return;
+        }
+        let mut r = self.reg.lock();
+        let keys: Vec<(u32, Vec<u8>)> = r.keys.keys().filter(|k| k.0 == t.0).cloned().collect();
+        for k in keys {
+            if !r.ready.contains(&k) {
+                r.ready.push(k);
+            }
+        }
+        if !r.ready.is_empty() {
+            self.ready.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Whether client `id` is blocked (CLIENT LIST's `b` flag).
     pub fn is_blocked(&self, id: u64) -> bool {
         self.any_waiting() && self.reg.lock().clients.contains_key(&id)
@@ -464,15 +492,13 @@ fn serve_key(eng: &mut Engine, shared: &Shared, t: TenantId, key: &[u8]) {
         .map(|q| q.iter().copied().collect())
         .unwrap_or_default();
     for id in ids {
-        let Some(kind) = eng.key_type(t, key) else {
-            return;
-        };
+        let kind = eng.key_type(t, key);
         // The waiter leaves the client table while its command runs (its place in the key
         // FIFOs stays): nothing else can reach it, the engine lock is held.
         let Some(entry) = b.reg.lock().clients.remove(&id) else {
             continue;
         };
-        if kind != entry.kind {
+        if entry.kind != ANY_TYPE && kind != Some(entry.kind) {
             b.reg.lock().clients.insert(id, entry);
             continue;
         }

@@ -163,6 +163,7 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         ctx.shared.touch_all_watched(t, |k| eng.exists(t, k));
     }
     ctx.eng.flush(t);
+    ctx.shared.blocking().signal_tenant(t);
     ctx.w.ok();
     Ok(())
 }

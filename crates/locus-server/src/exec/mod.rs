@@ -441,6 +441,10 @@ fn wrote_nothing(name: &str, args: Args<'_, '_>, reply: &[u8]) -> bool {
         "sort" => true,
         // GEOADD is ZADD, which reports its own; the geo STORE forms report theirs (exec/geo).
         "geoadd" | "georadius" | "georadiusbymember" | "geosearchstore" => true,
+        // So do the stream commands (exec/types/stream): Redis signals a stream only when it
+        // changed (XDEL that found nothing, XTRIM that trimmed nothing do not).
+        "xadd" | "xdel" | "xtrim" | "xsetid" | "xgroup" | "xreadgroup" | "xack" | "xclaim"
+        | "xautoclaim" => true,
         _ => false,
     }
 }
@@ -568,6 +572,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "georadius" | "georadiusbymember" => {
             return geo::store_key_pos(args).map_or(0..0, |p| p..p + 1);
         }
+        "xread" | "xreadgroup" => return types::stream::cmds::read_keys(args),
         _ => return 0..0,
     };
     let n = args

@@ -4,7 +4,8 @@ use std::sync::LazyLock;
 
 use super::{
     Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, slowlog,
-    sort, strings, transaction, types::hash, types::list, types::set, types::zset, wait,
+    sort, strings, transaction, types::hash, types::list, types::set, types::stream, types::zset,
+    wait,
 };
 
 /// A command handler.
@@ -114,6 +115,22 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("hincrbyfloat", 4, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@hash", "@fast"], "hash", "2.6.0", "Increments the floating point value of a field by a number. Uses 0 as initial value if the field doesn't exist.", Keys, hash::hincrbyfloat),
     cmd!("hrandfield", -2, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "6.2.0", "Returns one or more random fields from a hash.", Keys, hash::hrandfield),
     cmd!("hscan", -3, ["readonly"], 1, 1, 1, ["@read", "@hash", "@slow"], "hash", "2.8.0", "Iterates over fields and values of a hash.", Keys, hash::hscan),
+    // streams
+    cmd!("xadd", -5, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "5.0.0", "Appends a new entry to a stream", Keys, stream::cmds::xadd),
+    cmd!("xrange", -4, ["readonly"], 1, 1, 1, ["@read", "@stream", "@slow"], "stream", "5.0.0", "Return a range of elements in a stream, with IDs matching the specified IDs interval", Keys, stream::cmds::xrange),
+    cmd!("xrevrange", -4, ["readonly"], 1, 1, 1, ["@read", "@stream", "@slow"], "stream", "5.0.0", "Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE", Keys, stream::cmds::xrevrange),
+    cmd!("xlen", 2, ["readonly", "fast"], 1, 1, 1, ["@read", "@stream", "@fast"], "stream", "5.0.0", "Return the number of entries in a stream", Keys, stream::cmds::xlen),
+    cmd!("xdel", -3, ["write", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "5.0.0", "Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist.", Keys, stream::cmds::xdel),
+    cmd!("xtrim", -4, ["write"], 1, 1, 1, ["@write", "@stream", "@slow"], "stream", "5.0.0", "Trims the stream to (approximately if '~' is passed) a certain size", Keys, stream::cmds::xtrim),
+    cmd!("xsetid", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "5.0.0", "An internal command for replicating stream values", Keys, stream::cmds::xsetid),
+    cmd!("xread", -4, ["readonly", "blocking", "movablekeys"], 0, 0, 0, ["@read", "@stream", "@slow", "@blocking"], "stream", "5.0.0", "Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block.", Keys, stream::cmds::xread),
+    cmd!("xreadgroup", -7, ["write", "blocking", "movablekeys"], 0, 0, 0, ["@write", "@stream", "@slow", "@blocking"], "stream", "5.0.0", "Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block.", Keys, stream::cmds::xreadgroup),
+    cmd!("xgroup", -2, [], 2, 2, 1, ["@slow"], "stream", "5.0.0", "A container for consumer groups commands", Keys, stream::group::xgroup, [ "xgroup|create", "xgroup|createconsumer", "xgroup|delconsumer", "xgroup|destroy", "xgroup|setid", "xgroup|help" ]),
+    cmd!("xack", -4, ["write", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "5.0.0", "Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group.", Keys, stream::group::xack),
+    cmd!("xpending", -3, ["readonly"], 1, 1, 1, ["@read", "@stream", "@slow"], "stream", "5.0.0", "Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged.", Keys, stream::group::xpending),
+    cmd!("xclaim", -6, ["write", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "5.0.0", "Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer.", Keys, stream::group::xclaim),
+    cmd!("xautoclaim", -6, ["write", "fast"], 1, 1, 1, ["@write", "@stream", "@fast"], "stream", "6.2.0", "Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer.", Keys, stream::group::xautoclaim),
+    cmd!("xinfo", -2, [], 2, 2, 1, ["@slow"], "stream", "5.0.0", "A container for stream introspection commands", Keys, stream::group::xinfo, [ "xinfo|consumers", "xinfo|groups", "xinfo|stream", "xinfo|help" ]),
     // lists
     cmd!("lpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", Keys, list::lpush),
     cmd!("rpush", -3, ["write", "denyoom", "fast"], 1, 1, 1, ["@write", "@list", "@fast"], "list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", Keys, list::rpush),

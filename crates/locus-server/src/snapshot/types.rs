@@ -11,6 +11,7 @@ use super::format::{Body, TAG_STRING, put_bytes, put_u32};
 use crate::exec::types::hash::Hash;
 use crate::exec::types::quicklist::List;
 use crate::exec::types::set::Set;
+use crate::exec::types::stream::{Sid, Stream};
 use crate::exec::types::zset::Zset;
 
 /// One type's tag and encode/decode pair.
@@ -50,6 +51,12 @@ pub const CODECS: &[Codec] = &[
         type_name: "zset",
         encode: encode_zset,
         decode: decode_zset,
+    },
+    Codec {
+        tag: 6,
+        type_name: "stream",
+        encode: encode_stream,
+        decode: decode_stream,
     },
 ];
 
@@ -153,4 +160,109 @@ fn decode_zset(b: &mut Body<'_>) -> Result<Box<dyn Object>, String> {
         pairs.push((m.to_vec(), score));
     }
     Ok(Box::new(Zset::from_pairs(&pairs)))
+}
+
+fn put_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_id(out: &mut Vec<u8>, id: Sid) {
+    put_u64(out, id.ms);
+    put_u64(out, id.seq);
+}
+
+fn get_id(b: &mut Body<'_>) -> Result<Sid, String> {
+    Ok(Sid::new(b.u64()?, b.u64()?))
+}
+
+/// A stream: its counters, its live entries, then each group with its consumers and pending
+/// entries.
+fn encode_stream(o: &dyn Object, out: &mut Vec<u8>) -> Option<()> {
+    let s = o.as_any().downcast_ref::<Stream>()?;
+    put_id(out, s.last_id);
+    put_id(out, s.first_id);
+    put_id(out, s.max_deleted);
+    put_u64(out, s.entries_added);
+    let entries = s.entries();
+    put_u64(out, entries.len() as u64);
+    for (id, fields) in &entries {
+        put_id(out, *id);
+        put_u32(out, fields.len() as u32);
+        for (f, v) in fields {
+            put_bytes(out, f);
+            put_bytes(out, v);
+        }
+    }
+    put_u32(out, s.groups.len() as u32);
+    for (name, g) in &s.groups {
+        put_bytes(out, name);
+        put_id(out, g.last_id);
+        put_u64(out, g.entries_read as u64);
+        put_u32(out, g.consumers.len() as u32);
+        for (c, cons) in &g.consumers {
+            put_bytes(out, c);
+            put_u64(out, cons.seen_time as u64);
+        }
+        put_u64(out, g.pel.len() as u64);
+        for (id, n) in &g.pel {
+            put_id(out, *id);
+            put_bytes(out, &n.consumer);
+            put_u64(out, n.delivery_time as u64);
+            put_u64(out, n.delivery_count);
+        }
+    }
+    Some(())
+}
+
+fn decode_stream(b: &mut Body<'_>) -> Result<Box<dyn Object>, String> {
+    let last_id = get_id(b)?;
+    let first_id = get_id(b)?;
+    let max_deleted = get_id(b)?;
+    let entries_added = b.u64()?;
+    let n = usize::try_from(b.u64()?).map_err(|_| "a stream's length overflows".to_string())?;
+    if n > b.remaining().len() / 20 {
+        return Err("a stream's length passes its record".to_string());
+    }
+    let mut s = Stream::new();
+    let mut fields = Vec::new();
+    for _ in 0..n {
+        let id = get_id(b)?;
+        let nf = b.count(8)?;
+        fields.clear();
+        for _ in 0..nf {
+            fields.push((b.bytes()?, b.bytes()?));
+        }
+        s.append(id, &fields)
+            .map_err(|_| "stream entries out of order".to_string())?;
+    }
+    if last_id < s.last_id {
+        return Err("a stream's last ID is below its last entry".to_string());
+    }
+    s.last_id = last_id;
+    s.first_id = first_id;
+    s.max_deleted = max_deleted;
+    s.entries_added = entries_added;
+    let groups = b.count(40)?;
+    for _ in 0..groups {
+        let name = b.bytes()?;
+        let glast = get_id(b)?;
+        let read = b.u64()? as i64;
+        let nc = b.count(12)?;
+        let mut consumers = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            consumers.push((b.bytes()?, b.u64()? as i64));
+        }
+        let np = usize::try_from(b.u64()?).map_err(|_| "a PEL overflows".to_string())?;
+        if np > b.remaining().len() / 36 {
+            return Err("a PEL passes its record".to_string());
+        }
+        let mut pending = Vec::with_capacity(np);
+        for _ in 0..np {
+            let id = get_id(b)?;
+            let c = b.bytes()?;
+            pending.push((id, c, b.u64()? as i64, b.u64()?));
+        }
+        s.restore_group(name, glast, read, &consumers, &pending)?;
+    }
+    Ok(Box::new(s))
 }

@@ -110,8 +110,25 @@ pub static LIST_COMPRESS: Limit = Limit::new(
     i32::MAX as i64,
 );
 
+/// `stream-node-max-entries` (0: no limit).
+pub static STREAM_NODE_ENTRIES: Limit = Limit::new(
+    "stream-node-max-entries",
+    "stream-node-max-entries",
+    100,
+    0,
+    i64::MAX,
+);
+/// `stream-node-max-bytes` (0: no limit).
+pub static STREAM_NODE_BYTES: Limit = Limit::new(
+    "stream-node-max-bytes",
+    "stream-node-max-bytes",
+    4096,
+    0,
+    i64::MAX,
+);
+
 /// Every threshold.
-pub static ALL: [&Limit; 9] = [
+pub static ALL: [&Limit; 11] = [
     &HASH_ENTRIES,
     &HASH_VALUE,
     &SET_INTSET,
@@ -121,6 +138,8 @@ pub static ALL: [&Limit; 9] = [
     &ZSET_VALUE,
     &LIST_SIZE,
     &LIST_COMPRESS,
+    &STREAM_NODE_ENTRIES,
+    &STREAM_NODE_BYTES,
 ];
 
 /// The threshold called `name` (either name).

@@ -17,6 +17,8 @@ pub mod quicklist;
 pub mod set;
 // Sorted sets.
 pub mod skiplist;
+// Streams.
+pub mod stream;
 pub mod zset;
 
 use locus_engine::{Object, TenantId, ValueRef};
