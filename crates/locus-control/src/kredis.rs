@@ -36,7 +36,9 @@
 //!   spatially sampled curve places a working-set cliff a few percent early or late (a loop
 //!   whose target lands exactly on the cliff then misses almost always); and the targets in
 //!   force are kept unless the new plan is predicted `min_gain` (0.5%) better. No targets are
-//!   set while an active pool has not shown a single reuse yet (at most 10 decisions), and DP
+//!   set while an active pool has not shown a single reuse yet (at most 10 decisions; a pool
+//!   that has already requested more distinct keys than all of memory holds is not waited for:
+//!   no share could keep what it has seen, and a stream of distinct keys never shows one), and DP
 //!   units that save nothing stay unspent (their pages go to the largest rate × penalty stake)
 //!   instead of falling to pool 0 by the tie rule.
 //! * On a tiered engine (sdTMM, dissertation section 5.1.5) the same DP runs a second time
@@ -596,6 +598,7 @@ impl Controller for Kredis {
         let mut gets = vec![0u64; n];
         let mut penalty = vec![cfg.default_penalty_us; n];
         let mut rho = vec![0.0; n];
+        let mut beyond_memory = vec![false; n];
         let mut mr: Vec<Vec<f64>> = vec![vec![1.0; units as usize + 1]; n];
         let mut merged: Vec<Option<locus_mrc::MergedMrc>> = vec![None; n];
         // The curve of the largest K per pool: the fast tier's (see `fast_targets`).
@@ -608,10 +611,19 @@ impl Controller for Kredis {
             if p.penalty_us > 0.0 {
                 penalty[i] = p.penalty_us;
             }
-            rho[i] = density(cfg.unit, p, view.pools, view.page_size) * (1.0 - cfg.headroom);
+            let dens = density(cfg.unit, p, view.pools, view.page_size);
+            rho[i] = dens * (1.0 - cfg.headroom);
             let Some(Some(pm)) = self.pools.get(i) else {
                 continue;
             };
+            // Distinct keys seen, in model units: more than all of memory holds means no share
+            // could show this pool a reuse that an LRU-like eviction keeps.
+            let keys = pm.filter.tracked() as f64 / pm.filter.rate();
+            let footprint = match cfg.unit {
+                Unit::Bytes => keys * f64::from(pm.mean_size),
+                Unit::Objects => keys,
+            };
+            beyond_memory[i] = footprint > view.pages_total as f64 * dens;
             gets[i] = pm.gets;
             if pm.profilers.is_empty() {
                 continue;
@@ -661,7 +673,10 @@ impl Controller for Kredis {
         // Warm-up: while a pool with GETs has not shown a single reuse (its curve is 1 at every
         // size, e.g. a loop in its first pass), its value is unknown, not zero; partitioning now
         // would take its pages away. Wait, for at most WARMUP_DECISIONS decisions.
-        let blind = (0..n).any(|i| gets[i] > 0 && mr[i].last().is_some_and(|&m| m >= 0.999));
+        // A pool that has shown no reuse among more distinct keys than all of memory holds is
+        // not waited for: no share it could get would hold what it has seen.
+        let blind = (0..n)
+            .any(|i| gets[i] > 0 && !beyond_memory[i] && mr[i].last().is_some_and(|&m| m >= 0.999));
         let warming = blind && view.interval < WARMUP_DECISIONS && cfg.model != KredisModel::None;
         if warming {
             d.notes.push(("warming_up".into(), 1.0));
