@@ -36,7 +36,9 @@
 //!   spatially sampled curve places a working-set cliff a few percent early or late (a loop
 //!   whose target lands exactly on the cliff then misses almost always); and the targets in
 //!   force are kept unless the new plan is predicted `min_gain` (0.5%) better. No targets are
-//!   set while an active pool has not shown a single reuse yet (at most 10 decisions), and DP
+//!   set while an active pool has not shown a single reuse yet (at most 10 decisions; a pool
+//!   that has already requested more than twice the distinct keys all of memory holds is not
+//!   waited for: a stream of distinct keys never shows one), and DP
 //!   units that save nothing stay unspent (their pages go to the largest rate × penalty stake)
 //!   instead of falling to pool 0 by the tie rule.
 //! * On a tiered engine (sdTMM, dissertation section 5.1.5) the same DP runs a second time
@@ -121,6 +123,10 @@ pub struct KredisConfig {
     /// `min_gain`: keep the targets in force unless the new plan's predicted cost is lower by
     /// at least this fraction (every page that moves evicts what it holds).
     pub min_gain: f64,
+    /// `k_min_gain`: a pool keeps its K unless the argmin K's predicted miss ratio at its size
+    /// is lower by more than this fraction of the current K's (taken as at least 0.1, so the
+    /// smallest switch is 0.1 · `k_min_gain` in absolute miss ratio); 0 = always the argmin.
+    pub k_min_gain: f64,
     /// `min_gets`: fewest GETs (all pools) in an interval to re-partition.
     pub min_gets: u64,
     /// `partition`: set page targets (multi-pool); `false` = K only (single shared pool).
@@ -151,6 +157,7 @@ impl Default for KredisConfig {
             decay: 0.5,
             headroom: 0.05,
             min_gain: 0.005,
+            k_min_gain: 0.1,
             min_gets: 1000,
             partition: true,
             model: KredisModel::Krr,
@@ -246,6 +253,14 @@ impl KredisConfig {
                 "a fraction in [0, 1]",
             ));
         }
+        let k_min_gain = s.f64("k_min_gain", d.k_min_gain)?;
+        if !(0.0..=1.0).contains(&k_min_gain) {
+            return Err(bad(
+                "k_min_gain",
+                k_min_gain.to_string(),
+                "a fraction in [0, 1]",
+            ));
+        }
         let min_gets = s.u64("min_gets", d.min_gets)?;
         let partition = s.bool("partition", d.partition)?;
         let m = s.string("model", "krr")?;
@@ -272,6 +287,7 @@ impl KredisConfig {
             decay,
             headroom,
             min_gain,
+            k_min_gain,
             min_gets,
             partition,
             model,
@@ -596,8 +612,11 @@ impl Controller for Kredis {
         let mut gets = vec![0u64; n];
         let mut penalty = vec![cfg.default_penalty_us; n];
         let mut rho = vec![0.0; n];
+        let mut beyond_memory = vec![false; n];
         let mut mr: Vec<Vec<f64>> = vec![vec![1.0; units as usize + 1]; n];
         let mut merged: Vec<Option<locus_mrc::MergedMrc>> = vec![None; n];
+        // Each K's curve per pool (for the K hysteresis).
+        let mut k_curves: Vec<Vec<(u32, Mrc)>> = vec![Vec::new(); n];
         // The curve of the largest K per pool: the fast tier's (see `fast_targets`).
         let mut lru_like: Vec<Option<Mrc>> = vec![None; n];
         for p in view.pools {
@@ -608,10 +627,21 @@ impl Controller for Kredis {
             if p.penalty_us > 0.0 {
                 penalty[i] = p.penalty_us;
             }
-            rho[i] = density(cfg.unit, p, view.pools, view.page_size) * (1.0 - cfg.headroom);
+            let dens = density(cfg.unit, p, view.pools, view.page_size);
+            rho[i] = dens * (1.0 - cfg.headroom);
             let Some(Some(pm)) = self.pools.get(i) else {
                 continue;
             };
+            // Distinct keys seen, in model units: more than twice what all of memory holds, and
+            // still no reuse, is not a loop in its first pass that a share could serve (up to
+            // twice the memory, K = 1 still keeps part of a loop; the four-tenant files' 40k-key
+            // loops in 40k objects of memory are waited for, as before).
+            let keys = pm.filter.tracked() as f64 / pm.filter.rate();
+            let footprint = match cfg.unit {
+                Unit::Bytes => keys * f64::from(pm.mean_size),
+                Unit::Objects => keys,
+            };
+            beyond_memory[i] = footprint > 2.0 * view.pages_total as f64 * dens;
             gets[i] = pm.gets;
             if pm.profilers.is_empty() {
                 continue;
@@ -654,6 +684,7 @@ impl Controller for Kredis {
                 });
             }
             merged[i] = Some(mm);
+            k_curves[i] = curves;
         }
 
         // Targets.
@@ -661,7 +692,10 @@ impl Controller for Kredis {
         // Warm-up: while a pool with GETs has not shown a single reuse (its curve is 1 at every
         // size, e.g. a loop in its first pass), its value is unknown, not zero; partitioning now
         // would take its pages away. Wait, for at most WARMUP_DECISIONS decisions.
-        let blind = (0..n).any(|i| gets[i] > 0 && mr[i].last().is_some_and(|&m| m >= 0.999));
+        // A pool that has shown no reuse among more than twice the distinct keys all of memory
+        // holds is not waited for (a stream of distinct keys never shows one).
+        let blind = (0..n)
+            .any(|i| gets[i] > 0 && !beyond_memory[i] && mr[i].last().is_some_and(|&m| m >= 0.999));
         let warming = blind && view.interval < WARMUP_DECISIONS && cfg.model != KredisModel::None;
         if warming {
             d.notes.push(("warming_up".into(), 1.0));
@@ -737,7 +771,10 @@ impl Controller for Kredis {
             };
             let size = pages as f64 * rho[i];
             let k = match (&merged[i], cfg.dynamic_k && cfg.model == KredisModel::Krr) {
-                (Some(mm), true) => mm.best_label_at(size).unwrap_or(cfg.fixed_k),
+                (Some(mm), true) => {
+                    let best = mm.best_label_at(size).unwrap_or(cfg.fixed_k);
+                    settle_k(&k_curves[i], p.samples, best, size, cfg.k_min_gain)
+                }
                 _ => cfg.fixed_k,
             };
             if p.samples != k {
@@ -773,6 +810,32 @@ impl Controller for Kredis {
             }
         }
         d
+    }
+}
+
+/// The K a pool runs next: `best` (the argmin of its mMRC at `size`) only if its curve predicts a
+/// miss ratio lower than the current K's by more than `k_min_gain` of the current one (of at
+/// least 0.1); else the current K. The curves of several K are close wherever K matters little
+/// (a stationary Zipf tenant's K = 5, 8 and 16 differ by a few thousandths), and their sampled
+/// estimates cross from one decision to the next: without a margin K flaps at every decision,
+/// each flap a different eviction policy for the pool and a different curve for the next
+/// decision. The floor of 0.1 makes the smallest switch 0.1 · `k_min_gain` (0.01 at the
+/// default), KRR's typical error against a simulated K-LRU (MODELS.md 10: MAE 0.002–0.008), so
+/// a switch is never made on a difference the model cannot resolve. A phase change that makes
+/// another K much better (a loop that no longer fits: K = 1 against LRU's misses) clears it.
+fn settle_k(curves: &[(u32, Mrc)], current: u32, best: u32, size: f64, k_min_gain: f64) -> u32 {
+    if best == current {
+        return best;
+    }
+    let at = |k: u32| {
+        curves
+            .iter()
+            .find(|(c, _)| *c == k)
+            .map(|(_, m)| m.miss_ratio(size))
+    };
+    match (at(current), at(best)) {
+        (Some(cur), Some(b)) if cur - b <= k_min_gain * cur.max(0.1) => current,
+        _ => best,
     }
 }
 

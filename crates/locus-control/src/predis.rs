@@ -16,6 +16,14 @@
 //! (pRedis profiles the first 10% of its run before reallocating); until then the `initial`
 //! allocation, if any, is in force.
 //!
+//! **Sampling.** pRedis samples 1% of the references of every class. A class of a few dozen keys
+//! then yields a handful of reuse times per million requests, and its curve is noise. By default
+//! each pool's EAET follows every reference while its pending samples fit `sample_keys` (16 Ki)
+//! and halves its rate as they outgrow it, but never below the paper's 1% (`min_rate`): small
+//! pools are profiled whole, large ones at least as densely as in the paper. `rate = 0.01` with
+//! the default `min_rate` is the paper's fixed 1% (every pRedis table before issue 29 was measured
+//! so; the experiment files say it where they measure predis).
+//!
 //! The engine converges to the targets by eviction (a pool above its target evicts its own
 //! items; a pool below takes free pages or pages of pools above theirs), which is pRedis's
 //! "check whether the chosen key belongs to a class whose used memory is larger than suggested".
@@ -47,19 +55,30 @@ use locus_engine::control::{
 };
 pub use locus_engine::control::{PENALTY_CLASSES, penalty_class, penalty_class_range};
 
+/// Default `sample_keys` of `predis`: pending EAET samples per pool (as mPart's AET budget).
+pub const PREDIS_SAMPLE_KEYS: u64 = 16_384;
+/// pRedis's fixed sampling rate (section 3.2), `predis`'s default `min_rate`.
+pub const PREDIS_PAPER_RATE: f64 = 0.01;
+
 /// Points kept per curve in the decision records.
 const RECORD_POINTS: usize = 64;
 /// Settings of the `predis` controller (defaults in [`PredisConfig::default`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PredisConfig {
-    /// EAET reference-sampling rate in `(0, 1]` (setting `rate`, default 0.01, the paper's 1%);
-    /// with `sample_keys`, the highest rate.
+    /// Highest EAET reference-sampling rate, in `(0, 1]` (setting `rate`, default 1: a pool
+    /// whose pending samples fit `sample_keys` is followed whole); with `sample_keys = 0` the
+    /// fixed rate (the paper's is 0.01).
     pub rate: f64,
-    /// Most pending EAET samples per pool (setting `sample_keys`, default 0 = none: the fixed
-    /// `rate`, as the paper). Above 0 a pool's rate starts at `rate` and halves as its pending
-    /// samples outgrow this ([`locus_mrc::Eaet::with_budget`]; ~40 B each): with `rate = 1` a
-    /// pool of fewer keys is followed whole and a larger one through about this many.
+    /// Most pending EAET samples per pool (setting `sample_keys`, default [`PREDIS_SAMPLE_KEYS`];
+    /// 0 = none: the fixed `rate`, as the paper). Above 0 a pool's rate starts at `rate` and
+    /// halves as its pending samples outgrow this ([`locus_mrc::Eaet::with_budget`]; ~40 B
+    /// each), but never below `min_rate`: a pool of fewer keys is followed whole, a larger one
+    /// through about this many, and a huge one at no less than `min_rate`.
     pub sample_keys: u64,
+    /// Lowest rate the budget may bring a pool to (setting `min_rate`, default 0.01, the paper's
+    /// fixed 1%: no pool is sampled more sparsely than pRedis samples every pool; a `rate` below
+    /// it is a fixed rate).
+    pub min_rate: f64,
     /// Capacity unit of the curves (setting `unit`, `bytes` (default, EAET's byte clock) or
     /// `objects` (every item counts 1: AET with SET/DEL, for fixed-size items)).
     pub unit: Unit,
@@ -100,8 +119,9 @@ pub struct PredisConfig {
 impl Default for PredisConfig {
     fn default() -> Self {
         PredisConfig {
-            rate: 0.01,
-            sample_keys: 0,
+            rate: 1.0,
+            sample_keys: PREDIS_SAMPLE_KEYS,
+            min_rate: PREDIS_PAPER_RATE,
             unit: Unit::Bytes,
             step: 0,
             decay: 1.0,
@@ -128,6 +148,7 @@ impl PredisConfig {
         let cfg = PredisConfig {
             rate: s.f64("rate", d.rate)?,
             sample_keys: s.u64("sample_keys", d.sample_keys)?,
+            min_rate: s.f64("min_rate", d.min_rate)?,
             unit: match s.string("unit", "bytes")?.as_str() {
                 "bytes" => Unit::Bytes,
                 "objects" => Unit::Objects,
@@ -164,6 +185,14 @@ impl PredisConfig {
         check_common("predis", self.rate, self.decay, self.max_change)?;
         check_initial("predis", &self.initial, &self.initial_shares)?;
         check_min_gain("predis", self.min_gain)?;
+        if !(self.min_rate.is_finite() && (0.0..=1.0).contains(&self.min_rate)) {
+            return Err(bad_setting(
+                "predis",
+                "min_rate",
+                self.min_rate.to_string(),
+                "a rate in [0, 1]",
+            ));
+        }
         if !(self.default_penalty_us.is_finite() && self.default_penalty_us >= 0.0) {
             return Err(bad_setting(
                 "predis",
@@ -232,7 +261,11 @@ impl Predis {
                         self.cfg.unit,
                         Metric::Requests,
                         seed,
-                    ),
+                    )
+                    .map(|mut e| {
+                        e.set_min_rate(self.cfg.min_rate);
+                        e
+                    }),
                 }
                 .expect("rate checked by PredisConfig::validate, budget above 0"),
                 sizes: MeanSize::default(),

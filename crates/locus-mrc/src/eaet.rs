@@ -46,6 +46,8 @@ pub struct Eaet {
     get_clock: f64,
     /// Most pending samples ([`Eaet::with_budget`]); `None`: a fixed rate.
     budget: Option<usize>,
+    /// The budget never halves the rate below this ([`Eaet::set_min_rate`]).
+    min_rate: f64,
     seed: u64,
 }
 
@@ -72,6 +74,7 @@ impl Eaet {
             get_weight: 0.0,
             get_clock: 0.0,
             budget: None,
+            min_rate: 0.0,
             seed,
         })
     }
@@ -99,6 +102,13 @@ impl Eaet {
         let mut e = Self::new(max_rate, unit, metric, seed)?;
         e.budget = Some(budget);
         Ok(e)
+    }
+
+    /// Keeps a budgeted rate at or above `min_rate` (default 0): the budget halves the rate only
+    /// while the half is at least this, so a pool never is sampled more sparsely than `min_rate`
+    /// (its pending samples may then outgrow the budget). No effect without a budget.
+    pub fn set_min_rate(&mut self, min_rate: f64) {
+        self.min_rate = min_rate.max(0.0);
     }
 
     /// The current reference-sampling rate.
@@ -219,7 +229,10 @@ impl Profiler for Eaet {
                 self.rebuild_filter();
             }
             if let Some(b) = self.budget {
-                while self.pending.len() > b && self.sampler.rate() > f64::MIN_POSITIVE {
+                while self.pending.len() > b
+                    && self.sampler.rate() > f64::MIN_POSITIVE
+                    && self.sampler.rate() / 2.0 >= self.min_rate
+                {
                     self.halve();
                 }
             }

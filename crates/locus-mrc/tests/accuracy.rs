@@ -398,6 +398,13 @@ fn budgeted_eaet_on_the_set_del_mix_and_on_fifty_keys() {
     );
     assert!(m <= 0.01, "{m}");
     assert!(e.pending() <= 1_000 && e.rate() < 0.25, "{}", e.rate());
+    // A floor (predis's: the paper's 1%) stops the halving: the rate stays at or above it and
+    // the pending samples outgrow the budget instead.
+    let mut f = Eaet::with_budget(1.0, 1_000, Unit::Bytes, Metric::Requests, 1).unwrap();
+    f.set_min_rate(0.3);
+    feed(&mut f, &trace);
+    assert_eq!(f.rate(), 0.5, "halved once, not to 0.25");
+    assert!(f.pending() > 1_000, "{}", f.pending());
 
     let small = zipf(0.8, 50, 20_000, 14, |k| 100 + (k % 400) as u32);
     let mut ex = locus_mrc::ExactLru::new(Unit::Bytes, Metric::Requests);

@@ -376,3 +376,53 @@ fn a_scanner_gets_no_fast_target_and_unvalued_pages_go_to_the_served_pool() {
         s.tiers[1].hits
     );
 }
+
+/// K changes per pool after the first ten decisions, and the decisions counted.
+fn k_changes(e: &Engine) -> (Vec<usize>, usize) {
+    let recs = e.control_records();
+    let ks: Vec<&Vec<u32>> = recs.iter().skip(10).map(|r| &r.samples).collect();
+    let n = ks.first().map_or(0, |k| k.len());
+    let changes = (0..n)
+        .map(|i| ks.windows(2).filter(|w| w[0][i] != w[1][i]).count())
+        .collect();
+    (changes, ks.len())
+}
+
+/// A stationary workload (two Zipf-like tenants whose K = 5, 8 and 16 curves are close): after
+/// the first ten decisions a pool's K changes at most once per ten decisions. Without the
+/// hysteresis (`k_min_gain = 0`, the argmin at every decision, as before issue 29) it flaps.
+#[test]
+fn k_settles_on_a_stationary_workload() {
+    let run = |k_min_gain: &str| {
+        let (mut e, clock, _) = engine(96, [1000.0, 1000.0]);
+        install(
+            &mut e,
+            &[("rate", "0.2"), ("k_min_gain", k_min_gain)],
+            10_000,
+        );
+        let zipfish = |n: u64, seed: u64| {
+            let mut rng = Rng::new(seed);
+            // Squared uniform: a skewed, stationary popularity over n keys.
+            move || {
+                let u = rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
+                (u * u * n as f64) as u64
+            }
+        };
+        let (mut a, mut b) = (zipfish(8000, 7), zipfish(5000, 8));
+        drive(&mut e, &clock, [&mut a, &mut b], 500_000);
+        k_changes(&e)
+    };
+    let (settled, decisions) = run("0.1");
+    assert!(decisions >= 40, "{decisions} decisions");
+    for (i, c) in settled.iter().enumerate() {
+        assert!(
+            *c <= decisions / 10,
+            "pool {i}: {c} K changes in {decisions} decisions"
+        );
+    }
+    let (flapping, _) = run("0");
+    assert!(
+        flapping.iter().any(|&c| c > decisions / 10),
+        "without the margin K flaps: {flapping:?} changes in {decisions} decisions"
+    );
+}

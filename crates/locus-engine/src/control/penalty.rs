@@ -3,7 +3,10 @@
 //! backend and stored it).
 //!
 //! Only keys whose hash falls in one sixteenth of the hash space are followed (spatial sampling:
-//! the mean gap is unbiased, and the data path pays a map operation on one access in sixteen).
+//! the mean gap is unbiased, and the data path pays a map operation on one access in sixteen),
+//! once the tenant has had a gap measured on such a key. Until then every key is followed: a
+//! tenant of a few keys may have none in the sample (3 keys: 82% of the time) and would never
+//! get a penalty; a large one leaves this mode at its first sampled gap.
 //! Pending misses are kept per tenant in a bounded map (key hash → miss time); when it is full,
 //! entries older than [`STALE_US`] are dropped, and if that frees nothing the new miss is not
 //! tracked. Gaps are averaged with an exponentially weighted mean (weight [`EWMA_WEIGHT`]) so the
@@ -25,6 +28,8 @@ struct TenantPenalty {
     pending: HashMap<u64, u64>,
     mean_us: f64,
     samples: u64,
+    /// Gaps measured on keys of the 1/16 sample; while 0, every key is followed.
+    sampled_gaps: u64,
     hint_us: Option<f64>,
 }
 
@@ -56,7 +61,9 @@ impl PenaltyTracker {
 
     /// A GET miss of `key_hash` at `now_us`.
     pub(crate) fn miss(&mut self, t: usize, key_hash: u64, now_us: u64) {
-        if key_hash >> SAMPLE_SHIFT != 0 {
+        if key_hash >> SAMPLE_SHIFT != 0
+            && self.tenants.get(t).is_some_and(|tp| tp.sampled_gaps > 0)
+        {
             return;
         }
         let tp = self.slot(t);
@@ -75,14 +82,22 @@ impl PenaltyTracker {
 
     /// A SET of `key_hash` at `now_us`: closes a pending miss.
     pub(crate) fn set(&mut self, t: usize, key_hash: u64, now_us: u64) {
-        if key_hash >> SAMPLE_SHIFT != 0 {
-            return;
-        }
+        let sampled = key_hash >> SAMPLE_SHIFT == 0;
         let Some(tp) = self.tenants.get_mut(t) else {
             return;
         };
+        if !sampled && tp.sampled_gaps > 0 {
+            return;
+        }
         if let Some(at) = tp.pending.remove(&key_hash) {
             tp.add_gap(now_us.saturating_sub(at) as f64);
+            if sampled {
+                tp.sampled_gaps += 1;
+                if tp.sampled_gaps == 1 {
+                    // From now on only the sample is followed.
+                    tp.pending.retain(|k, _| k >> SAMPLE_SHIFT == 0);
+                }
+            }
         }
     }
 
@@ -158,5 +173,32 @@ mod tests {
         assert_eq!(p.penalty(3), (0.0, 0));
         p.set_hint(1, Some(1000.0));
         assert_eq!(p.penalty(1), (1000.0, 0));
+    }
+
+    /// A key outside the 1/16 sample is followed only until the tenant's first gap on a sampled
+    /// key: a tenant of a few unsampled keys is measured (it would never be otherwise), a large
+    /// one drops back to the sample, pending unsampled misses included.
+    #[test]
+    fn unsampled_keys_are_followed_until_a_sampled_gap() {
+        let out = |i: u64| (1 << SAMPLE_SHIFT) * (1 + i % 15); // hashes outside the sample
+        let mut p = PenaltyTracker::default();
+        for round in 0..3u64 {
+            for k in 0..3 {
+                p.miss(0, out(k), round * 10_000 + k);
+                p.set(0, out(k), round * 10_000 + k + 700);
+            }
+        }
+        assert_eq!(p.penalty(0), (700.0, 9), "three unsampled keys measured");
+        p.miss(0, out(1), 50_000);
+        p.miss(0, 5, 50_000); // in the sample
+        p.set(0, 5, 50_300);
+        assert_eq!(p.penalty(0).1, 10);
+        p.set(0, out(1), 50_900); // its pending miss was dropped
+        p.miss(0, out(2), 60_000);
+        p.set(0, out(2), 60_100);
+        assert_eq!(p.penalty(0).1, 10, "unsampled keys no longer followed");
+        p.miss(0, 6, 70_000);
+        p.set(0, 6, 70_300);
+        assert_eq!(p.penalty(0).1, 11);
     }
 }
