@@ -820,7 +820,7 @@ impl Controller for Kredis {
 /// estimates cross from one decision to the next: without a margin K flaps at every decision,
 /// each flap a different eviction policy for the pool and a different curve for the next
 /// decision. The floor of 0.1 makes the smallest switch 0.1 · `k_min_gain` (0.01 at the
-/// default), KRR's typical error against a simulated K-LRU (MODELS.md 10: MAE 0.002–0.008), so
+/// default), KRR's typical error against a simulated K-LRU (docs/models.md §10: MAE 0.002–0.008), so
 /// a switch is never made on a difference the model cannot resolve. A phase change that makes
 /// another K much better (a loop that no longer fits: K = 1 against LRU's misses) clears it.
 fn settle_k(curves: &[(u32, Mrc)], current: u32, best: u32, size: f64, k_min_gain: f64) -> u32 {
