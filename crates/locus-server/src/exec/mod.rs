@@ -28,6 +28,7 @@ pub mod longdouble;
 pub mod notify;
 pub mod privilege;
 pub mod pubsub;
+pub mod scripting;
 pub mod strings;
 pub mod table;
 pub mod transaction;
@@ -461,7 +462,7 @@ fn check_and_route(
 }
 
 /// Resolves the tenant a command acts on.
-fn route(
+pub(crate) fn route(
     ctx: &Ctx<'_>,
     spec: &CommandSpec,
     args: Args<'_, '_>,
@@ -556,6 +557,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
         "sintercard" => 1,
         "zmpop" | "zunion" | "zinter" | "zdiff" | "zintercard" => 1,
         "bzmpop" | "zunionstore" | "zinterstore" | "zdiffstore" => 2,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => 2,
         _ => return 0..0,
     };
     let n = args

@@ -477,6 +477,8 @@ pub struct Shared {
     tier_delay_ns: u64,
     /// What the tier worker thread and the emulated delay did (INFO tiers, metrics).
     tier_workers: crate::tiers::WorkerCounters,
+    /// Every tenant's Lua VM and script cache (exec/scripting).
+    scripts: crate::exec::scripting::Scripts,
 }
 
 impl std::fmt::Debug for Shared {
@@ -498,6 +500,11 @@ impl Shared {
         let f = parse_flags(text.as_bytes()).unwrap_or(0);
         self.notify_flags.store(f, Ordering::Relaxed);
         eng.record_key_events(f & (EXPIRED | EVICTED) != 0 && f & (KEYSPACE | KEYEVENT) != 0);
+    }
+
+    /// Every tenant's Lua VM and script cache.
+    pub fn scripts(&self) -> &crate::exec::scripting::Scripts {
+        &self.scripts
     }
 
     /// The pub/sub registry.
@@ -598,6 +605,7 @@ impl Shared {
         Self {
             tier_delay_ns,
             tier_workers: crate::tiers::WorkerCounters::default(),
+            scripts: crate::exec::scripting::Scripts::default(),
             dumploads,
             engine: Mutex::new(engine),
             clock,
