@@ -5,6 +5,7 @@ flags, MULTI and WATCH, INFO fields. Every assertion here runs against redis-ser
 
 import hashlib
 import re
+import time
 
 import pytest
 import redis
@@ -291,3 +292,107 @@ def test_script_cannot_reach_another_tenants_key(start_locus_toml):
     assert root.get("b:secret") == "s3cret"
     assert a.eval("redis.call('set', KEYS[1], 'mine'); return redis.call('get', KEYS[1])", 1, "a:k") == "mine"
     assert srv.alive()
+
+
+# ------------------------------------------------------------ hostile scripts and busy scripts
+
+
+def test_hostile_library_input(r):
+    # Deep nesting is an error, never a crash (Redis has had overflows in cjson and cmsgpack).
+    deep = "[" * 100_000 + "]" * 100_000
+    e = script_error(r, "EVAL", "return cjson.decode(ARGV[1])", 0, deep)
+    assert "nested" in e or "too many" in e.lower(), e
+    assert script_error(r, "EVAL", "return cjson.decode('{\"a\":')", 0)
+    assert script_error(r, "EVAL", "return cjson.decode('[1,2')", 0)
+    assert r.eval("return cjson.encode(cjson.decode(ARGV[1]))", 0, '{"a":[1,2,{"b":null}]}') == \
+        '{"a":[1,2,{"b":null}]}'
+    assert r.eval("return cjson.encode({1, 2, 'x/y'})", 0) == '[1,2,"x\\/y"]'
+    # cmsgpack: truncated input, a length beyond the input, nesting far past any sane depth.
+    for payload in [b"\xdb\xff\xff\xff\xff", b"\xdd\xff\xff\xff\xff", b"\x92\x01", b"\x91" * 100_000]:
+        with pytest.raises(redis.ResponseError):
+            r.eval("return cmsgpack.unpack(ARGV[1])", 0, payload)
+    assert r.eval("return cmsgpack.unpack(cmsgpack.pack({1, 2, 'three'}))", 0) == [1, 2, "three"]
+    assert r.ping()
+
+
+def test_huge_table_hits_the_memory_cap(r, peer):
+    if peer == "redis":
+        pytest.skip("redis-server has no cap on its Lua VM (it would build the table)")
+    e = script_error(r, "EVAL", "local t = {} for i = 1, 1e9 do t[i] = i end return #t", 0)
+    assert "not enough memory" in e, e
+    assert r.eval("return 1 + 1", 0) == 2  # the VM works on after the error
+
+
+def test_busy_script_kill(start_server, client_for):
+    import threading
+
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    assert b.config_get("lua-time-limit") == {"lua-time-limit": "50"}
+    got = {}
+
+    def run():
+        try:
+            a.eval("while true do end", 0)
+        except redis.ResponseError as e:
+            got["err"] = str(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.time() + 5
+    while True:
+        try:
+            b.ping()
+        except redis.exceptions.BusyLoadingError:
+            raise
+        except redis.ResponseError as e:
+            assert str(e).startswith("BUSY"), e
+            break
+        assert time.time() < deadline, "no BUSY reply while the script ran"
+        time.sleep(0.02)
+    with pytest.raises(redis.ResponseError, match="BUSY"):
+        b.execute_command("FUNCTION", "KILL")  # an EVAL is killed by SCRIPT KILL only
+    assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive()
+    assert "killed by user" in got["err"], got
+    assert b.ping()
+    with pytest.raises(redis.ResponseError, match="NOTBUSY"):
+        b.execute_command("SCRIPT", "KILL")
+
+
+def test_busy_script_that_wrote_is_unkillable(peer, client_for):
+    import threading
+
+    from conftest import _start, _stop
+
+    srv = _start(peer)  # not the start_server fixture: this server is meant to stop
+    try:
+        a, b = client_for(srv), client_for(srv)
+        b.config_set("busy-reply-threshold", "50")
+        t = threading.Thread(target=lambda: pytest.raises(Exception, a.eval,
+                                                          "redis.call('set', 'k', 'v') while true do end", 0))
+        t.start()
+        deadline = time.time() + 5
+        while True:
+            try:
+                b.ping()
+            except redis.ResponseError:
+                break
+            assert time.time() < deadline
+            time.sleep(0.02)
+        with pytest.raises(redis.ResponseError, match="UNKILLABLE"):
+            b.execute_command("SCRIPT", "KILL")
+        try:
+            b.execute_command("SHUTDOWN", "NOSAVE")
+        except redis.ConnectionError:
+            pass
+        t.join(5)
+        assert not t.is_alive()
+        deadline = time.time() + 5
+        while srv.alive() and time.time() < deadline:
+            time.sleep(0.05)
+        assert not srv.alive(), "SHUTDOWN NOSAVE did not stop the server"
+    finally:
+        _stop(srv)

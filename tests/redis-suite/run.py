@@ -37,6 +37,7 @@ UNITS = [
     "unit/type/zset", "unit/keyspace",
     "unit/expire", "unit/scan", "unit/bitops", "unit/bitfield", "unit/hyperloglog", "unit/pubsub", "unit/multi",
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
+    "unit/scripting", "unit/functions",
 ]
 UNITS_LATER: dict[str, str] = {}
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"

@@ -523,6 +523,15 @@ impl Shared {
         self.engine.lock()
     }
 
+    /// The engine lock if it comes within `wait` (exec/scripting/busy: a batch that finds a
+    /// long-running script answers BUSY instead of waiting).
+    pub fn try_engine_for(
+        &self,
+        wait: std::time::Duration,
+    ) -> Option<parking_lot::MutexGuard<'_, Engine>> {
+        self.engine.try_lock_for(wait)
+    }
+
     /// Whether another thread holds the engine lock right now (a hint: it may be taken or
     /// released the next moment).
     pub fn engine_busy(&self) -> bool {
@@ -975,7 +984,11 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
         shared.refresh_coarse_clock();
-        let mut eng = shared.engine();
+        // A tick that cannot take the engine lock soon (a long script holds it) is skipped
+        // rather than block a runtime worker: the clients answered BUSY meanwhile need one.
+        let Some(mut eng) = shared.try_engine_for(Duration::from_millis(50)) else {
+            continue;
+        };
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         if shared.notify_flags() != 0 {

@@ -110,7 +110,9 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "ERR Invalid number of arguments specified for command",
                 ));
             }
-            let keys: Vec<usize> = key_positions(c, rest.len()).collect();
+            let keys: Vec<usize> = key_positions(c, rest.len())
+                .chain(crate::exec::counted_keys(c, rest))
+                .collect();
             if keys.is_empty() {
                 return Err(CmdError::msg("ERR The command has no key arguments"));
             }

@@ -285,8 +285,8 @@ fn encode(out: &mut Vec<u8>, v: &Value, cfg: &Config, depth: usize) -> mlua::Res
                     "Cannot serialise, excessive nesting ({depth})"
                 )));
             }
-            let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<Result<_, _>>()?;
-            match array_length(&pairs, cfg)? {
+            // Walked twice (classify, then encode) rather than collected: see convert.rs.
+            match array_length(t, cfg)? {
                 Some(len) => {
                     out.push(b'[');
                     for i in 1..=len {
@@ -300,11 +300,13 @@ fn encode(out: &mut Vec<u8>, v: &Value, cfg: &Config, depth: usize) -> mlua::Res
                 }
                 None => {
                     out.push(b'{');
-                    for (n, (k, val)) in pairs.iter().enumerate() {
-                        if n > 0 {
+                    let mut first = true;
+                    t.for_each::<Value, Value>(|k, val| {
+                        if !first {
                             out.push(b',');
                         }
-                        match k {
+                        first = false;
+                        match &k {
                             Value::String(s) => encode_string(out, &s.as_bytes()),
                             Value::Integer(i) => {
                                 encode_string(out, format_g(*i as f64, cfg.precision).as_bytes())
@@ -320,8 +322,8 @@ fn encode(out: &mut Vec<u8>, v: &Value, cfg: &Config, depth: usize) -> mlua::Res
                             }
                         }
                         out.push(b':');
-                        encode(out, val, cfg, depth + 1)?;
-                    }
+                        encode(out, &val, cfg, depth + 1)
+                    })?;
                     out.push(b'}');
                 }
             }
@@ -338,23 +340,25 @@ fn encode(out: &mut Vec<u8>, v: &Value, cfg: &Config, depth: usize) -> mlua::Res
 
 /// lua-cjson's array test: every key a positive integer; `None` for an object (or an empty
 /// table); an excessively sparse array is an error unless converted to an object.
-fn array_length(pairs: &[(Value, Value)], cfg: &Config) -> mlua::Result<Option<usize>> {
-    if pairs.is_empty() {
-        return Ok(None);
-    }
+fn array_length(t: &Table, cfg: &Config) -> mlua::Result<Option<usize>> {
     let mut max = 0i64;
-    for (k, _) in pairs {
+    let mut items = 0i64;
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
         let n = match k {
-            Value::Integer(i) => *i as f64,
-            Value::Number(n) => *n,
+            Value::Integer(i) => i as f64,
+            Value::Number(n) => n,
             _ => return Ok(None),
         };
         if n < 1.0 || n.fract() != 0.0 {
             return Ok(None);
         }
         max = max.max(n as i64);
+        items += 1;
     }
-    let items = pairs.len() as i64;
+    if items == 0 {
+        return Ok(None);
+    }
     if cfg.sparse_ratio > 0 && max > items * cfg.sparse_ratio && max > cfg.sparse_safe {
         if !cfg.sparse_convert {
             return Err(mlua::Error::runtime(

@@ -167,34 +167,38 @@ fn pack(out: &mut Vec<u8>, v: &Value, level: usize) -> mlua::Result<()> {
             out.extend_from_slice(&b);
         }
         Value::Table(t) if level < MAX_NESTING => {
-            let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<Result<_, _>>()?;
-            // lua-cmsgpack's array test: keys are the positive integers 1..count.
-            let mut max = 0.0f64;
-            let is_array = pairs.iter().all(|(k, _)| {
+            // lua-cmsgpack's array test: keys are the positive integers 1..count. Walked twice
+            // (classify, then encode) rather than collected: see convert.rs.
+            let (mut count, mut max, mut is_array) = (0usize, 0.0f64, true);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, _) = pair?;
+                count += 1;
                 let n = match k {
-                    Value::Integer(i) => *i as f64,
-                    Value::Number(n) => *n,
-                    _ => return false,
+                    Value::Integer(i) => i as f64,
+                    Value::Number(n) => n,
+                    _ => {
+                        is_array = false;
+                        continue;
+                    }
                 };
                 if n > 0.0 && n.fract() == 0.0 {
                     max = max.max(n);
-                    true
                 } else {
-                    false
+                    is_array = false;
                 }
-            }) && max as usize == pairs.len();
-            if is_array {
-                pack_len(out, pairs.len(), 0x90, 16, None, 0xdc, 0xdd);
-                for i in 1..=pairs.len() {
+            }
+            if is_array && max as usize == count {
+                pack_len(out, count, 0x90, 16, None, 0xdc, 0xdd);
+                for i in 1..=count {
                     let v: Value = t.raw_get(i)?;
                     pack(out, &v, level + 1)?;
                 }
             } else {
-                pack_len(out, pairs.len(), 0x80, 16, None, 0xde, 0xdf);
-                for (k, v) in &pairs {
-                    pack(out, k, level + 1)?;
-                    pack(out, v, level + 1)?;
-                }
+                pack_len(out, count, 0x80, 16, None, 0xde, 0xdf);
+                t.for_each::<Value, Value>(|k, v| {
+                    pack(out, &k, level + 1)?;
+                    pack(out, &v, level + 1)
+                })?;
             }
         }
         _ => out.push(0xc0),

@@ -206,39 +206,35 @@ fn table_to_resp(w: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) 
             return;
         }
     }
+    // Large tables are walked twice (count, then write) rather than collected: every Lua value
+    // held from Rust occupies a slot of mlua's reference stack, which is bounded.
     if let Ok(Value::Table(m)) = t.raw_get::<Value>("map") {
-        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
-        w.map(pairs.len());
-        for (k, v) in &pairs {
-            lua_to_resp(w, k, resp3, depth + 1);
-            lua_to_resp(w, v, resp3, depth + 1);
-        }
+        let n = m.pairs::<Value, Value>().count();
+        w.map(n);
+        let _ = m.for_each::<Value, Value>(|k, v| {
+            lua_to_resp(w, &k, resp3, depth + 1);
+            lua_to_resp(w, &v, resp3, depth + 1);
+            Ok(())
+        });
         return;
     }
     if let Ok(Value::Table(s)) = t.raw_get::<Value>("set") {
-        let keys: Vec<Value> = s
-            .pairs::<Value, Value>()
-            .filter_map(Result::ok)
-            .map(|(k, _)| k)
-            .collect();
-        w.set(keys.len());
-        for k in &keys {
-            lua_to_resp(w, k, resp3, depth + 1);
-        }
+        let n = s.pairs::<Value, Value>().count();
+        w.set(n);
+        let _ = s.for_each::<Value, Value>(|k, _| {
+            lua_to_resp(w, &k, resp3, depth + 1);
+            Ok(())
+        });
         return;
     }
-    let mut items = Vec::new();
-    let mut i = 1;
-    while let Ok(v) = t.raw_get::<Value>(i) {
-        if v.is_nil() {
-            break;
-        }
-        items.push(v);
-        i += 1;
+    let mut n = 0;
+    while t.raw_get::<Value>(n + 1).is_ok_and(|v| !v.is_nil()) {
+        n += 1;
     }
-    w.array(items.len());
-    for v in &items {
-        lua_to_resp(w, v, resp3, depth + 1);
+    w.array(n);
+    for i in 1..=n {
+        let v = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
+        lua_to_resp(w, &v, resp3, depth + 1);
     }
 }
 

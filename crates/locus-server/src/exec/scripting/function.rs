@@ -44,7 +44,8 @@ pub struct Library {
 pub struct Libraries {
     /// By library name.
     pub libs: BTreeMap<String, Library>,
-    /// Function name → library name.
+    /// Function name, lowercase (function names are case-insensitive, as in Redis) → library
+    /// name.
     pub index: BTreeMap<String, String>,
 }
 
@@ -67,12 +68,16 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
     let Some(end) = code.iter().position(|&b| b == b'\n') else {
         return Err("Invalid library metadata".into());
     };
-    let line = String::from_utf8_lossy(&code[..end]);
-    let mut parts = line.split_ascii_whitespace();
+    let words = super::vm::split_args(&code[..end]).unwrap_or_default();
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let mut parts = words.iter().map(String::as_str);
     let Some(first) = parts.next() else {
         return Err("Invalid library metadata".into());
     };
-    let engine = first[2..].to_string();
+    let engine = first.get(2..).unwrap_or("").to_string();
     let mut name: Option<String> = None;
     for p in parts {
         if p.len() >= 5 && p[..5].eq_ignore_ascii_case("name=") {
@@ -97,7 +102,12 @@ fn metadata(code: &[u8]) -> Result<(String, String, usize), String> {
 ///
 /// # Errors
 /// Redis's wording, `ERR ` included.
-pub fn load_library(vm: &mut TenantVm, code: &[u8], replace: bool) -> Result<String, CmdError> {
+pub fn load_library(
+    vm: &mut TenantVm,
+    busy: &super::busy::Busy,
+    code: &[u8],
+    replace: bool,
+) -> Result<String, CmdError> {
     let err = |m: String| CmdError::msg(format!("ERR {m}"));
     let (engine, name, end) = metadata(code).map_err(err)?;
     if !valid_name(&name) {
@@ -121,10 +131,10 @@ pub fn load_library(vm: &mut TenantVm, code: &[u8], replace: bool) -> Result<Str
             }
             other => err(format!("Error compiling function: {other}")),
         })?;
-    let (ok, e, pending): (bool, Value, Value) = vm
-        .load_library
-        .call(chunk)
-        .map_err(|e| err(format!("Error registering functions: {e}")))?;
+    busy.start_load();
+    let loaded: mlua::Result<(bool, Value, Value)> = vm.load_library.call(chunk);
+    busy.end_load();
+    let (ok, e, pending) = loaded.map_err(|e| err(format!("Error registering functions: {e}")))?;
     if !ok {
         let msg = match &e {
             Value::Table(t) => t
@@ -134,6 +144,10 @@ pub fn load_library(vm: &mut TenantVm, code: &[u8], replace: bool) -> Result<Str
                 .unwrap_or_else(|| "ERR unknown error".into()),
             Value::String(s) => format!("ERR {}", s.to_string_lossy()),
             _ => "ERR execution failure".into(),
+        };
+        let msg = match msg.strip_prefix("ERR runtime error: ") {
+            Some(rest) => format!("ERR {rest}"),
+            None => msg,
         };
         return Err(err(format!("Error registering functions: {msg}")));
     }
@@ -172,7 +186,7 @@ pub fn load_library(vm: &mut TenantVm, code: &[u8], replace: bool) -> Result<Str
         return Err(err("No functions registered".into()));
     }
     for f in functions.keys() {
-        if let Some(owner) = vm.libraries.index.get(f)
+        if let Some(owner) = vm.libraries.index.get(&f.to_ascii_lowercase())
             && *owner != name
         {
             return Err(err(format!("Function {f} already exists")));
@@ -180,11 +194,13 @@ pub fn load_library(vm: &mut TenantVm, code: &[u8], replace: bool) -> Result<Str
     }
     if let Some(old) = vm.libraries.libs.remove(&name) {
         for f in old.functions.keys() {
-            vm.libraries.index.remove(f);
+            vm.libraries.index.remove(&f.to_ascii_lowercase());
         }
     }
     for f in functions.keys() {
-        vm.libraries.index.insert(f.clone(), name.clone());
+        vm.libraries
+            .index
+            .insert(f.to_ascii_lowercase(), name.clone());
     }
     vm.libraries.libs.insert(
         name.clone(),
@@ -211,10 +227,19 @@ fn fcall_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, ro: bool) -> CmdResult {
     let mut taken = take_vm(ctx, t)?;
     let vm = taken.vm();
     let fname = String::from_utf8_lossy(&a[1]).into_owned();
-    let Some(lib) = vm.libraries.index.get(&fname) else {
+    let Some(f) = vm
+        .libraries
+        .index
+        .get(&fname.to_ascii_lowercase())
+        .and_then(|lib| vm.libraries.libs.get(lib))
+        .and_then(|lib| {
+            lib.functions
+                .values()
+                .find(|f| f.name.eq_ignore_ascii_case(&fname))
+        })
+    else {
         return Err(CmdError::msg("ERR Function not found"));
     };
-    let f = &vm.libraries.libs[lib].functions[&fname];
     let (func, flags) = (f.func.clone(), f.flags);
     let numkeys = int_arg(&a[2]).map_err(|_| CmdError::msg("ERR Bad number of keys provided"))?;
     if numkeys > (a.len() - 3) as i64 {
@@ -264,7 +289,8 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             let t = ctx.t()?;
             let mut taken = take_vm(ctx, t)?;
-            let name = load_library(taken.vm(), &a[i], replace)?;
+            let busy = ctx.shared.scripts().busy();
+            let name = load_library(taken.vm(), busy, &a[i], replace)?;
             drop(taken);
             ctx.shared.snapshots().note_write();
             ctx.w.bulk(name.as_bytes());
@@ -279,14 +305,16 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 return Err(CmdError::msg("ERR Library not found"));
             };
             for f in lib.functions.keys() {
-                vm.libraries.index.remove(f);
+                vm.libraries.index.remove(&f.to_ascii_lowercase());
             }
             drop(taken);
             ctx.shared.snapshots().note_write();
             ctx.w.ok();
         }
         "flush" => {
-            arity(a.len() <= 3)?;
+            if a.len() > 3 {
+                return Err(super::syntax_error("function", &sub));
+            }
             if a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync") {
                 return Err(CmdError::msg(
                     "ERR FUNCTION FLUSH only supports SYNC|ASYNC option",
@@ -335,7 +363,10 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             ctx.w.bulk(&payload);
         }
         "restore" => {
-            arity(a.len() == 3 || a.len() == 4)?;
+            arity(a.len() >= 3)?;
+            if a.len() > 4 {
+                return Err(super::syntax_error("function", &sub));
+            }
             let policy = match a.get(3) {
                 None => Policy::Append,
                 Some(p) if is(p, "append") => Policy::Append,
@@ -350,7 +381,7 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             let codes = undump(&a[2])?;
             let t = ctx.t()?;
             let mut taken = take_vm(ctx, t)?;
-            restore(taken.vm(), &codes, policy)?;
+            restore(taken.vm(), ctx.shared.scripts().busy(), &codes, policy)?;
             drop(taken);
             ctx.shared.snapshots().note_write();
             ctx.w.ok();
@@ -410,10 +441,10 @@ fn list(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let mut pattern: Option<Vec<u8>> = None;
     let mut i = 2;
     while i < a.len() {
-        if is(&a[i], "withcode") {
+        if is(&a[i], "withcode") && !with_code {
             with_code = true;
             i += 1;
-        } else if is(&a[i], "libraryname") {
+        } else if is(&a[i], "libraryname") && pattern.is_none() {
             if i + 1 >= a.len() {
                 return Err(CmdError::msg("ERR library name argument was not given"));
             }
@@ -532,12 +563,17 @@ enum Policy {
     Flush,
 }
 
-fn restore(vm: &mut TenantVm, codes: &[Vec<u8>], policy: Policy) -> CmdResult {
+fn restore(
+    vm: &mut TenantVm,
+    busy: &super::busy::Busy,
+    codes: &[Vec<u8>],
+    policy: Policy,
+) -> CmdResult {
     // The payload's libraries load into an empty set first: a bad one aborts the restore with the
     // existing libraries untouched.
     let old = std::mem::take(&mut vm.libraries);
     for code in codes {
-        if let Err(e) = load_library(vm, code, false) {
+        if let Err(e) = load_library(vm, busy, code, false) {
             vm.libraries = old;
             return Err(e);
         }
@@ -554,7 +590,7 @@ fn restore(vm: &mut TenantVm, codes: &[Vec<u8>], policy: Policy) -> CmdResult {
         }
         for f in lib.functions.keys() {
             // A function of an existing library that is not replaced by one of the same name.
-            if let Some(owner) = old.index.get(f)
+            if let Some(owner) = old.index.get(&f.to_ascii_lowercase())
                 && (policy == Policy::Append || !new.libs.contains_key(owner))
             {
                 let msg = format!("ERR Function {f} already exists");
@@ -567,11 +603,11 @@ fn restore(vm: &mut TenantVm, codes: &[Vec<u8>], policy: Policy) -> CmdResult {
     for (name, lib) in new.libs {
         if let Some(replaced) = merged.libs.remove(&name) {
             for f in replaced.functions.keys() {
-                merged.index.remove(f);
+                merged.index.remove(&f.to_ascii_lowercase());
             }
         }
         for f in lib.functions.keys() {
-            merged.index.insert(f.clone(), name.clone());
+            merged.index.insert(f.to_ascii_lowercase(), name.clone());
         }
         merged.libs.insert(name, lib);
     }

@@ -26,6 +26,7 @@
 //! tenant (prefix tenancy: a key computed to match another tenant's prefix is an error, never a
 //! read).
 
+pub mod busy;
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
@@ -40,7 +41,7 @@ use std::sync::atomic::Ordering;
 
 use locus_engine::TenantId;
 use locus_protocol::{ProtocolVersion, ReplyWriter};
-use mlua::{MultiValue, Value};
+use mlua::Value;
 use parking_lot::Mutex;
 
 use super::{Args, CmdError, CmdResult, Ctx, has_flag, int_arg, is, lookup, lower};
@@ -50,6 +51,8 @@ use vm::{Script, TenantVm, sha1_hex, shebang};
 #[derive(Default)]
 pub struct Scripts {
     vms: Mutex<HashMap<TenantId, Box<TenantVm>>>,
+    /// The running script, for other clients (BUSY, SCRIPT KILL) and the VMs' hooks.
+    busy: std::sync::Arc<busy::Busy>,
 }
 
 impl std::fmt::Debug for Scripts {
@@ -85,11 +88,16 @@ impl Scripts {
         s
     }
 
+    /// The running script's state.
+    pub fn busy(&self) -> &busy::Busy {
+        &self.busy
+    }
+
     fn take(&self, t: TenantId) -> Result<Box<TenantVm>, CmdError> {
         if let Some(vm) = self.vms.lock().remove(&t) {
             return Ok(vm);
         }
-        TenantVm::new()
+        TenantVm::new(self.busy.clone())
             .map(Box::new)
             .map_err(|e| CmdError::msg(format!("ERR cannot create the Lua VM: {e}")))
     }
@@ -228,6 +236,9 @@ fn eval_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, by_sha: bool, ro: bool) -> C
     run_script(ctx, vm, &run, &func, keys, argv, false)
 }
 
+/// Runs between two garbage-collection steps (Redis: 50).
+const GC_EVERY: u32 = 50;
+
 /// One run's settings.
 pub(crate) struct Run {
     /// Writes are refused (`*_RO`, `no-writes`).
@@ -279,13 +290,15 @@ pub(crate) fn run_script(
         ctx.conn.block.deny,
     );
     ctx.conn.block.deny = true;
+    let busy = ctx.shared.scripts().busy();
+    busy.start(as_function);
     let cell = RefCell::new(&mut *ctx);
     let resp = vm.resp.clone();
     let outcome: mlua::Result<(bool, Vec<u8>)> = lua.scope(|scope| {
-        let call = scope.create_function(|lua, args: MultiValue| {
+        let call = scope.create_function(|lua, (args, n): (mlua::Table, usize)| {
             let mut c = cell.borrow_mut();
             let resp3 = resp.load(Ordering::Relaxed) == 3;
-            script_call(lua, &mut c, run, args, resp3)
+            script_call(lua, &mut c, run, &args, n, resp3)
         })?;
         vm.hidden.raw_set("call", call)?;
         let (ok, v): (bool, Value) = if as_function {
@@ -300,12 +313,19 @@ pub(crate) fn run_script(
         let mut w = ReplyWriter::new(&mut out, proto);
         if ok {
             convert::lua_to_resp(&mut w, &v, resp3, 0);
+        } else if busy.killed() {
+            w.error(if as_function {
+                busy::KILLED_FUNCTION
+            } else {
+                busy::KILLED_EVAL
+            });
         } else {
             w.error(&raised_error(&v, &run.name));
         }
         drop(c);
         Ok((ok, out))
     });
+    busy.end();
     let ctx = cell.into_inner();
     ctx.conn.db = db;
     ctx.conn.tenant = tenant;
@@ -315,8 +335,12 @@ pub(crate) fn run_script(
         let _ = vm.real.raw_set("KEYS", Value::Nil);
         let _ = vm.real.raw_set("ARGV", Value::Nil);
     }
-    // Lua 5.1 has no emergency collection: keep garbage well under the cap.
-    if vm.lua.used_memory() > vm::LUA_MEMORY_CAP / 2 {
+    // A full collection every GC_EVERY runs keeps each run's garbage (KEYS, ARGV, replies) from
+    // piling up between Lua's own cycles (Redis steps its collector as often); Lua 5.1 has no
+    // emergency collection, so a VM near its cap also collects at once.
+    vm.runs += 1;
+    if vm.runs >= GC_EVERY || vm.lua.used_memory() > vm::LUA_MEMORY_CAP / 2 {
+        vm.runs = 0;
         let _ = vm.lua.gc_collect();
     }
     let (ok, out) = outcome.map_err(lua_err)?;
@@ -337,6 +361,12 @@ fn raised_error(v: &Value, name: &str) -> String {
         let msg = match t.raw_get::<Value>("err") {
             Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             _ => "ERR unknown error".to_string(),
+        };
+        // An error from a Rust library function (cjson, bit, ...) reaches the handler as mlua's
+        // error value, whose text starts with its kind.
+        let msg = match msg.strip_prefix("ERR runtime error: ") {
+            Some(rest) => format!("ERR {rest}"),
+            None => msg,
         };
         let source = t.raw_get::<Option<String>>("source").ok().flatten();
         let line = t.raw_get::<Option<i64>>("line").ok().flatten();
@@ -377,21 +407,22 @@ fn script_call(
     lua: &Lua,
     ctx: &mut Ctx<'_>,
     run: &Run,
-    args: MultiValue,
+    args: &mlua::Table,
+    n: usize,
     resp3: bool,
 ) -> mlua::Result<(Value, bool)> {
-    if args.is_empty() {
+    if n == 0 {
         return err_value(
             lua,
             "ERR Please specify at least one argument for this redis lib call",
         );
     }
-    let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(args.len());
-    for v in args.iter() {
-        match v {
+    let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(n.min(1 << 16));
+    for i in 1..=n {
+        match args.raw_get::<Value>(i)? {
             Value::String(s) => argv.push(Cow::Owned(s.as_bytes().to_vec())),
             Value::Integer(i) => argv.push(Cow::Owned(i.to_string().into_bytes())),
-            Value::Number(n) => argv.push(Cow::Owned(convert::number_arg(*n))),
+            Value::Number(n) => argv.push(Cow::Owned(convert::number_arg(n))),
             _ => {
                 return err_value(
                     lua,
@@ -446,10 +477,21 @@ fn script_call(
         };
         super::dispatch_spec(&mut inner, &argv, Some(spec));
     }
+    if spec.is_write {
+        ctx.shared.scripts().busy().wrote();
+    }
     ctx.conn.proto = saved;
     let is_err = buf.first() == Some(&b'-');
     let (v, _) = convert::resp_to_lua(lua, &buf, 0)?;
     Ok((v, is_err))
+}
+
+/// Redis's error for a subcommand given more arguments than it takes.
+pub(crate) fn syntax_error(cmd: &str, sub: &str) -> CmdError {
+    CmdError::msg(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
+        cmd.to_ascii_uppercase()
+    ))
 }
 
 /// `SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP`
@@ -477,7 +519,9 @@ pub fn script(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
         }
         "flush" => {
-            arity(a.len() <= 3)?;
+            if a.len() > 3 {
+                return Err(syntax_error("script", &sub));
+            }
             if a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync") {
                 return Err(CmdError::msg(
                     "ERR SCRIPT FLUSH only support SYNC|ASYNC option",

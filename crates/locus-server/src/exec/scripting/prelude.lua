@@ -6,7 +6,7 @@
 -- `print`, `dofile`, `loadfile`, binary chunks).
 --
 -- `hidden` (the chunk's argument) holds the Rust side:
---   hidden.call(...)      -> value, is_error  (set per run; redis.call and redis.pcall use it)
+--   hidden.call(args, n)  -> value, is_error  (set per run; redis.call and redis.pcall use it)
 --   hidden.sha1hex(s)     -> hex digest
 --   hidden.log(level, s)  -> nothing
 --   hidden.setresp(n)     -> nothing
@@ -48,13 +48,15 @@ local redis = {}
 -- redis.call is a C function (hidden.c_call, vm.rs): a Lua wrapper would be tail-called by
 -- `return redis.call(...)` and the user's frame, whose line the error names, would be gone.
 -- It calls this stub, then raises the error table itself.
-hidden.call_stub = function(...)
-  return hidden.call(...)
+-- The arguments travel as one table and their count (nil holes kept): a command may have more
+-- arguments than a Rust callback can take on Lua's C stack (8000).
+hidden.call_stub = function(args, n)
+  return hidden.call(args, n)
 end
 redis.call = hidden.c_call
 
 redis.pcall = function(...)
-  local r = hidden.call(...)
+  local r = hidden.call({ ... }, select('#', ...))
   return r
 end
 
@@ -301,11 +303,20 @@ load_redis.register_function = function(...)
     reg_error('Library names can only contain letters, numbers, or underscores(_) and must be at least one character long')
   end
   for i = 1, #pending do
-    if pending[i].name == name then reg_error('Function already exists in the library') end
+    if lower(pending[i].name) == lower(name) then reg_error('Function already exists in the library') end
   end
   pending[#pending + 1] = { name = name, callback = callback, description = desc, flags = flags }
 end
-local load_api = setmetatable({ redis = protect(load_redis) }, { __index = real })
+-- At load time only `redis` (this API) exists: any other global, and any other field of
+-- `redis`, is an error (a library registers functions; it runs nothing else).
+local function strict(t)
+  return setmetatable(t, {
+    __index = function(_, k)
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end,
+  })
+end
+local load_api = strict({ redis = (protect(strict(load_redis))) })
 
 hidden.load_library = function(f)
   hidden.pending = {}

@@ -82,8 +82,12 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
     let Some(end) = body.iter().position(|&b| b == b'\n') else {
         return Err("Invalid script shebang".into());
     };
-    let line = String::from_utf8_lossy(&body[..end]);
-    let mut parts = line.split_ascii_whitespace();
+    let words = split_args(&body[..end]).unwrap_or_default();
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let mut parts = words.iter().map(String::as_str);
     let Some(engine) = parts.next() else {
         return Err("Invalid engine in script shebang".into());
     };
@@ -100,6 +104,86 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
         }
     }
     Ok((flags, end))
+}
+
+/// Splits a shebang line into words as Redis's `sdssplitargs` does: blanks separate words,
+/// `"..."` (with `\n`, `\r`, `\t`, `\b`, `\a`, `\xHH` escapes) and `'...'` quote within a
+/// word. `None` for unbalanced quotes or a closing quote not followed by a blank.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(words);
+        }
+        let mut w = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            let Some(&c) = line.get(i) else {
+                if dq || sq {
+                    return None;
+                }
+                break;
+            };
+            if dq {
+                if c == b'\\' && i + 3 < line.len() && line[i + 1] == b'x' {
+                    let hex = std::str::from_utf8(&line[i + 2..i + 4]).ok();
+                    if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                        w.push(b);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < line.len() {
+                    w.push(match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                w.push(c);
+            } else if sq {
+                if c == b'\\' && line.get(i + 1) == Some(&b'\'') {
+                    w.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                w.push(c);
+            } else if c.is_ascii_whitespace() {
+                break;
+            } else if c == b'"' {
+                dq = true;
+            } else if c == b'\'' {
+                sq = true;
+            } else {
+                w.push(c);
+            }
+            i += 1;
+        }
+        words.push(w);
+    }
 }
 
 /// A compiled script of the cache.
@@ -128,6 +212,8 @@ pub struct TenantVm {
     pub resp: Arc<AtomicU8>,
     /// Bytes of script bodies held (INFO `used_memory_scripts_eval`).
     pub body_bytes: usize,
+    /// Runs since the last garbage-collection step.
+    pub runs: u32,
     /// The function libraries (FUNCTION, FCALL).
     pub libraries: super::function::Libraries,
     /// `hidden.load_library`.
@@ -141,7 +227,7 @@ impl TenantVm {
     ///
     /// # Errors
     /// Lua failures while building (out of memory).
-    pub fn new() -> mlua::Result<TenantVm> {
+    pub fn new(busy: Arc<super::busy::Busy>) -> mlua::Result<TenantVm> {
         // SAFETY: `debug` is an unsafe library (it can break Rust's invariants through
         // getinfo/setlocal on mlua's frames). The prelude keeps only `debug.getinfo` for its
         // error handler and removes the library from the globals before any user code runs.
@@ -152,6 +238,15 @@ impl TenantVm {
             )
         };
         lua.set_memory_limit(LUA_MEMORY_CAP)?;
+        // Busy scripts: the clock and SCRIPT KILL are checked every HOOK_EVERY instructions;
+        // after a kill every check fails, so even a loop around pcall ends.
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(super::busy::HOOK_EVERY),
+            move |_, _| match busy.check() {
+                Some(msg) => Err(mlua::Error::runtime(msg)),
+                None => Ok(mlua::VmState::Continue),
+            },
+        )?;
         let real = lua.globals();
         super::libs::load(&lua, &real)?;
         let hidden = lua.create_table()?;
@@ -215,6 +310,7 @@ impl TenantVm {
             runf,
             resp,
             body_bytes: 0,
+            runs: 0,
             libraries: super::function::Libraries::default(),
             load_library,
             lua,
@@ -258,11 +354,19 @@ unsafe extern "C-unwind" fn redis_call(l: *mut mlua::ffi::lua_State) -> std::ffi
     // SAFETY: called by Lua with a valid state; the stack holds the arguments only. lua_call
     // and lua_error unwind with longjmp through this frame, which owns nothing to drop.
     unsafe {
+        // No lua_checkstack: with more than 8000 arguments it fails, and the three slots used
+        // here are within the LUA_MINSTACK (20) every C function is given.
         let n = ffi::lua_gettop(l);
-        ffi::luaL_checkstack(l, 3, std::ptr::null());
+        // The arguments into one table at index 1 (the top one is the last argument).
+        ffi::lua_createtable(l, n, 0);
+        ffi::lua_insert(l, 1);
+        for i in (1..=n).rev() {
+            ffi::lua_rawseti(l, 1, ffi::lua_Integer::from(i));
+        }
         ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"locus.call_stub".as_ptr());
         ffi::lua_insert(l, 1);
-        ffi::lua_call(l, n, 2);
+        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
+        ffi::lua_call(l, 2, 2);
         let failed = ffi::lua_toboolean(l, -1) != 0;
         ffi::lua_pop(l, 1);
         if failed {

@@ -110,8 +110,13 @@ pub static LIST_COMPRESS: Limit = Limit::new(
     i32::MAX as i64,
 );
 
+/// `busy-reply-threshold` (alias `lua-time-limit`): ms a script runs before other clients get
+/// `BUSY` (exec/scripting/busy.rs); 0 = never.
+pub static BUSY_REPLY_THRESHOLD: Limit =
+    Limit::new("busy-reply-threshold", "lua-time-limit", 5000, 0, i64::MAX);
+
 /// Every threshold.
-pub static ALL: [&Limit; 9] = [
+pub static ALL: [&Limit; 10] = [
     &HASH_ENTRIES,
     &HASH_VALUE,
     &SET_INTSET,
@@ -121,6 +126,7 @@ pub static ALL: [&Limit; 9] = [
     &ZSET_VALUE,
     &LIST_SIZE,
     &LIST_COMPRESS,
+    &BUSY_REPLY_THRESHOLD,
 ];
 
 /// The threshold called `name` (either name).
