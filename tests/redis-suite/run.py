@@ -38,8 +38,13 @@ UNITS = [
     "unit/expire", "unit/scan", "unit/bitops", "unit/bitfield", "unit/hyperloglog", "unit/pubsub", "unit/multi",
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
     "unit/sort", "unit/geo", "unit/slowlog",
+    "unit/functions",
 ]
-UNITS_LATER: dict[str, str] = {}
+UNITS_LATER: dict[str, str] = {
+    "unit/scripting": "159 ok, 1 err (python3 tests/redis-suite/run.py --unit unit/scripting): "
+                      "'EVAL does not leak in the Lua stack' wants a Lua VM under 100 KB after "
+                      "10,000 runs; Locus's holds more (issue #24)",
+}
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
 LINE = re.compile(r"^\[(ok|err|exception|skip|ignore|TIMEOUT)\]:?\s*(.*)$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -29,6 +29,7 @@ pub mod longdouble;
 pub mod notify;
 pub mod privilege;
 pub mod pubsub;
+pub mod scripting;
 pub mod slowlog;
 pub mod sort;
 pub mod strings;
@@ -471,7 +472,7 @@ fn check_and_route(
 }
 
 /// Resolves the tenant a command acts on.
-fn route(
+pub(crate) fn route(
     ctx: &Ctx<'_>,
     spec: &CommandSpec,
     args: Args<'_, '_>,
@@ -573,6 +574,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
             return geo::store_key_pos(args).map_or(0..0, |p| p..p + 1);
         }
         "xread" | "xreadgroup" => return types::stream::cmds::read_keys(args),
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => 2,
         _ => return 0..0,
     };
     let n = args

@@ -3,9 +3,9 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, slowlog,
-    sort, strings, transaction, types::hash, types::list, types::set, types::stream, types::zset,
-    wait,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, scripting,
+    slowlog, sort, strings, transaction, types::hash, types::list, types::set, types::stream,
+    types::zset, wait,
 };
 
 /// A command handler.
@@ -310,7 +310,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|help" ]),
     cmd!("config", -2, [], 0, 0, 0, ["@slow"], "server", "2.0.0", "A container for server configuration commands.", None, admin::config, [ "config|get", "config|set", "config|resetstat", "config|rewrite", "config|help" ]),
     cmd!("info", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@dangerous"], "server", "1.0.0", "Returns information and statistics about the server.", None, admin::info),
-    cmd!("function", -2, [], 0, 0, 0, ["@slow"], "scripting", "7.0.0", "A container for function commands.", None, admin::function, ["function|delete", "function|dump", "function|flush", "function|help", "function|kill", "function|list", "function|load", "function|restore", "function|stats"]),
+    // scripting (exec/scripting)
+    cmd!("eval", -3, ["noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@slow", "@scripting"], "scripting", "2.6.0", "Executes a server-side Lua script.", Keys, scripting::eval),
+    cmd!("evalsha", -3, ["noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@slow", "@scripting"], "scripting", "2.6.0", "Executes a server-side Lua script by SHA1 digest.", Keys, scripting::evalsha),
+    cmd!("eval_ro", -3, ["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@read", "@slow", "@scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script.", Keys, scripting::eval_ro),
+    cmd!("evalsha_ro", -3, ["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@read", "@slow", "@scripting"], "scripting", "7.0.0", "Executes a read-only server-side Lua script by SHA1 digest.", Keys, scripting::evalsha_ro),
+    cmd!("fcall", -3, ["noscript", "stale", "skip_monitor", "may_replicate", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@slow", "@scripting"], "scripting", "7.0.0", "Invokes a function.", Keys, scripting::function::fcall),
+    cmd!("fcall_ro", -3, ["readonly", "noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"], 0, 0, 0, ["@read", "@slow", "@scripting"], "scripting", "7.0.0", "Invokes a read-only function.", Keys, scripting::function::fcall_ro),
+    cmd!("script", -2, ["noscript"], 0, 0, 0, ["@slow", "@scripting"], "scripting", "2.6.0", "A container for Lua scripts management commands.", Conn, scripting::script, ["script|debug", "script|exists", "script|flush", "script|help", "script|kill", "script|load"]),
+    cmd!("function", -2, ["noscript"], 0, 0, 0, ["@slow", "@scripting"], "scripting", "7.0.0", "A container for function commands.", Conn, admin::function, ["function|delete", "function|dump", "function|flush", "function|help", "function|kill", "function|list", "function|load", "function|restore", "function|stats"]),
     cmd!("memory", -2, [], 2, 2, 1, ["@slow"], "server", "4.0.0", "A container for memory diagnostics commands.", Keys, admin::memory, ["memory|usage", "memory|help"]),
     cmd!("object", -2, [], 2, 2, 1, ["@slow"], "generic", "2.2.3", "A container for object introspection commands.", Keys, admin::object, [ "object|encoding", "object|idletime", "object|freq", "object|refcount", "object|help" ]),
     cmd!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", None, admin::save),

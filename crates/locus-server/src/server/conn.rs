@@ -485,7 +485,21 @@ fn process(
         }
     }
     if !slots.is_empty() {
-        let mut eng = shared.engine();
+        // A script past busy-reply-threshold holds the lock: this batch is answered without it
+        // (BUSY, or SCRIPT KILL / FUNCTION KILL / SHUTDOWN NOSAVE), as Redis answers.
+        let Some(mut eng) = exec::scripting::busy::lock_engine(shared) else {
+            let mut w = ReplyWriter::new(out, st.proto);
+            for slot in slots.iter() {
+                match slot {
+                    Ok((from, to)) => {
+                        exec::scripting::busy::answer_busy(shared, st, &args[*from..*to], &mut w)
+                    }
+                    Err(e) => w.error(&e.to_string()),
+                }
+            }
+            scratch.args = recycle(args);
+            return pos;
+        };
         let delay = shared.tier_delay_ns() > 0;
         let slow_before = if delay {
             crate::tiers::slow_accesses(&eng)

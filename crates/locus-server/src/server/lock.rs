@@ -12,7 +12,7 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use locus_engine::Engine;
 use parking_lot::{Mutex, MutexGuard};
@@ -114,6 +114,28 @@ impl EngineLock {
             Some(g) => (g, false),
             None => (self.engine.lock(), true),
         };
+        self.guard(guard, asked, contended)
+    }
+
+    /// Takes the lock if it comes within `wait` (counted as [`EngineLock::lock`] counts); `None`
+    /// when it did not (nothing is counted then).
+    pub fn try_lock_for(&self, wait: Duration) -> Option<EngineGuard<'_>> {
+        let asked = Instant::now();
+        match self.engine.try_lock() {
+            Some(g) => Some(self.guard(g, asked, false)),
+            None => self
+                .engine
+                .try_lock_for(wait)
+                .map(|g| self.guard(g, asked, true)),
+        }
+    }
+
+    fn guard<'a>(
+        &'a self,
+        guard: MutexGuard<'a, Engine>,
+        asked: Instant,
+        contended: bool,
+    ) -> EngineGuard<'a> {
         let since = Instant::now();
         EngineGuard {
             guard,

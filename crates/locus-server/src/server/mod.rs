@@ -488,6 +488,8 @@ pub struct Shared {
     tier_delay_ns: u64,
     /// What the tier worker thread and the emulated delay did (INFO tiers, metrics).
     tier_workers: crate::tiers::WorkerCounters,
+    /// Every tenant's Lua VM and script cache (exec/scripting).
+    scripts: crate::exec::scripting::Scripts,
 }
 
 impl std::fmt::Debug for Shared {
@@ -511,6 +513,11 @@ impl Shared {
         eng.record_key_events(f & (EXPIRED | EVICTED) != 0 && f & (KEYSPACE | KEYEVENT) != 0);
     }
 
+    /// Every tenant's Lua VM and script cache.
+    pub fn scripts(&self) -> &crate::exec::scripting::Scripts {
+        &self.scripts
+    }
+
     /// The pub/sub registry.
     pub fn pubsub(&self) -> parking_lot::MutexGuard<'_, PubSub> {
         self.pubsub.lock()
@@ -530,6 +537,12 @@ impl Shared {
     /// The engine lock's counters: acquisitions, waits and holds (the admin's INFO and metrics).
     pub fn engine_lock_stats(&self) -> &LockStats {
         self.engine.stats()
+    }
+
+    /// The engine lock if it comes within `wait` (exec/scripting/busy: a batch that finds a
+    /// long-running script answers BUSY instead of waiting).
+    pub fn try_engine_for(&self, wait: std::time::Duration) -> Option<EngineGuard<'_>> {
+        self.engine.try_lock_for(wait)
     }
 
     /// Whether another thread holds the engine lock right now (a hint: it may be taken or
@@ -614,6 +627,7 @@ impl Shared {
         Self {
             tier_delay_ns,
             tier_workers: crate::tiers::WorkerCounters::default(),
+            scripts: crate::exec::scripting::Scripts::default(),
             dumploads,
             engine: EngineLock::new(engine),
             clock,
@@ -996,7 +1010,11 @@ pub async fn tick_loop(shared: Arc<Shared>) {
                 shared.tenancy().names.iter().map(|(_, t)| *t),
             );
         }
-        let mut eng = shared.engine();
+        // A tick that cannot take the engine lock soon (a long script holds it) is skipped
+        // rather than block a runtime worker: the clients answered BUSY meanwhile need one.
+        let Some(mut eng) = shared.try_engine_for(Duration::from_millis(50)) else {
+            continue;
+        };
         eng.tick();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         if shared.notify_flags() != 0 {

@@ -110,13 +110,9 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     "ERR Invalid number of arguments specified for command",
                 ));
             }
-            let mut keys: Vec<usize> = key_positions(c, rest.len()).collect();
-            if c.name == "sort" {
-                keys.extend(crate::exec::sort::store_key_pos(rest));
-            }
-            if c.name == "georadius" || c.name == "georadiusbymember" {
-                keys.extend(crate::exec::geo::store_key_pos(rest));
-            }
+            let keys: Vec<usize> = key_positions(c, rest.len())
+                .chain(crate::exec::counted_keys(c, rest))
+                .collect();
             if keys.is_empty() {
                 return Err(CmdError::msg("ERR The command has no key arguments"));
             }

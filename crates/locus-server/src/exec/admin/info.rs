@@ -168,6 +168,17 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             obuf,
             qbuf,
         );
+        // Scripting (exec/scripting): the Lua VMs and script caches of the tenants in scope.
+        let lua = sh.scripts().stats(scope);
+        let _ = write!(
+            out,
+            "used_memory_lua:{}\r\nused_memory_vm_eval:{}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{}\r\nnumber_of_cached_scripts:{}\r\n",
+            lua.lua_bytes,
+            lua.lua_bytes,
+            human(lua.lua_bytes as u64),
+            lua.body_bytes,
+            lua.scripts,
+        );
     }
     if want("persistence") {
         sep(&mut out);

@@ -1,5 +1,5 @@
 //! Server commands, one file each: [`command`] (COMMAND), [`config`] (CONFIG), [`info`] (INFO),
-//! [`memory`] (MEMORY, OBJECT), [`function`] (FUNCTION: no libraries, ever), [`shutdown`] (SHUTDOWN, SAVE, BGSAVE, LASTSAVE), [`tenant`] (`LOCUS.TENANT`), [`mrc`] (`LOCUS.MRC`) and
+//! [`memory`] (MEMORY, OBJECT), [`function`] (FUNCTION, in exec/scripting), [`shutdown`] (SHUTDOWN, SAVE, BGSAVE, LASTSAVE), [`tenant`] (`LOCUS.TENANT`), [`mrc`] (`LOCUS.MRC`) and
 //! [`controller`] (`LOCUS.CONTROLLER`: the memory controller's state, targets, decision log,
 //! decide now, replace it).
 
@@ -25,7 +25,8 @@ pub use mrc::mrc;
 pub use shutdown::{bgsave, lastsave, save, shutdown};
 pub use tenant::tenant;
 
-pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
+/// Redis's error for an unknown subcommand of `cmd`.
+pub(crate) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
     CmdError::msg(format!(
         "ERR unknown subcommand '{}'. Try {} HELP.",
         String::from_utf8_lossy(sub),
@@ -34,7 +35,7 @@ pub(super) fn unknown_sub(cmd: &str, sub: &[u8]) -> CmdError {
 }
 
 /// Redis's arity error for `cmd|sub` unless `ok`.
-pub(super) fn sub_arity(ok: bool, cmd: &str, sub: &str) -> Result<(), CmdError> {
+pub(crate) fn sub_arity(ok: bool, cmd: &str, sub: &str) -> Result<(), CmdError> {
     if ok {
         Ok(())
     } else {
@@ -42,7 +43,8 @@ pub(super) fn sub_arity(ok: bool, cmd: &str, sub: &str) -> Result<(), CmdError> 
     }
 }
 
-pub(super) fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
+/// Writes a HELP reply (one status line each).
+pub(crate) fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
     ctx.w.array(lines.len());
     for l in lines {
         ctx.w.simple(l);

@@ -126,9 +126,13 @@ pub static STREAM_NODE_BYTES: Limit = Limit::new(
     0,
     i64::MAX,
 );
+/// `busy-reply-threshold` (alias `lua-time-limit`): ms a script runs before other clients get
+/// `BUSY` (exec/scripting/busy.rs); 0 = never.
+pub static BUSY_REPLY_THRESHOLD: Limit =
+    Limit::new("busy-reply-threshold", "lua-time-limit", 5000, 0, i64::MAX);
 
 /// Every threshold.
-pub static ALL: [&Limit; 11] = [
+pub static ALL: [&Limit; 12] = [
     &HASH_ENTRIES,
     &HASH_VALUE,
     &SET_INTSET,
@@ -140,6 +144,7 @@ pub static ALL: [&Limit; 11] = [
     &LIST_COMPRESS,
     &STREAM_NODE_ENTRIES,
     &STREAM_NODE_BYTES,
+    &BUSY_REPLY_THRESHOLD,
 ];
 
 /// The threshold called `name` (either name).

@@ -1,0 +1,256 @@
+//! Busy scripts, as Redis: a script running longer than `busy-reply-threshold` (alias
+//! `lua-time-limit`, ms, 0 = never) makes the server answer other clients `BUSY`, and
+//! `SCRIPT KILL` / `FUNCTION KILL` stop it (unless it already wrote: `UNKILLABLE`),
+//! `SHUTDOWN NOSAVE` stops it and the server.
+//!
+//! ```text
+//!  script's client: holds the engine lock ── Lua hook every HOOK_EVERY instructions:
+//!                                             past the threshold → `timed_out`; `kill` → error
+//!  other clients:   lock_engine() tries the lock in short waits; while a timed-out script
+//!                   holds it they are answered here, without the lock (answer_busy)
+//! ```
+//!
+//! Known limit: the engine lock is one for all tenants today, so every tenant's clients get
+//! `BUSY` (Redis has one tenant); with per-tenant shards only the script's tenant would.
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use locus_protocol::ReplyWriter;
+
+use crate::exec::{Args, is};
+use crate::server::{ConnState, Shared};
+
+/// Lua instructions between two checks of the clock and of a kill (Redis: 100,000).
+pub const HOOK_EVERY: u32 = 100_000;
+
+static BASE: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn now_ms() -> u64 {
+    BASE.elapsed().as_millis() as u64
+}
+
+/// The running script's state, read without the engine lock.
+#[derive(Debug, Default)]
+pub struct Busy {
+    running: AtomicBool,
+    function: AtomicBool,
+    started_ms: AtomicU64,
+    timed_out: AtomicBool,
+    kill: AtomicBool,
+    wrote: AtomicBool,
+    /// A FUNCTION LOAD runs its library's code (limited to LOAD_TIMEOUT_MS).
+    loading: AtomicBool,
+    /// Hand-offs of the runtime worker tried during this run (see [`hand_off_worker`]).
+    handoffs: std::sync::atomic::AtomicU32,
+}
+
+/// Most hand-off attempts per run.
+const MAX_HANDOFFS: u32 = 3;
+
+/// A script past the threshold runs on a tokio worker thread and would starve the runtime: no
+/// other worker polls the sockets while this one runs Lua, so no client could even be read
+/// and answered BUSY. `block_in_place` hands this worker's scheduler to another thread; the
+/// short sleep lets that thread take it before this one would take it back, after which this
+/// thread finishes the script as a plain blocking thread. Only on a multi-thread runtime.
+fn hand_off_worker() {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    if Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread) {
+        tokio::task::block_in_place(|| std::thread::sleep(Duration::from_millis(1)));
+    }
+}
+
+/// Longest a library's code may run at FUNCTION LOAD (Redis: 500 ms).
+pub const LOAD_TIMEOUT_MS: u64 = 500;
+/// The error of a library whose code runs too long.
+pub const LOAD_TIMEOUT: &str = "FUNCTION LOAD timeout";
+
+/// Why a script stopped early.
+pub const KILLED_EVAL: &str = "ERR Script killed by user with SCRIPT KILL...";
+/// Why a function stopped early.
+pub const KILLED_FUNCTION: &str = "ERR Script killed by user with FUNCTION KILL...";
+
+const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+impl Busy {
+    /// A script starts (under the engine lock).
+    pub fn start(&self, function: bool) {
+        self.function.store(function, Ordering::Relaxed);
+        self.started_ms.store(now_ms(), Ordering::Relaxed);
+        self.timed_out.store(false, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
+        self.wrote.store(false, Ordering::Relaxed);
+        self.handoffs.store(0, Ordering::Relaxed);
+        self.running.store(true, Ordering::Release);
+    }
+
+    /// The script ended (read [`Busy::killed`] first).
+    pub fn end(&self) {
+        self.running.store(false, Ordering::Release);
+        self.timed_out.store(false, Ordering::Release);
+        self.kill.store(false, Ordering::Release);
+    }
+
+    /// The script ran a write command (it can no longer be killed).
+    pub fn wrote(&self) {
+        self.wrote.store(true, Ordering::Relaxed);
+    }
+
+    /// A FUNCTION LOAD starts running a library's code.
+    pub fn start_load(&self) {
+        self.started_ms.store(now_ms(), Ordering::Relaxed);
+        self.loading.store(true, Ordering::Release);
+    }
+
+    /// The library's code ended.
+    pub fn end_load(&self) {
+        self.loading.store(false, Ordering::Release);
+    }
+
+    /// Called by the Lua hook: the kill message when the script must stop.
+    pub fn check(&self) -> Option<&'static str> {
+        if self.loading.load(Ordering::Acquire) {
+            let ran = now_ms().saturating_sub(self.started_ms.load(Ordering::Relaxed));
+            return (ran > LOAD_TIMEOUT_MS).then_some(LOAD_TIMEOUT);
+        }
+        if !self.running.load(Ordering::Acquire) {
+            return None;
+        }
+        let limit = crate::exec::types::limits::BUSY_REPLY_THRESHOLD.get();
+        if limit > 0
+            && now_ms().saturating_sub(self.started_ms.load(Ordering::Relaxed)) >= limit as u64
+        {
+            self.timed_out.store(true, Ordering::Release);
+            if self.handoffs.fetch_add(1, Ordering::Relaxed) < MAX_HANDOFFS {
+                hand_off_worker();
+            }
+        }
+        self.kill.load(Ordering::Acquire).then(|| {
+            if self.function.load(Ordering::Relaxed) {
+                KILLED_FUNCTION
+            } else {
+                KILLED_EVAL
+            }
+        })
+    }
+
+    /// A script runs past the threshold: other clients get BUSY.
+    pub fn is_busy(&self) -> bool {
+        self.running.load(Ordering::Acquire) && self.timed_out.load(Ordering::Acquire)
+    }
+
+    /// Whether the stop of the current run came from a kill.
+    pub fn killed(&self) -> bool {
+        self.kill.load(Ordering::Acquire)
+    }
+}
+
+/// The engine lock for a batch, or `None` while a timed-out script holds it (the caller then
+/// answers the batch with [`answer_busy`]).
+pub fn lock_engine(shared: &Shared) -> Option<parking_lot::MutexGuard<'_, locus_engine::Engine>> {
+    loop {
+        if let Some(g) = shared.try_engine_for(Duration::from_millis(2)) {
+            return Some(g);
+        }
+        if shared.scripts().busy().is_busy() {
+            return None;
+        }
+    }
+}
+
+/// Answers one command while a timed-out script runs: SCRIPT KILL, FUNCTION KILL and SHUTDOWN
+/// NOSAVE act, everything else gets `BUSY`.
+pub fn answer_busy(
+    shared: &Shared,
+    conn: &mut ConnState,
+    cmd: Args<'_, '_>,
+    w: &mut ReplyWriter<'_>,
+) {
+    let busy = shared.scripts().busy();
+    let function = busy.function.load(Ordering::Relaxed);
+    let busy_err = if function { BUSY_FUNCTION } else { BUSY_EVAL };
+    let sub = |name: &str| cmd.len() == 2 && is(&cmd[1], name);
+    let kill_eval = is(&cmd[0], "script") && sub("kill");
+    let kill_function = is(&cmd[0], "function") && sub("kill");
+    if kill_eval || kill_function {
+        if busy.wrote.load(Ordering::Relaxed) {
+            w.error(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+            );
+        } else if kill_eval && function {
+            w.error(BUSY_FUNCTION);
+        } else if kill_function && !function {
+            w.error(BUSY_EVAL);
+        } else {
+            busy.kill.store(true, Ordering::Release);
+            w.ok();
+        }
+        return;
+    }
+    // MULTI state as Redis keeps it while busy: MULTI and DISCARD pass (they need no data), a
+    // refused command inside MULTI aborts the transaction, a refused EXEC discards it.
+    if conn.multi.is_some() {
+        if is(&cmd[0], "exec") || is(&cmd[0], "discard") {
+            let exec = is(&cmd[0], "exec");
+            conn.multi = None;
+            conn.multi_error = false;
+            let watched = std::mem::take(&mut conn.watched);
+            shared.unwatch_all(conn.info.id, &watched);
+            if exec {
+                w.error(&format!(
+                    "EXECABORT Transaction discarded because of: {busy_err}"
+                ));
+            } else {
+                w.ok();
+            }
+            return;
+        }
+        if !is(&cmd[0], "multi") {
+            conn.multi_error = true;
+        }
+    } else if is(&cmd[0], "multi") && cmd.len() == 1 {
+        conn.multi = Some(Vec::new());
+        conn.multi_error = false;
+        w.ok();
+        return;
+    }
+    if is(&cmd[0], "shutdown") && cmd.len() == 2 && is(&cmd[1], "nosave") && conn.admin {
+        busy.kill.store(true, Ordering::Release);
+        shared.request_shutdown();
+        conn.close = true;
+        return;
+    }
+    w.error(busy_err);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn the_hook_marks_a_long_script_and_kills_it() {
+        let busy = Arc::new(Busy::default());
+        let vm = crate::exec::scripting::vm::TenantVm::new(busy.clone()).unwrap();
+        crate::exec::types::limits::set(&crate::exec::types::limits::BUSY_REPLY_THRESHOLD, 1);
+        busy.start(false);
+        vm.lua
+            .load("local i = 0 while i < 3e7 do i = i + 1 end")
+            .exec()
+            .unwrap();
+        assert!(
+            busy.is_busy(),
+            "the hook did not run or did not see the threshold"
+        );
+        busy.kill.store(true, Ordering::Release);
+        let e = vm.lua.load("while true do end").exec().unwrap_err();
+        assert!(e.to_string().contains("killed by user"), "{e}");
+        busy.end();
+        crate::exec::types::limits::set(&crate::exec::types::limits::BUSY_REPLY_THRESHOLD, 5000);
+    }
+}

@@ -1,0 +1,568 @@
+//! Lua scripting as Redis 7.0 runs it: `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO` and `SCRIPT`,
+//! inside the caller's tenant.
+//!
+//! ```text
+//!   EVAL body numkeys k.. a..                      (engine lock held by the batch)
+//!     │ take the tenant's TenantVm out of `Scripts` (created on first use)
+//!     │ sha1(body) → cached function, or compile (shebang flags checked first)
+//!     │ KEYS/ARGV set; hidden.call = a scoped Rust closure over this Ctx
+//!     │ hidden.run(f) = xpcall(f, handler) ─► redis.call(...) ─► hidden.call
+//!     │                                          │ checks: arity, noscript, read-only, tenant
+//!     │                                          │ dispatch_spec(inner Ctx, args)   (the same
+//!     │                                          │   path a client's command takes: stats,
+//!     │                                          │   WATCH, notifications, blocking wake-ups)
+//!     │                                          └ reply bytes ─► Lua value (convert.rs)
+//!     │ result ─► RESP in the client's protocol (convert.rs)
+//!     └ put the TenantVm back
+//! ```
+//!
+//! Atomicity: a script runs under the engine lock its batch holds, so no other command of any
+//! client interleaves with it (as in Redis). Known limit: the engine lock is one for all tenants
+//! today, so another tenant waits while a script runs; with per-tenant shards a script will hold
+//! only its tenant's shard.
+//!
+//! Tenancy: every VM and script cache belongs to one tenant; each command a script calls is
+//! routed exactly as a client's command would be, and refused unless it lands in the script's
+//! tenant (prefix tenancy: a key computed to match another tenant's prefix is an error, never a
+//! read).
+
+pub mod busy;
+pub mod cjson;
+pub mod cmsgpack;
+pub mod convert;
+pub mod function;
+pub mod libs;
+pub mod vm;
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+
+use locus_engine::TenantId;
+use locus_protocol::{ProtocolVersion, ReplyWriter};
+use mlua::Value;
+use parking_lot::Mutex;
+
+use super::{Args, CmdError, CmdResult, Ctx, has_flag, int_arg, is, lookup, lower};
+use vm::{Script, TenantVm, sha1_hex, shebang};
+
+/// Every tenant's scripting state (in `Shared`).
+#[derive(Default)]
+pub struct Scripts {
+    vms: Mutex<HashMap<TenantId, Box<TenantVm>>>,
+    /// The running script, for other clients (BUSY, SCRIPT KILL) and the VMs' hooks.
+    busy: std::sync::Arc<busy::Busy>,
+}
+
+impl std::fmt::Debug for Scripts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scripts").finish_non_exhaustive()
+    }
+}
+
+/// What INFO shows about scripting, for one tenant or all.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScriptStats {
+    /// Bytes the Lua VMs allocated.
+    pub lua_bytes: usize,
+    /// Cached EVAL scripts.
+    pub scripts: usize,
+    /// Bytes of their bodies.
+    pub body_bytes: usize,
+}
+
+impl Scripts {
+    /// INFO figures for `scope` (`None`: every tenant).
+    pub fn stats(&self, scope: Option<Option<TenantId>>) -> ScriptStats {
+        let vms = self.vms.lock();
+        let mut s = ScriptStats::default();
+        for (t, vm) in vms.iter() {
+            if scope.is_some_and(|sc| sc != Some(*t)) {
+                continue;
+            }
+            s.lua_bytes += vm.used_memory();
+            s.scripts += vm.scripts.len();
+            s.body_bytes += vm.body_bytes;
+        }
+        s
+    }
+
+    /// The running script's state.
+    pub fn busy(&self) -> &busy::Busy {
+        &self.busy
+    }
+
+    fn take(&self, t: TenantId) -> Result<Box<TenantVm>, CmdError> {
+        if let Some(vm) = self.vms.lock().remove(&t) {
+            return Ok(vm);
+        }
+        TenantVm::new(self.busy.clone())
+            .map(Box::new)
+            .map_err(|e| CmdError::msg(format!("ERR cannot create the Lua VM: {e}")))
+    }
+
+    fn put(&self, t: TenantId, vm: Box<TenantVm>) {
+        self.vms.lock().insert(t, vm);
+    }
+
+    /// SCRIPT FLUSH: the tenant's EVAL scripts (its function libraries stay).
+    fn flush(&self, t: TenantId) {
+        if let Some(vm) = self.vms.lock().get_mut(&t) {
+            vm.scripts.clear();
+            vm.body_bytes = 0;
+            let _ = vm.lua.gc_collect();
+        }
+    }
+}
+
+/// The VM is given back to `Scripts` however the command ends.
+struct Taken<'s> {
+    scripts: &'s Scripts,
+    tenant: TenantId,
+    vm: Option<Box<TenantVm>>,
+}
+
+impl Taken<'_> {
+    fn vm(&mut self) -> &mut TenantVm {
+        self.vm.as_mut().expect("present until drop")
+    }
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if let Some(vm) = self.vm.take() {
+            self.scripts.put(self.tenant, vm);
+        }
+    }
+}
+
+fn take_vm<'s>(ctx: &Ctx<'s>, t: TenantId) -> Result<Taken<'s>, CmdError> {
+    let scripts = ctx.shared.scripts();
+    Ok(Taken {
+        scripts,
+        tenant: t,
+        vm: Some(scripts.take(t)?),
+    })
+}
+
+/// Compiles `body` into the cache (if new) and returns its sha.
+fn load_script(vm: &mut TenantVm, body: &[u8]) -> Result<String, CmdError> {
+    let sha = sha1_hex(body);
+    if vm.scripts.contains_key(&sha) {
+        return Ok(sha);
+    }
+    let (flags, from) = shebang(body).map_err(|e| CmdError::msg(format!("ERR {e}")))?;
+    let func = vm
+        .compile(body, from)
+        .map_err(|e| CmdError::msg(format!("ERR Error compiling script (new function): {e}")))?;
+    vm.body_bytes += body.len();
+    vm.scripts.insert(
+        sha.clone(),
+        Script {
+            body: body.to_vec(),
+            func,
+            flags,
+        },
+    );
+    Ok(sha)
+}
+
+/// `EVAL script numkeys [key ...] [arg ...]`
+pub fn eval(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    eval_generic(ctx, a, false, false)
+}
+
+/// `EVALSHA sha1 numkeys [key ...] [arg ...]`
+pub fn evalsha(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    eval_generic(ctx, a, true, false)
+}
+
+/// `EVAL_RO script numkeys [key ...] [arg ...]`
+pub fn eval_ro(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    eval_generic(ctx, a, false, true)
+}
+
+/// `EVALSHA_RO sha1 numkeys [key ...] [arg ...]`
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    eval_generic(ctx, a, true, true)
+}
+
+fn noscript() -> CmdError {
+    CmdError::msg("NOSCRIPT No matching script. Please use EVAL.")
+}
+
+fn eval_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, by_sha: bool, ro: bool) -> CmdResult {
+    let numkeys = int_arg(&a[2])?;
+    if numkeys > (a.len() - 3) as i64 {
+        return Err(CmdError::msg(
+            "ERR Number of keys can't be greater than number of args",
+        ));
+    }
+    if numkeys < 0 {
+        return Err(CmdError::msg("ERR Number of keys can't be negative"));
+    }
+    let t = ctx.t()?;
+    if by_sha && a[1].len() != 40 {
+        return Err(noscript());
+    }
+    let mut taken = take_vm(ctx, t)?;
+    let vm = taken.vm();
+    let sha = if by_sha {
+        let sha = lower(&a[1]);
+        if !vm.scripts.contains_key(&sha) {
+            return Err(noscript());
+        }
+        sha
+    } else {
+        load_script(vm, &a[1])?
+    };
+    let (func, flags) = {
+        let s = &vm.scripts[&sha];
+        (s.func.clone(), s.flags)
+    };
+    let keys = &a[3..3 + numkeys as usize];
+    let argv = &a[3 + numkeys as usize..];
+    let run = Run {
+        read_only: ro || flags.no_writes,
+        tenant: t,
+        name: sha,
+    };
+    if !flags.compat && !flags.no_writes && ro {
+        return Err(CmdError::msg(
+            "ERR Can not execute a script with write flag using *_ro command.",
+        ));
+    }
+    run_script(ctx, vm, &run, &func, keys, argv, false)
+}
+
+/// Runs between two garbage-collection steps (Redis: 50).
+const GC_EVERY: u32 = 50;
+
+/// One run's settings.
+pub(crate) struct Run {
+    /// Writes are refused (`*_RO`, `no-writes`).
+    pub read_only: bool,
+    /// The caller's tenant.
+    pub tenant: TenantId,
+    /// The sha (EVAL) or function name (FCALL), for error messages.
+    pub name: String,
+}
+
+fn lua_err(e: mlua::Error) -> CmdError {
+    CmdError::msg(format!("ERR Error running script: {e}"))
+}
+
+/// Runs a compiled script (`as_function`: called with KEYS and ARGV as arguments, FCALL;
+/// otherwise they are globals, EVAL) and writes its reply.
+pub(crate) fn run_script(
+    ctx: &mut Ctx<'_>,
+    vm: &mut TenantVm,
+    run: &Run,
+    func: &mlua::Function,
+    keys: Args<'_, '_>,
+    argv: Args<'_, '_>,
+    as_function: bool,
+) -> CmdResult {
+    let lua = &vm.lua;
+    let table_of = |items: Args<'_, '_>| -> mlua::Result<mlua::Table> {
+        let t = lua.create_table_with_capacity(items.len(), 0)?;
+        for (i, k) in items.iter().enumerate() {
+            t.raw_set(i + 1, lua.create_string(&k[..])?)?;
+        }
+        Ok(t)
+    };
+    let (kt, at) = match (table_of(keys), table_of(argv)) {
+        (Ok(k), Ok(a)) => (k, a),
+        (Err(e), _) | (_, Err(e)) => return Err(lua_err(e)),
+    };
+    if !as_function {
+        vm.real.raw_set("KEYS", kt.clone()).map_err(lua_err)?;
+        vm.real.raw_set("ARGV", at.clone()).map_err(lua_err)?;
+    }
+    vm.resp.store(2, Ordering::Relaxed);
+    // What a script may change on the connection and Redis keeps to the script: the database
+    // (SELECT) and the protocol its calls see; blocking commands answer at once.
+    let (db, tenant, proto, deny) = (
+        ctx.conn.db,
+        ctx.conn.tenant,
+        ctx.conn.proto,
+        ctx.conn.block.deny,
+    );
+    ctx.conn.block.deny = true;
+    let busy = ctx.shared.scripts().busy();
+    busy.start(as_function);
+    let cell = RefCell::new(&mut *ctx);
+    let resp = vm.resp.clone();
+    let outcome: mlua::Result<(bool, Vec<u8>)> = lua.scope(|scope| {
+        let call = scope.create_function(|lua, (args, n): (mlua::Table, usize)| {
+            let mut c = cell.borrow_mut();
+            let resp3 = resp.load(Ordering::Relaxed) == 3;
+            script_call(lua, &mut c, run, &args, n, resp3)
+        })?;
+        vm.hidden.raw_set("call", call)?;
+        let (ok, v): (bool, Value) = if as_function {
+            vm.runf.call((func.clone(), kt, at))?
+        } else {
+            vm.run.call(func.clone())?
+        };
+        vm.hidden.raw_set("call", Value::Nil)?;
+        let resp3 = resp.load(Ordering::Relaxed) == 3;
+        let mut out = Vec::new();
+        let c = cell.borrow();
+        let mut w = ReplyWriter::new(&mut out, proto);
+        if ok {
+            convert::lua_to_resp(&mut w, &v, resp3, 0);
+        } else if busy.killed() {
+            w.error(if as_function {
+                busy::KILLED_FUNCTION
+            } else {
+                busy::KILLED_EVAL
+            });
+        } else {
+            w.error(&raised_error(&v, &run.name));
+        }
+        drop(c);
+        Ok((ok, out))
+    });
+    busy.end();
+    let ctx = cell.into_inner();
+    ctx.conn.db = db;
+    ctx.conn.tenant = tenant;
+    ctx.conn.proto = proto;
+    ctx.conn.block.deny = deny;
+    if !as_function {
+        let _ = vm.real.raw_set("KEYS", Value::Nil);
+        let _ = vm.real.raw_set("ARGV", Value::Nil);
+    }
+    // A full collection every GC_EVERY runs keeps each run's garbage (KEYS, ARGV, replies) from
+    // piling up between Lua's own cycles (Redis steps its collector as often); Lua 5.1 has no
+    // emergency collection, so a VM near its cap also collects at once.
+    vm.runs += 1;
+    if vm.runs >= GC_EVERY || vm.lua.used_memory() > vm::LUA_MEMORY_CAP / 2 {
+        vm.runs = 0;
+        let _ = vm.lua.gc_collect();
+    }
+    let (ok, out) = outcome.map_err(lua_err)?;
+    if !ok || out.first() == Some(&b'-') {
+        // A raised error, or an error table returned: the error line without its '-' and CRLF,
+        // through the dispatcher (counted as failed).
+        let text = String::from_utf8_lossy(&out[1..out.len().saturating_sub(2)]).into_owned();
+        return Err(CmdError::Msg(text));
+    }
+    ctx.w.raw(&out);
+    Ok(())
+}
+
+/// The reply for an error a script raised: `{err=..., source=..., line=...}` from the handler,
+/// or Lua's own message (out of memory: the handler does not run).
+fn raised_error(v: &Value, name: &str) -> String {
+    if let Value::Table(t) = v {
+        let msg = match t.raw_get::<Value>("err") {
+            Ok(Value::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "ERR unknown error".to_string(),
+        };
+        // An error from a Rust library function (cjson, bit, ...) reaches the handler as mlua's
+        // error value, whose text starts with its kind.
+        let msg = match msg.strip_prefix("ERR runtime error: ") {
+            Some(rest) => format!("ERR {rest}"),
+            None => msg,
+        };
+        let source = t.raw_get::<Option<String>>("source").ok().flatten();
+        let line = t.raw_get::<Option<i64>>("line").ok().flatten();
+        match (source, line) {
+            (Some(s), Some(l)) => format!("{msg} script: {name}, on {s}:{l}."),
+            _ => msg,
+        }
+    } else {
+        let msg = match v {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "execution failure".to_string(),
+        };
+        let msg: String = msg.chars().take(100).collect();
+        format!("ERR Error running script {name}, {msg}")
+    }
+}
+
+/// Commands a script may not call beyond Redis's `noscript` flag: they change the connection
+/// (Redis runs scripts on a client of their own).
+fn denied_in_script(name: &str) -> bool {
+    matches!(
+        name,
+        "hello" | "auth" | "reset" | "quit" | "client" | "monitor"
+    )
+}
+
+fn err_value(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
+    let t = lua.create_table()?;
+    t.raw_set("err", msg)?;
+    Ok((Value::Table(t), true))
+}
+
+use mlua::Lua;
+
+/// `redis.call` / `redis.pcall`: one command through the dispatcher. Returns the reply as a
+/// Lua value and whether it is an error (the Lua side raises it for `redis.call`).
+fn script_call(
+    lua: &Lua,
+    ctx: &mut Ctx<'_>,
+    run: &Run,
+    args: &mlua::Table,
+    n: usize,
+    resp3: bool,
+) -> mlua::Result<(Value, bool)> {
+    if n == 0 {
+        return err_value(
+            lua,
+            "ERR Please specify at least one argument for this redis lib call",
+        );
+    }
+    let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(n.min(1 << 16));
+    for i in 1..=n {
+        match args.raw_get::<Value>(i)? {
+            Value::String(s) => argv.push(Cow::Owned(s.as_bytes().to_vec())),
+            Value::Integer(i) => argv.push(Cow::Owned(i.to_string().into_bytes())),
+            Value::Number(n) => argv.push(Cow::Owned(convert::number_arg(n))),
+            _ => {
+                return err_value(
+                    lua,
+                    "ERR Lua redis lib command arguments must be strings or integers",
+                );
+            }
+        }
+    }
+    let Some(spec) = lookup(&argv[0]) else {
+        return err_value(lua, "ERR Unknown Redis command called from script");
+    };
+    let argc = argv.len() as i32;
+    if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
+        return err_value(
+            lua,
+            "ERR Wrong number of args calling Redis command from script",
+        );
+    }
+    if has_flag(spec.flags, "noscript") || denied_in_script(spec.name) {
+        return err_value(lua, "ERR This Redis command is not allowed from script");
+    }
+    if run.read_only && (spec.is_write || has_flag(spec.flags, "may_replicate")) {
+        return err_value(
+            lua,
+            "ERR Write commands are not allowed from read-only scripts.",
+        );
+    }
+    // The tenant boundary: the command must land in the script's tenant.
+    if let Ok(Some(t)) = super::route(ctx, spec, &argv)
+        && t != run.tenant
+    {
+        return err_value(
+            lua,
+            "ERR Script attempted to access a key outside its tenant",
+        );
+    }
+    let mut buf = Vec::new();
+    let proto = if resp3 {
+        ProtocolVersion::Resp3
+    } else {
+        ProtocolVersion::Resp2
+    };
+    let saved = ctx.conn.proto;
+    ctx.conn.proto = proto;
+    {
+        let mut inner = Ctx {
+            eng: &mut *ctx.eng,
+            shared: ctx.shared,
+            conn: &mut *ctx.conn,
+            w: ReplyWriter::new(&mut buf, proto),
+            tenant: None,
+        };
+        super::dispatch_spec(&mut inner, &argv, Some(spec));
+    }
+    if spec.is_write {
+        ctx.shared.scripts().busy().wrote();
+    }
+    ctx.conn.proto = saved;
+    let is_err = buf.first() == Some(&b'-');
+    let (v, _) = convert::resp_to_lua(lua, &buf, 0)?;
+    Ok((v, is_err))
+}
+
+/// Redis's error for a subcommand given more arguments than it takes.
+pub(crate) fn syntax_error(cmd: &str, sub: &str) -> CmdError {
+    CmdError::msg(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {} HELP.",
+        cmd.to_ascii_uppercase()
+    ))
+}
+
+/// `SCRIPT LOAD|EXISTS|FLUSH|KILL|HELP`
+pub fn script(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let sub = lower(&a[1]);
+    let arity = |ok: bool| crate::exec::admin::sub_arity(ok, "script", &sub);
+    match sub.as_str() {
+        "load" => {
+            arity(a.len() == 3)?;
+            let t = ctx.t()?;
+            let mut taken = take_vm(ctx, t)?;
+            let sha = load_script(taken.vm(), &a[2])?;
+            drop(taken);
+            ctx.w.bulk(sha.as_bytes());
+        }
+        "exists" => {
+            arity(a.len() >= 3)?;
+            let t = ctx.t()?;
+            let vms = ctx.shared.scripts().vms.lock();
+            let vm = vms.get(&t);
+            ctx.w.array(a.len() - 2);
+            for s in &a[2..] {
+                let found = vm.is_some_and(|vm| vm.scripts.contains_key(&lower(s)));
+                ctx.w.integer(i64::from(found));
+            }
+        }
+        "flush" => {
+            if a.len() > 3 {
+                return Err(syntax_error("script", &sub));
+            }
+            if a.len() == 3 && !is(&a[2], "async") && !is(&a[2], "sync") {
+                return Err(CmdError::msg(
+                    "ERR SCRIPT FLUSH only support SYNC|ASYNC option",
+                ));
+            }
+            let t = ctx.t()?;
+            ctx.shared.scripts().flush(t);
+            ctx.w.ok();
+        }
+        "kill" => {
+            arity(a.len() == 2)?;
+            // A running script holds the engine lock this command needs: none runs now.
+            return Err(CmdError::msg("NOTBUSY No scripts in execution right now."));
+        }
+        "debug" => {
+            arity(a.len() == 3)?;
+            return Err(CmdError::msg(
+                "ERR SCRIPT DEBUG is not supported: Locus has no Lua debugger",
+            ));
+        }
+        "help" => {
+            let lines = [
+                "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "EXISTS <sha1> [<sha1> ...]",
+                "    Return information about the existence of the scripts in the script cache.",
+                "FLUSH [ASYNC|SYNC]",
+                "    Flush the Lua scripts cache. Very dangerous on replicas.",
+                "    When called without the optional mode argument, the behavior is determined by the",
+                "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+                "    * ASYNC: Asynchronously flush the scripts cache.",
+                "    * SYNC: Synchronously flush the scripts cache.",
+                "KILL",
+                "    Kill the currently executing Lua script.",
+                "LOAD <script>",
+                "    Load a script into the scripts cache without executing it.",
+                "HELP",
+                "    Print this help.",
+            ];
+            crate::exec::admin::help(ctx, &lines);
+        }
+        _ => return Err(crate::exec::admin::unknown_sub("script", &a[1])),
+    }
+    Ok(())
+}

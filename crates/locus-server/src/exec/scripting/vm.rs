@@ -1,0 +1,419 @@
+//! One tenant's Lua 5.1 VM: the sandbox, Redis's `redis` API, the compiled scripts (the script
+//! cache) and the memory cap.
+//!
+//! ```text
+//!   TenantVm
+//!   ├── lua: Lua 5.1 state (mlua, vendored), allocations capped at `LUA_MEMORY_CAP`
+//!   ├── real globals: the libraries, `redis`, KEYS/ARGV (set per call, raw)
+//!   │     └── the thread's global table is a read-only proxy of it (prelude.lua)
+//!   ├── hidden: the Rust primitives the prelude wraps (hidden.call is set per run)
+//!   └── scripts: sha1 hex → (body, compiled function, shebang flags)
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+
+/// Most bytes one tenant's Lua VM may allocate: past it an allocation fails and the script gets
+/// `ERR Error running script ..., not enough memory` (Lua's own memory error), the server runs on.
+pub const LUA_MEMORY_CAP: usize = 256 << 20;
+
+/// The Redis version scripts see (`redis.REDIS_VERSION`), as INFO's `redis_version`.
+pub const REDIS_VERSION: &str = "7.0.15";
+const REDIS_VERSION_NUM: i64 = 0x0007_000f;
+
+/// Shebang flags (`#!lua flags=...`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptFlags {
+    /// No shebang: Redis's compatibility mode (no flag checks before the run).
+    pub compat: bool,
+    /// `no-writes`.
+    pub no_writes: bool,
+    /// `allow-oom`.
+    pub allow_oom: bool,
+    /// `allow-stale`.
+    pub allow_stale: bool,
+    /// `no-cluster`.
+    pub no_cluster: bool,
+    /// `allow-cross-slot-keys`.
+    pub allow_cross_slot: bool,
+}
+
+impl ScriptFlags {
+    /// Parses a comma-separated flag list (`no-writes,allow-oom`).
+    ///
+    /// # Errors
+    /// The first unknown flag.
+    pub fn parse_list(list: &str, into: &mut ScriptFlags) -> Result<(), String> {
+        if list.is_empty() {
+            return Ok(());
+        }
+        for f in list.split(',') {
+            match f {
+                "no-writes" => into.no_writes = true,
+                "allow-oom" => into.allow_oom = true,
+                "allow-stale" => into.allow_stale = true,
+                "no-cluster" => into.no_cluster = true,
+                "allow-cross-slot-keys" => into.allow_cross_slot = true,
+                other => return Err(other.to_string()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Splits an EVAL body's shebang line off: the flags, and the offset where Lua code starts (the
+/// line feed is kept so that line numbers stay the user's).
+///
+/// # Errors
+/// Redis's wording (without the `ERR ` prefix).
+pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((
+            ScriptFlags {
+                compat: true,
+                ..ScriptFlags::default()
+            },
+            0,
+        ));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let words = split_args(&body[..end]).unwrap_or_default();
+    let words: Vec<String> = words
+        .iter()
+        .map(|w| String::from_utf8_lossy(w).into_owned())
+        .collect();
+    let mut parts = words.iter().map(String::as_str);
+    let Some(engine) = parts.next() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if engine != "#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {engine}"));
+    }
+    let mut flags = ScriptFlags::default();
+    for p in parts {
+        if let Some(list) = p.strip_prefix("flags=") {
+            ScriptFlags::parse_list(list, &mut flags)
+                .map_err(|f| format!("Unexpected flag in script shebang: {f}"))?;
+        } else {
+            return Err(format!("Unknown lua shebang option: {p}"));
+        }
+    }
+    Ok((flags, end))
+}
+
+/// Splits a shebang line into words as Redis's `sdssplitargs` does: blanks separate words,
+/// `"..."` (with `\n`, `\r`, `\t`, `\b`, `\a`, `\xHH` escapes) and `'...'` quote within a
+/// word. `None` for unbalanced quotes or a closing quote not followed by a blank.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut words = Vec::new();
+    let mut i = 0;
+    loop {
+        while i < line.len() && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= line.len() {
+            return Some(words);
+        }
+        let mut w = Vec::new();
+        let (mut dq, mut sq) = (false, false);
+        loop {
+            let Some(&c) = line.get(i) else {
+                if dq || sq {
+                    return None;
+                }
+                break;
+            };
+            if dq {
+                if c == b'\\' && i + 3 < line.len() && line[i + 1] == b'x' {
+                    let hex = std::str::from_utf8(&line[i + 2..i + 4]).ok();
+                    if let Some(b) = hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                        w.push(b);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < line.len() {
+                    w.push(match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                    i += 2;
+                    continue;
+                }
+                if c == b'"' {
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                w.push(c);
+            } else if sq {
+                if c == b'\\' && line.get(i + 1) == Some(&b'\'') {
+                    w.push(b'\'');
+                    i += 2;
+                    continue;
+                }
+                if c == b'\'' {
+                    if line.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                }
+                w.push(c);
+            } else if c.is_ascii_whitespace() {
+                break;
+            } else if c == b'"' {
+                dq = true;
+            } else if c == b'\'' {
+                sq = true;
+            } else {
+                w.push(c);
+            }
+            i += 1;
+        }
+        words.push(w);
+    }
+}
+
+/// A compiled script of the cache.
+pub struct Script {
+    /// The body as given to EVAL / SCRIPT LOAD.
+    pub body: Vec<u8>,
+    /// The compiled body.
+    pub func: Function,
+    /// Its shebang flags.
+    pub flags: ScriptFlags,
+}
+
+/// A tenant's Lua VM with its script cache.
+pub struct TenantVm {
+    /// The scripts by lowercase sha1 hex.
+    pub scripts: HashMap<String, Script>,
+    /// The Rust primitives the prelude wraps.
+    pub hidden: Table,
+    /// The real global table (KEYS and ARGV are set in it).
+    pub real: Table,
+    /// `hidden.run`.
+    pub run: Function,
+    /// `hidden.runf`.
+    pub runf: Function,
+    /// The RESP version `redis.setresp` chose in the current run (2 or 3).
+    pub resp: Arc<AtomicU8>,
+    /// Bytes of script bodies held (INFO `used_memory_scripts_eval`).
+    pub body_bytes: usize,
+    /// Runs since the last garbage-collection step.
+    pub runs: u32,
+    /// The function libraries (FUNCTION, FCALL).
+    pub libraries: super::function::Libraries,
+    /// `hidden.load_library`.
+    pub load_library: Function,
+    /// The VM (dropped last: the handles above point into it).
+    pub lua: Lua,
+}
+
+impl TenantVm {
+    /// A new VM: the libraries Redis loads, the `redis` API, read-only globals.
+    ///
+    /// # Errors
+    /// Lua failures while building (out of memory).
+    pub fn new(busy: Arc<super::busy::Busy>) -> mlua::Result<TenantVm> {
+        // SAFETY: `debug` is an unsafe library (it can break Rust's invariants through
+        // getinfo/setlocal on mlua's frames). The prelude keeps only `debug.getinfo` for its
+        // error handler and removes the library from the globals before any user code runs.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new(),
+            )
+        };
+        lua.set_memory_limit(LUA_MEMORY_CAP)?;
+        // Busy scripts: the clock and SCRIPT KILL are checked every HOOK_EVERY instructions;
+        // after a kill every check fails, so even a loop around pcall ends.
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(super::busy::HOOK_EVERY),
+            move |_, _| match busy.check() {
+                Some(msg) => Err(mlua::Error::runtime(msg)),
+                None => Ok(mlua::VmState::Continue),
+            },
+        )?;
+        let real = lua.globals();
+        super::libs::load(&lua, &real)?;
+        let hidden = lua.create_table()?;
+        let resp = Arc::new(AtomicU8::new(2));
+        hidden.raw_set(
+            "sha1hex",
+            lua.create_function(|lua, v: Value| {
+                let bytes = match &v {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => i.to_string().into_bytes(),
+                    Value::Number(n) => super::convert::number_arg(*n),
+                    _ => Vec::new(),
+                };
+                lua.create_string(sha1_hex(&bytes))
+            })?,
+        )?;
+        hidden.raw_set(
+            "log",
+            lua.create_function(|_, (level, msg): (i64, mlua::LuaString)| {
+                // Warnings go to the server's log (stderr); lower levels are dropped, as in a
+                // Redis whose loglevel is `warning`.
+                if level >= 3 {
+                    eprintln!("lua: {}", String::from_utf8_lossy(&msg.as_bytes()));
+                }
+                Ok(())
+            })?,
+        )?;
+        let r = resp.clone();
+        hidden.raw_set(
+            "setresp",
+            lua.create_function(move |_, n: u8| {
+                r.store(n, Ordering::Relaxed);
+                Ok(())
+            })?,
+        )?;
+        hidden.raw_set(
+            "known",
+            lua.create_function(|_, name: mlua::LuaString| {
+                Ok(crate::exec::lookup(&name.as_bytes()).is_some())
+            })?,
+        )?;
+        // SAFETY: `redis_call` follows the Lua C API's protocol (see its comment).
+        hidden.raw_set("c_call", unsafe { lua.create_c_function(redis_call)? })?;
+        hidden.raw_set("version", REDIS_VERSION)?;
+        hidden.raw_set("version_num", REDIS_VERSION_NUM)?;
+        lua.load(include_str!("prelude.lua"))
+            .set_name("=locus")
+            .call::<()>(hidden.clone())?;
+        let stub: Function = hidden.raw_get("call_stub")?;
+        lua.set_named_registry_value(CALL_STUB, stub)?;
+        let globals: Table = hidden.raw_get("globals")?;
+        lua.set_globals(globals)?;
+        let run: Function = hidden.raw_get("run")?;
+        let runf: Function = hidden.raw_get("runf")?;
+        let load_library: Function = hidden.raw_get("load_library")?;
+        Ok(TenantVm {
+            scripts: HashMap::new(),
+            hidden,
+            real,
+            run,
+            runf,
+            resp,
+            body_bytes: 0,
+            runs: 0,
+            libraries: super::function::Libraries::default(),
+            load_library,
+            lua,
+        })
+    }
+
+    /// Compiles `body` (its shebang already checked: Lua code starts at `code_from`) under the
+    /// chunk name Redis uses, `@user_script`.
+    ///
+    /// # Errors
+    /// Lua's compile error message.
+    pub fn compile(&self, body: &[u8], code_from: usize) -> Result<Function, String> {
+        self.lua
+            .load(&body[code_from..])
+            .set_name("@user_script")
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .into_function()
+            .map_err(|e| match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                mlua::Error::MemoryError(m) => m,
+                other => other.to_string(),
+            })
+    }
+
+    /// Bytes the VM has allocated.
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+}
+
+/// The registry slot of prelude.lua's `hidden.call_stub`.
+const CALL_STUB: &str = "locus.call_stub";
+
+/// `redis.call`: calls the stub with the same arguments, which answers (reply, is_error); an
+/// error reply is raised as the Lua error value itself (a table `{err=...}`), which only the C
+/// API can do (an mlua callback's error would reach the script as a userdata). Being a C
+/// function, a `return redis.call(...)` in a script is not a real tail call in Lua 5.1, so the
+/// error handler still finds the script's line.
+unsafe extern "C-unwind" fn redis_call(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    // SAFETY: called by Lua with a valid state; the stack holds the arguments only. lua_call
+    // and lua_error unwind with longjmp through this frame, which owns nothing to drop.
+    unsafe {
+        // No lua_checkstack: with more than 8000 arguments it fails, and the three slots used
+        // here are within the LUA_MINSTACK (20) every C function is given.
+        let n = ffi::lua_gettop(l);
+        // The arguments into one table at index 1 (the top one is the last argument).
+        ffi::lua_createtable(l, n, 0);
+        ffi::lua_insert(l, 1);
+        for i in (1..=n).rev() {
+            ffi::lua_rawseti(l, 1, ffi::lua_Integer::from(i));
+        }
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"locus.call_stub".as_ptr());
+        ffi::lua_insert(l, 1);
+        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
+        ffi::lua_call(l, 2, 2);
+        let failed = ffi::lua_toboolean(l, -1) != 0;
+        ffi::lua_pop(l, 1);
+        if failed {
+            ffi::lua_error(l);
+        }
+        1
+    }
+}
+
+/// Lowercase hex SHA-1, as `redis.sha1hex` and the script cache name scripts.
+pub fn sha1_hex(b: &[u8]) -> String {
+    sha1_smol::Sha1::from(b).digest().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_rules() {
+        assert!(shebang(b"return 1").unwrap().0.compat);
+        let (f, at) = shebang(b"#!lua flags=no-writes,allow-oom\nreturn 1").unwrap();
+        assert!(f.no_writes && f.allow_oom && !f.compat);
+        assert_eq!(at, 31);
+        assert_eq!(
+            shebang(b"#!lua").unwrap_err(),
+            "Invalid script shebang".to_string()
+        );
+        assert!(
+            shebang(b"#!python\n")
+                .unwrap_err()
+                .contains("Unexpected engine")
+        );
+        assert!(
+            shebang(b"#!lua flags=bad\n")
+                .unwrap_err()
+                .contains("Unexpected flag")
+        );
+        assert!(
+            shebang(b"#!lua name=x\n")
+                .unwrap_err()
+                .contains("Unknown lua shebang option")
+        );
+    }
+
+    #[test]
+    fn sha1_of_empty() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    }
+}
