@@ -130,6 +130,27 @@ impl EngineLock {
         }
     }
 
+    /// Takes the lock, waiting in slices of `slice`, unless `give_up` says to stop between two
+    /// slices (`None` then, nothing counted); the wait counted runs from the first try.
+    pub fn lock_unless(
+        &self,
+        slice: Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Option<EngineGuard<'_>> {
+        let asked = Instant::now();
+        if let Some(g) = self.engine.try_lock() {
+            return Some(self.guard(g, asked, false));
+        }
+        loop {
+            if let Some(g) = self.engine.try_lock_for(slice) {
+                return Some(self.guard(g, asked, true));
+            }
+            if give_up() {
+                return None;
+            }
+        }
+    }
+
     fn guard<'a>(
         &'a self,
         guard: MutexGuard<'a, Engine>,

@@ -545,6 +545,16 @@ impl Shared {
         self.engine.try_lock_for(wait)
     }
 
+    /// The engine lock, waited for in slices of `slice` unless `give_up` says to stop between
+    /// two (exec/scripting/busy: a batch that finds a timed-out script answers BUSY instead).
+    pub fn engine_unless(
+        &self,
+        slice: std::time::Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Option<EngineGuard<'_>> {
+        self.engine.lock_unless(slice, give_up)
+    }
+
     /// Whether another thread holds the engine lock right now (a hint: it may be taken or
     /// released the next moment).
     pub fn engine_busy(&self) -> bool {

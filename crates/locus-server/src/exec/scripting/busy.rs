@@ -151,15 +151,10 @@ impl Busy {
 
 /// The engine lock for a batch, or `None` while a timed-out script holds it (the caller then
 /// answers the batch with [`answer_busy`]).
-pub fn lock_engine(shared: &Shared) -> Option<parking_lot::MutexGuard<'_, locus_engine::Engine>> {
-    loop {
-        if let Some(g) = shared.try_engine_for(Duration::from_millis(2)) {
-            return Some(g);
-        }
-        if shared.scripts().busy().is_busy() {
-            return None;
-        }
-    }
+pub fn lock_engine(shared: &Shared) -> Option<crate::server::EngineGuard<'_>> {
+    shared.engine_unless(Duration::from_millis(2), || {
+        shared.scripts().busy().is_busy()
+    })
 }
 
 /// Answers one command while a timed-out script runs: SCRIPT KILL, FUNCTION KILL and SHUTDOWN
