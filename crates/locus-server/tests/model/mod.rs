@@ -116,6 +116,9 @@ fn array(items: Vec<Vec<u8>>, unordered: Option<usize>) -> Expect {
     }
 }
 
+/// A stream's entries by ID (ms, seq), each its field-value pairs in order.
+pub type Entries = BTreeMap<(u64, u64), Vec<(Vec<u8>, Vec<u8>)>>;
+
 /// One value of the model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
@@ -125,7 +128,7 @@ pub enum Val {
     Set(BTreeSet<Vec<u8>>),
     ZSet(BTreeMap<Vec<u8>, i64>),
     /// Entries by ID (ms, seq), and the last ID the stream handed out (XDEL and XTRIM keep it).
-    Stream(BTreeMap<(u64, u64), Vec<(Vec<u8>, Vec<u8>)>>, (u64, u64)),
+    Stream(Entries, (u64, u64)),
 }
 
 /// One command.
