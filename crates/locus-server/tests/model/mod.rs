@@ -116,6 +116,9 @@ fn array(items: Vec<Vec<u8>>, unordered: Option<usize>) -> Expect {
     }
 }
 
+/// A stream's entries by ID (ms, seq), each its field-value pairs in order.
+pub type Entries = BTreeMap<(u64, u64), Vec<(Vec<u8>, Vec<u8>)>>;
+
 /// One value of the model.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Val {
@@ -124,6 +127,8 @@ pub enum Val {
     List(VecDeque<Vec<u8>>),
     Set(BTreeSet<Vec<u8>>),
     ZSet(BTreeMap<Vec<u8>, i64>),
+    /// Entries by ID (ms, seq), and the last ID the stream handed out (XDEL and XTRIM keep it).
+    Stream(Entries, (u64, u64)),
 }
 
 /// One command.
@@ -162,6 +167,15 @@ pub enum Op {
     ZPopMin(u8),
     ZRank(u8, u8),
     ZCount(u8, i64, i64),
+    /// `XADD key <ms>-* f v ...`: the next sequence number within `ms` (1..=20).
+    XAdd(u8, u64, Vec<(u8, Vec<u8>)>),
+    XLen(u8),
+    /// `XRANGE key - +`.
+    XRange(u8),
+    /// `XDEL key <ms>-<seq>`.
+    XDel(u8, u64, u64),
+    /// `XTRIM key MAXLEN <n>` (exact).
+    XTrim(u8, u64),
 }
 
 /// Which set algebra.
@@ -252,6 +266,18 @@ impl Op {
             Op::ZPopMin(k) => vec![w("ZPOPMIN"), key(*k)],
             Op::ZRank(k, m) => vec![w("ZRANK"), key(*k), field(*m)],
             Op::ZCount(k, lo, hi) => vec![w("ZCOUNT"), key(*k), n(*lo), n(*hi)],
+            Op::XAdd(k, ms, pairs) => {
+                let mut v = vec![w("XADD"), key(*k), format!("{ms}-*").into_bytes()];
+                for (f, x) in pairs {
+                    v.push(field(*f));
+                    v.push(x.clone());
+                }
+                v
+            }
+            Op::XLen(k) => vec![w("XLEN"), key(*k)],
+            Op::XRange(k) => vec![w("XRANGE"), key(*k), w("-"), w("+")],
+            Op::XDel(k, ms, seq) => vec![w("XDEL"), key(*k), format!("{ms}-{seq}").into_bytes()],
+            Op::XTrim(k, max) => vec![w("XTRIM"), key(*k), w("MAXLEN"), n(*max as i64)],
         }
     }
 }
@@ -292,6 +318,8 @@ impl Model {
             Val::List(l) => !l.is_empty(),
             Val::Set(s) => !s.is_empty(),
             Val::ZSet(z) => !z.is_empty(),
+            // A stream stays when its last entry goes (XDEL, XTRIM), as in Redis.
+            Val::Stream(..) => true,
         });
         r
     }
@@ -321,6 +349,7 @@ impl Model {
                     Some(Val::List(_)) => "list",
                     Some(Val::Set(_)) => "set",
                     Some(Val::ZSet(_)) => "zset",
+                    Some(Val::Stream(..)) => "stream",
                 }
                 .into(),
             )),
@@ -554,6 +583,77 @@ impl Model {
                 let z = read!(self, *k, ZSet, int(0));
                 int(z.values().filter(|s| (*lo..=*hi).contains(*s)).count() as i64)
             }
+            Op::XAdd(k, ms, pairs) => {
+                if self.wrong(*k, |v| matches!(v, Val::Stream(..))) {
+                    return wrongtype();
+                }
+                let Val::Stream(entries, last) = self
+                    .keys
+                    .entry(*k)
+                    .or_insert_with(|| Val::Stream(BTreeMap::new(), (0, 0)))
+                else {
+                    return wrongtype();
+                };
+                // `<ms>-*`: the next sequence number within ms, 0 in a later ms.
+                let id = match (*ms).cmp(&last.0) {
+                    // Below the last ID (a new stream's is 0-0, and ms is at least 1).
+                    std::cmp::Ordering::Less => return err("ERR"),
+                    std::cmp::Ordering::Equal if *last != (0, 0) => (*ms, last.1 + 1),
+                    _ => (*ms, 0),
+                };
+                entries.insert(
+                    id,
+                    pairs.iter().map(|(f, v)| (field(*f), v.clone())).collect(),
+                );
+                *last = id;
+                bulk(Some(format!("{}-{}", id.0, id.1).as_bytes()))
+            }
+            Op::XLen(k) => match self.keys.get(k) {
+                None => int(0),
+                Some(Val::Stream(e, _)) => int(e.len() as i64),
+                Some(_) => wrongtype(),
+            },
+            Op::XRange(k) => match self.keys.get(k) {
+                None => Expect::exact(Reply::Array(Some(vec![]))),
+                Some(Val::Stream(e, _)) => Expect::exact(Reply::Array(Some(
+                    e.iter()
+                        .map(|((ms, seq), pairs)| {
+                            Reply::Array(Some(vec![
+                                Reply::Bulk(Some(format!("{ms}-{seq}").into_bytes())),
+                                Reply::Array(Some(
+                                    pairs
+                                        .iter()
+                                        .flat_map(|(f, v)| {
+                                            [
+                                                Reply::Bulk(Some(f.clone())),
+                                                Reply::Bulk(Some(v.clone())),
+                                            ]
+                                        })
+                                        .collect(),
+                                )),
+                            ]))
+                        })
+                        .collect(),
+                ))),
+                Some(_) => wrongtype(),
+            },
+            Op::XDel(k, ms, seq) => match self.keys.get_mut(k) {
+                None => int(0),
+                Some(Val::Stream(e, _)) => int(i64::from(e.remove(&(*ms, *seq)).is_some())),
+                Some(_) => wrongtype(),
+            },
+            Op::XTrim(k, max) => match self.keys.get_mut(k) {
+                None => int(0),
+                Some(Val::Stream(e, _)) => {
+                    let mut removed = 0;
+                    while e.len() as u64 > *max {
+                        e.pop_first();
+                        removed += 1;
+                    }
+                    int(removed)
+                }
+                Some(_) => wrongtype(),
+            },
         }
     }
 
@@ -568,6 +668,7 @@ impl Model {
                     Val::List(_) => Op::LRange(*k),
                     Val::Set(_) => Op::SMembers(*k),
                     Val::ZSet(_) => Op::ZRangeWithScores(*k),
+                    Val::Stream(..) => Op::XRange(*k),
                 };
                 (*k, op)
             })
@@ -583,10 +684,18 @@ pub enum Kind {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 /// Every type Locus implements (and the model checks).
-pub const KINDS: &[Kind] = &[Kind::Str, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet];
+pub const KINDS: &[Kind] = &[
+    Kind::Str,
+    Kind::Hash,
+    Kind::List,
+    Kind::Set,
+    Kind::ZSet,
+    Kind::Stream,
+];
 
 fn value(max: usize) -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(prop::sample::select(b"abcxyz019".to_vec()), 0..max)
@@ -656,6 +765,19 @@ fn op_of(kind: Kind, vmax: usize, fields: u8) -> BoxedStrategy<Op> {
             k.clone().prop_map(Op::ZPopMin),
             (k.clone(), f).prop_map(|(k, m)| Op::ZRank(k, m)),
             (k, -60i64..60, -60i64..60).prop_map(|(k, lo, hi)| Op::ZCount(k, lo, hi)),
+        ]
+        .boxed(),
+        Kind::Stream => prop_oneof![
+            (
+                k.clone(),
+                1u64..=20,
+                prop::collection::vec((f.clone(), value(vmax)), 1..4)
+            )
+                .prop_map(|(k, ms, p)| Op::XAdd(k, ms, p)),
+            k.clone().prop_map(Op::XLen),
+            k.clone().prop_map(Op::XRange),
+            (k.clone(), 1u64..=20, 0u64..3).prop_map(|(k, ms, seq)| Op::XDel(k, ms, seq)),
+            (k, 0u64..6).prop_map(|(k, n)| Op::XTrim(k, n)),
         ]
         .boxed(),
     }
@@ -728,6 +850,11 @@ pub fn op_from_bytes(b: &mut &[u8]) -> Option<Op> {
         (Kind::ZSet, 6) => Op::ZPopMin(k),
         (Kind::ZSet, 7) => Op::ZRank(k, f),
         (Kind::ZSet, _) => Op::ZCount(k, small * 8, small * 8 + i64::from(which % 32)),
+        (Kind::Stream, 0..=3) => Op::XAdd(k, 1 + u64::from(f), vec![(f, val)]),
+        (Kind::Stream, 4) => Op::XLen(k),
+        (Kind::Stream, 5) => Op::XRange(k),
+        (Kind::Stream, 6 | 7) => Op::XDel(k, 1 + u64::from(f), u64::from(which >> 6)),
+        (Kind::Stream, _) => Op::XTrim(k, u64::from(which >> 5)),
     })
 }
 
@@ -744,6 +871,11 @@ pub fn bystander_ops() -> Vec<Op> {
             Kind::List => v.push(Op::LPush(2, false, vec![b"x".to_vec(), b"y".to_vec()])),
             Kind::Set => v.push(Op::SAdd(3, vec![1, 2, 3])),
             Kind::ZSet => v.push(Op::ZAdd(4, 7, 1)),
+            Kind::Stream => v.push(Op::XAdd(
+                5,
+                3,
+                vec![(1, b"one".to_vec()), (2, b"two".to_vec())],
+            )),
         }
     }
     v
