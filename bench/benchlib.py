@@ -6,7 +6,7 @@
 * `Conn` is a small RESP2 client over one socket: `call` for one command, `pipeline` for a batch
   (all commands written, then exactly as many replies read, in order). Replies: bytes for bulk and
   simple strings, int, None for nil, `RespError` for error replies, list for arrays.
-* `mmm` formats min / median / max.
+* `mmm` formats min / median / max; `cpu_seconds` reads a process's utime + stime.
 
 Only the standard library is used, so the benchmarks run wherever python3 does.
 """
@@ -51,6 +51,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process so far, in seconds (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()  # rest[0] is field 3 (the state)
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def mmm(xs, fmt="{:.4f}") -> str:

@@ -28,16 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
-from benchlib import BenchError, Server  # noqa: E402
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
-
+from benchlib import BenchError, Server, cpu_seconds  # noqa: E402
 
 def start(name: str, path: str | None) -> Server:
     if name == "redis":

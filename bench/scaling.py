@@ -34,17 +34,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import BenchError, Conn, Server, free_port  # noqa: E402
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / CLK_TCK
-
+from benchlib import BenchError, Conn, Server, cpu_seconds, free_port  # noqa: E402
 
 def lock_stats(port: int) -> dict[str, int]:
     c = Conn(port)

@@ -13,19 +13,11 @@ Usage: bench/streams_cpu.py [--servers locus,redis] [--repeats 3] [--n 200000]
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from benchlib import BenchError, Server, encode, mmm
+from benchlib import BenchError, Server, cpu_seconds, encode, mmm
 
 MiB = 1024 * 1024
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    # utime and stime are fields 14 and 15 (1-based); fields[0] here is field 3.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run(kind: str, n: int) -> dict:
