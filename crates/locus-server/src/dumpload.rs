@@ -45,7 +45,7 @@ use locus_control::{DumpLoadAction, DumpLoadConfig, DumpLoadMode, PeriodDetector
 use locus_engine::{Engine, TenantId};
 use parking_lot::Mutex;
 
-use crate::snapshot::{self, FileWriter, format::FormatError};
+use crate::snapshot::{self, ThreadedWriter, format::FormatError};
 
 /// The dump file of `tenant` in `dir` (never a snapshot file's name: those end in `.locus`).
 pub fn dump_path(dir: &Path, tenant: &str) -> PathBuf {
@@ -63,6 +63,19 @@ pub const LOAD_SLICE: usize = 5_000;
 /// other tenants is one slice, not the whole tenant.
 pub const DUMP_SLICE: usize = 5_000;
 
+/// A 64-bit hash of `key` (for [`Phase::Writing`]'s `seen`: a collision keeps an item in
+/// memory, which is harmless).
+fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
+/// Encoded items a dump may have shipped to its file's thread and not yet written: past it, a
+/// step waits for the disk instead of encoding more (memory stays bounded on a slow disk).
+pub const DUMP_IN_FLIGHT: u64 = 16 << 20;
+
 /// Where one tenant's dump or load is.
 #[derive(Debug, Default)]
 enum Phase {
@@ -78,10 +91,13 @@ enum Phase {
     /// Writing the chosen items to the temporary file.
     Writing {
         cursor: u64,
-        writer: FileWriter,
+        writer: ThreadedWriter,
         /// Which items go: all, or those colder than a cut-off stamp (and `ties` more as cold).
         cut: Option<(u32, usize)>,
         keys: Vec<Vec<u8>>,
+        /// Hashes of the keys written: an item the walk meets twice (moved by a write made
+        /// meanwhile) goes to the file once.
+        seen: std::collections::HashSet<u64>,
     },
     /// The file's end record, fsync and rename, on a thread.
     Closing {
@@ -94,7 +110,7 @@ enum Phase {
     Dumped,
     /// The file being read and checked, on a thread.
     Reading {
-        job: JoinHandle<Result<snapshot::ReadItems, FormatError>>,
+        job: JoinHandle<FileRead>,
         path: PathBuf,
     },
     /// The items going back, `LOAD_SLICE` per step.
@@ -154,6 +170,52 @@ struct PendingLoad {
     next: usize,
     done: snapshot::Loaded,
     path: PathBuf,
+    /// Where the file went once read (see [`read_file`]), unlinked off the lock at the end.
+    retired: Option<PathBuf>,
+}
+
+/// What reading a dump file found (on the reading thread, with every file operation: the
+/// engine lock is not held there).
+#[derive(Debug)]
+enum FileRead {
+    /// No dump file.
+    Missing,
+    /// Read and checked, then moved out of its name (`retired`, `None` when the rename failed
+    /// and the file was removed).
+    Read {
+        items: snapshot::ReadItems,
+        retired: Option<PathBuf>,
+    },
+    /// It failed its checks and was set aside (`moved` says where).
+    Corrupt { err: FormatError, moved: String },
+}
+
+/// Reads the dump file `path` of tenant `name`. Once read, the file leaves its name at once (a
+/// rename): a crash while its items go back must not find a dump file to load at the next
+/// start and bring back keys deleted since (the items not yet back are lost then: a cache's
+/// miss, not a resurrection). The temporary name is one the start-up cleans away.
+fn read_file(path: &Path, name: &str, now_ms: u64) -> FileRead {
+    if !path.exists() {
+        return FileRead::Missing;
+    }
+    match snapshot::read_items(path, name) {
+        Ok(items) => FileRead::Read {
+            items,
+            retired: retire(path),
+        },
+        Err(err) => FileRead::Corrupt {
+            err,
+            moved: snapshot::set_aside(path, now_ms),
+        },
+    }
+}
+
+/// The reading thread's result (a panic in it reported as a corrupt file).
+fn join_read(job: JoinHandle<FileRead>) -> FileRead {
+    job.join().unwrap_or_else(|_| FileRead::Corrupt {
+        err: FormatError::from("the file's thread panicked".to_string()),
+        moved: "left in place".to_string(),
+    })
 }
 
 /// What INFO shows of one tenant.
@@ -348,7 +410,7 @@ impl DumpLoads {
             if let Phase::Reading { .. } = d.phase
                 && let Phase::Reading { job, path } = std::mem::take(&mut d.phase)
             {
-                got_file(d, join(job), path, now_ms, &mut lines);
+                got_file(d, join_read(job), path, &mut lines);
             }
             lines.extend(load_slice(eng, d, usize::MAX, now_ms));
         }
@@ -407,8 +469,7 @@ fn begin_writing(
     dir: &Path,
     cut: Option<(u32, usize)>,
 ) -> Result<Phase, String> {
-    let _ = std::fs::create_dir_all(dir);
-    let writer = FileWriter::create(
+    let writer = ThreadedWriter::create(
         &dump_path(dir, &d.name),
         &d.name,
         eng.recency_kind(d.id),
@@ -419,6 +480,7 @@ fn begin_writing(
         writer,
         cut,
         keys: Vec::new(),
+        seen: std::collections::HashSet::new(),
     })
 }
 
@@ -466,22 +528,14 @@ fn start_load(
         Phase::Resident | Phase::Deleting { .. } | Phase::Dumped => {}
     }
     let path = dump_path(dir, &d.name);
-    if !path.exists() {
-        d.superseded.clear();
-        lines.push(format!(
-            "dump_load: tenant {}: no dump file to load",
-            d.name
-        ));
-        return;
-    }
     let (name, p) = (d.name.clone(), path.clone());
     match std::thread::Builder::new()
         .name("locus-dumpload".into())
-        .spawn(move || snapshot::read_items(&p, &name))
+        .spawn(move || read_file(&p, &name, now_ms))
     {
         Ok(job) => d.phase = Phase::Reading { job, path },
-        // No thread: read here (one longer step).
-        Err(_) => got_file(d, snapshot::read_items(&path, &d.name), path, now_ms, lines),
+        // No thread: read here (one longer step, the only file I/O under the lock).
+        Err(_) => got_file(d, read_file(&path, &d.name, now_ms), path, lines),
     }
 }
 
@@ -496,27 +550,29 @@ fn abandoned(d: &mut TenantDl) -> String {
 
 /// The dump file of `d` read: its items go back from the next slices on; a file failing its
 /// checks is set aside.
-fn got_file(
-    d: &mut TenantDl,
-    read: Result<snapshot::ReadItems, FormatError>,
-    path: PathBuf,
-    now_ms: u64,
-    lines: &mut Vec<String>,
-) {
+fn got_file(d: &mut TenantDl, read: FileRead, path: PathBuf, lines: &mut Vec<String>) {
     match read {
-        Ok(items) => {
+        FileRead::Missing => {
+            d.superseded.clear();
+            d.phase = Phase::Resident;
+            lines.push(format!(
+                "dump_load: tenant {}: no dump file to load",
+                d.name
+            ));
+        }
+        FileRead::Read { items, retired } => {
             d.phase = Phase::Loading(PendingLoad {
                 items,
                 next: 0,
                 done: snapshot::Loaded::default(),
                 path,
+                retired,
             });
         }
-        Err(e) => {
+        FileRead::Corrupt { err, moved } => {
             d.superseded.clear();
             d.flushed = false;
-            let moved = snapshot::set_aside(&path, now_ms);
-            d.last_error = format!("{} is corrupt {e}", path.display());
+            d.last_error = format!("{} is corrupt {err}", path.display());
             d.items_loaded = 0;
             d.phase = Phase::Resident;
             lines.push(format!(
@@ -568,12 +624,14 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
                         cursor,
                         writer,
                         keys,
+                        seen,
                         ..
                     }) if none => Phase::Writing {
                         cursor,
                         writer,
                         cut: Some((u32::MAX, usize::MAX)),
                         keys,
+                        seen,
                     },
                     Ok(p) => p,
                     Err(e) => {
@@ -588,7 +646,20 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
             mut writer,
             mut cut,
             mut keys,
+            mut seen,
         } => {
+            if writer.in_flight() > DUMP_IN_FLIGHT {
+                // The disk is behind: this step walks nothing (the file's thread catches up
+                // without the engine lock).
+                d.phase = Phase::Writing {
+                    cursor,
+                    writer,
+                    cut,
+                    keys,
+                    seen,
+                };
+                return;
+            }
             let mut failed = None;
             let before = keys.len();
             // The cut-off's coldness now: stamps age together, so the comparison holds.
@@ -612,7 +683,7 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
                     }
                     (Some(_), None) => false,
                 };
-                if chosen {
+                if chosen && seen.insert(key_hash(key)) {
                     match writer.item(key, value, meta) {
                         Ok(()) => keys.push(key.to_vec()),
                         Err(e) => failed = Some(e),
@@ -620,6 +691,7 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
                 }
             });
             handled = visited.max((keys.len() - before) as u64);
+            writer.ship();
             if let Some(e) = failed {
                 writer.abandon();
                 lines.push(dump_failed(d, e));
@@ -630,18 +702,13 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
                     writer,
                     cut,
                     keys,
+                    seen,
                 };
             } else {
-                // The end record, fsync and rename without the engine lock.
-                d.phase = match std::thread::Builder::new()
-                    .name("locus-dumpload".into())
-                    .spawn(move || writer.finish())
-                {
-                    Ok(job) => Phase::Closing { job, keys },
-                    Err(e) => {
-                        lines.push(dump_failed(d, format!("no thread to close the file: {e}")));
-                        Phase::Resident
-                    }
+                // The end record, fsync and rename on the file's thread.
+                d.phase = Phase::Closing {
+                    job: writer.finish(),
+                    keys,
                 };
             }
         }
@@ -692,7 +759,7 @@ fn advance(eng: &mut Engine, d: &mut TenantDl, dir: &Path, now_ms: u64, lines: &
                 d.phase = Phase::Reading { job, path };
                 return;
             }
-            got_file(d, join(job), path, now_ms, lines);
+            got_file(d, join_read(job), path, lines);
             lines.extend(load_slice(eng, d, LOAD_SLICE, now_ms));
         }
         Phase::Loading(p) => {
@@ -741,12 +808,9 @@ fn load_slice(eng: &mut Engine, d: &mut TenantDl, n: usize, now_ms: u64) -> Opti
     d.flushed = false;
     let path = p.path.clone();
     let done = p.done;
-    // Freeing the file's records and the keys, and unlinking the file, take tens of ms for a
-    // large tenant: not under the engine lock. The file leaves its name here, though (a rename
-    // is one metadata write): a crash before the unlink must not find a dump file to load at
-    // the next start and bring back keys deleted since this load. The temporary name is one the
-    // start-up cleans away.
-    let gone = retire(&path);
+    // Freeing the file's records and the keys, and unlinking the file (it left its name when it
+    // was read), take tens of ms for a large tenant: not under the engine lock.
+    let gone = p.retired.clone();
     off_lock((p, superseded), gone);
     d.loads += 1;
     d.last_load_ms = now_ms;

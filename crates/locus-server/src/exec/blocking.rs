@@ -153,7 +153,8 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn deliver(&self, reply: Vec<u8>) {
+    /// Hands the waiting connection its reply and wakes it.
+    pub fn deliver(&self, reply: Vec<u8>) {
         *self.reply.lock() = Some(reply);
         self.notify.notify_one();
     }
@@ -169,13 +170,23 @@ impl Slot {
     }
 }
 
-/// A connection waiting for a key: its slot and deadline.
+/// A connection waiting for a key (or for a SAVE's child): its slot and deadline.
 #[derive(Debug, Clone)]
 pub struct Waiting {
     /// Where the reply arrives.
     pub slot: Arc<Slot>,
     /// When it times out (`None`: never).
     pub deadline: Option<std::time::Instant>,
+}
+
+impl Waiting {
+    /// A fresh slot, nothing delivered yet.
+    pub fn new(deadline: Option<std::time::Instant>) -> Self {
+        Self {
+            slot: Arc::new(Slot::default()),
+            deadline,
+        }
+    }
 }
 
 /// A connection's blocking state ([`ConnState::block`]).

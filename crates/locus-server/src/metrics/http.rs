@@ -279,6 +279,7 @@ where
         },
     };
     let bytes = encode_response(&resp, head_only);
+    crate::server::assert_unlocked("a write to a metrics client's socket");
     let _ = tokio::time::timeout(WRITE_TIMEOUT, async {
         sock.write_all(&bytes).await?;
         sock.shutdown().await

@@ -126,6 +126,7 @@ fn recycle<'b>(mut v: Vec<Cow<'_, [u8]>>) -> Vec<Cow<'b, [u8]>> {
 /// Writes all of `out`: first straight away (the socket buffer has room almost always), and only
 /// when the kernel takes part of it through the async path that waits for the socket to drain.
 async fn write_out(sock: &mut TcpStream, out: &[u8]) -> std::io::Result<()> {
+    super::assert_unlocked("a write to a client's socket");
     match sock.try_write(out) {
         Ok(n) if n == out.len() => Ok(()),
         Ok(n) => sock.write_all(&out[n..]).await,
@@ -532,6 +533,18 @@ fn process(
                         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             #[cfg(test)]
                             if exec::is(&cmd[0], TEST_PANIC_COMMAND) {
+                                // `locus.test-panic [key value ...]`: the SETs first (a command
+                                // that panics half way through its writes), then the panic.
+                                for kv in cmd[1..].chunks_exact(2) {
+                                    let set =
+                                        [Cow::Borrowed(&b"SET"[..]), kv[0].clone(), kv[1].clone()];
+                                    let found = exec::table::find(b"set");
+                                    exec::dispatch_spec(
+                                        &mut ctx,
+                                        &set,
+                                        found.map(|i| &exec::table::COMMANDS[i]),
+                                    );
+                                }
                                 panic!(
                                     "{TEST_PANIC_COMMAND}: a deliberate panic (test builds only)"
                                 );

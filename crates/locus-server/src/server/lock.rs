@@ -10,6 +10,7 @@
 //! release) and a handful of relaxed atomic adds; a connection takes the lock once per batch of
 //! pipelined commands, not per command.
 
+use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -18,6 +19,61 @@ use locus_engine::Engine;
 use parking_lot::{Mutex, MutexGuard};
 
 use super::{LATENCY_BUCKETS, latency_bucket};
+
+thread_local! {
+    /// Engine guards alive on this thread (0 or 1: the lock is not reentrant).
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// I/O attempted while this process's thread held the engine lock (see [`assert_unlocked`]).
+static IO_UNDER_LOCK: AtomicU64 = AtomicU64::new(0);
+
+/// Whether this thread holds the engine lock.
+pub fn held_here() -> bool {
+    HELD.with(Cell::get) > 0
+}
+
+/// Declares that `what` (a socket write, a file write, an fsync) is about to block on I/O: no
+/// engine lock may be held then, or every tenant would wait on a disk or a slow client (issue
+/// 23). A violation is a bug: debug builds (every `cargo test`) panic; release builds count it
+/// in `io_under_lock` (the admin's `INFO locus`, which the end-to-end tests check stays 0) and
+/// go on.
+#[track_caller]
+pub fn assert_unlocked(what: &str) {
+    if held_here() {
+        IO_UNDER_LOCK.fetch_add(1, Ordering::Relaxed);
+        debug_assert!(false, "{what} while holding the engine lock");
+    }
+}
+
+/// How many times [`assert_unlocked`] found the engine lock held (0 unless there is a bug).
+pub fn io_under_lock() -> u64 {
+    IO_UNDER_LOCK.load(Ordering::Relaxed)
+}
+
+/// While alive, I/O under this thread's engine guard is not counted as a violation: for the
+/// one place that does it on purpose, the save at shutdown (the server is stopping: no client
+/// is served any more, and the save must finish before the process ends, as Redis's).
+pub struct ShutdownIo(u32);
+
+impl ShutdownIo {
+    /// Starts the exemption.
+    pub fn begin() -> Self {
+        Self(HELD.with(|h| h.replace(0)))
+    }
+}
+
+impl Drop for ShutdownIo {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get() + self.0));
+    }
+}
+
+/// Forgets this thread's engine guards: a forked BGSAVE child inherits the forking thread's
+/// count, but holds no lock anyone else waits for (it is another process).
+pub fn forget_held_in_child() {
+    HELD.with(|h| h.set(0));
+}
 
 /// Counters of one lock (all relaxed: each is a statistic on its own).
 #[derive(Debug, Default)]
@@ -158,6 +214,7 @@ impl EngineLock {
         contended: bool,
     ) -> EngineGuard<'a> {
         let since = Instant::now();
+        HELD.with(|h| h.set(h.get() + 1));
         EngineGuard {
             guard,
             stats: &self.stats,
@@ -203,6 +260,7 @@ impl DerefMut for EngineGuard<'_> {
 
 impl Drop for EngineGuard<'_> {
     fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get().saturating_sub(1)));
         let hold = self.since.elapsed().as_nanos() as u64;
         self.stats.record(self.wait_ns, self.contended, hold);
     }

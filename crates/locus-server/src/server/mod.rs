@@ -51,7 +51,10 @@ mod memcache;
 mod pubsub;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
-pub use lock::{EngineGuard, EngineLock, LockSnapshot, LockStats};
+pub use lock::{
+    EngineGuard, EngineLock, LockSnapshot, LockStats, ShutdownIo, assert_unlocked,
+    forget_held_in_child, io_under_lock,
+};
 pub use memcache::accept_loop as memcache_accept_loop;
 pub use pubsub::{Kind as SubKind, PubSub};
 
@@ -971,6 +974,8 @@ pub fn save_before_shutdown(shared: &Shared, eng: &mut Engine, force: bool) -> R
     for line in shared.dumploads().load_all_back(eng, &dir) {
         eprintln!("{line}");
     }
+    // The one disk write under the engine lock: the server is stopping (see `ShutdownIo`).
+    let _stopping = ShutdownIo::begin();
     shared.snapshots().save(eng, &tenants, &dir)
 }
 

@@ -68,7 +68,7 @@ pub mod format;
 pub mod types;
 
 use std::fs::{self, File};
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -164,6 +164,7 @@ impl FileWriter {
         recency: RecencyKind,
         created_ms: u64,
     ) -> Result<Self, String> {
+        crate::server::assert_unlocked("creating a snapshot file");
         let tmp = PathBuf::from(format!("{}.tmp.{}", path.display(), std::process::id()));
         let file = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -191,28 +192,17 @@ impl FileWriter {
     /// # Errors
     /// An I/O error, or an object type without a codec; the caller then abandons the file.
     pub fn item(&mut self, key: &[u8], value: ValueRef<'_>, meta: ItemMeta) -> Result<(), String> {
-        self.body.clear();
-        format::item_head(&mut self.body, key, meta.expire_at_ms, meta.stamp);
-        let tag = match value {
-            ValueRef::Str(v) => {
-                self.body.extend_from_slice(v);
-                TAG_STRING
-            }
-            ValueRef::Obj(o) => {
-                let codec = types::codec_for(o.type_name());
-                codec
-                    .and_then(|c| (c.encode)(o, &mut self.body).map(|()| c.tag))
-                    .ok_or_else(|| {
-                        format!(
-                            "no snapshot codec for type '{}' (key of {} bytes)",
-                            o.type_name(),
-                            key.len()
-                        )
-                    })?
-            }
-        };
-        format::write_record(&mut self.w, tag, &self.body).map_err(|e| format!("write: {e}"))?;
+        crate::server::assert_unlocked("writing a snapshot file");
+        encode_item(&mut self.body, &mut self.w, key, value, meta)?;
         self.items += 1;
+        Ok(())
+    }
+
+    /// Appends records encoded by [`encode_item`] elsewhere (`n` items).
+    fn records(&mut self, bytes: &[u8], n: u64) -> Result<(), String> {
+        crate::server::assert_unlocked("writing a snapshot file");
+        self.w.write_all(bytes).map_err(|e| format!("write: {e}"))?;
+        self.items += n;
         Ok(())
     }
 
@@ -235,6 +225,7 @@ impl FileWriter {
             items,
             ..
         } = self;
+        crate::server::assert_unlocked("closing a snapshot file");
         let io = |e: std::io::Error| format!("write: {e}");
         let r = format::write_record(&mut w, TAG_END, &items.to_le_bytes())
             .map_err(io)
@@ -261,6 +252,166 @@ impl FileWriter {
         let tmp = self.tmp.clone();
         drop(self);
         let _ = fs::remove_file(tmp);
+    }
+}
+
+/// Encodes one item's record (its body built in `body`, a scratch buffer) into `w`.
+fn encode_item(
+    body: &mut Vec<u8>,
+    w: &mut impl Write,
+    key: &[u8],
+    value: ValueRef<'_>,
+    meta: ItemMeta,
+) -> Result<(), String> {
+    body.clear();
+    format::item_head(body, key, meta.expire_at_ms, meta.stamp);
+    let tag = match value {
+        ValueRef::Str(v) => {
+            body.extend_from_slice(v);
+            TAG_STRING
+        }
+        ValueRef::Obj(o) => {
+            let codec = types::codec_for(o.type_name());
+            codec
+                .and_then(|c| (c.encode)(o, body).map(|()| c.tag))
+                .ok_or_else(|| {
+                    format!(
+                        "no snapshot codec for type '{}' (key of {} bytes)",
+                        o.type_name(),
+                        key.len()
+                    )
+                })?
+        }
+    };
+    format::write_record(w, tag, body).map_err(|e| format!("write: {e}"))
+}
+
+/// What the caller of a [`ThreadedWriter`] sends its thread.
+enum Shipment {
+    /// Records of `n` items.
+    Records(Vec<u8>, u64),
+    /// The last records were sent: close the file.
+    Finish,
+}
+
+/// A [`FileWriter`] whose file I/O runs on a thread of its own: the caller (which holds the
+/// engine lock: pRedis's dumps, [`crate::dumpload`]) only encodes items into memory and ships
+/// them; creating, writing, fsyncing and renaming the file never happen under the lock (issue
+/// 23). [`ThreadedWriter::in_flight`] is the caller's back-pressure: encoded bytes not yet
+/// written.
+#[derive(Debug)]
+pub struct ThreadedWriter {
+    tx: std::sync::mpsc::Sender<Shipment>,
+    job: std::thread::JoinHandle<Result<u64, String>>,
+    staged: Vec<u8>,
+    staged_items: u64,
+    body: Vec<u8>,
+    in_flight: std::sync::Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Shipment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shipment::Records(b, n) => write!(f, "Records({} bytes, {n} items)", b.len()),
+            Shipment::Finish => f.write_str("Finish"),
+        }
+    }
+}
+
+impl ThreadedWriter {
+    /// Starts the file's thread, which creates `<path>.tmp.<pid>` and writes the header (see
+    /// [`FileWriter::create`]); an error there is reported by [`ThreadedWriter::finish`].
+    ///
+    /// # Errors
+    /// No thread could be started.
+    pub fn create(
+        path: &Path,
+        name: &str,
+        recency: RecencyKind,
+        created_ms: u64,
+    ) -> Result<Self, String> {
+        let (tx, rx) = std::sync::mpsc::channel::<Shipment>();
+        let in_flight = std::sync::Arc::new(AtomicU64::new(0));
+        let (path, name, flight) = (path.to_path_buf(), name.to_string(), in_flight.clone());
+        let job = std::thread::Builder::new()
+            .name("locus-dumpwrite".into())
+            .spawn(move || {
+                if let Some(dir) = path.parent() {
+                    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                let mut w = FileWriter::create(&path, &name, recency, created_ms)?;
+                // Until the caller says Finish, every shipment is written; a caller that goes
+                // away without it (an abandoned dump) leaves no file behind.
+                while let Ok(m) = rx.recv() {
+                    match m {
+                        Shipment::Records(bytes, n) => {
+                            let r = w.records(&bytes, n);
+                            flight.fetch_sub(bytes.len() as u64, Ordering::Relaxed);
+                            if let Err(e) = r {
+                                w.abandon();
+                                return Err(format!("{}: {e}", path.display()));
+                            }
+                        }
+                        Shipment::Finish => return w.finish(),
+                    }
+                }
+                w.abandon();
+                Err("the dump was abandoned".to_string())
+            })
+            .map_err(|e| format!("no thread to write the file: {e}"))?;
+        Ok(Self {
+            tx,
+            job,
+            staged: Vec::new(),
+            staged_items: 0,
+            body: Vec::new(),
+            in_flight,
+        })
+    }
+
+    /// Encodes one item into memory (no I/O): shipped by [`ThreadedWriter::ship`].
+    ///
+    /// # Errors
+    /// An object type without a codec; the caller then abandons the file.
+    pub fn item(&mut self, key: &[u8], value: ValueRef<'_>, meta: ItemMeta) -> Result<(), String> {
+        encode_item(&mut self.body, &mut self.staged, key, value, meta)?;
+        self.staged_items += 1;
+        Ok(())
+    }
+
+    /// Hands the items encoded since the last call to the file's thread (no I/O here).
+    pub fn ship(&mut self) {
+        if self.staged_items == 0 {
+            return;
+        }
+        let bytes = std::mem::take(&mut self.staged);
+        self.in_flight
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        // A send fails only when the thread ended on an error, which `finish` reports.
+        let _ = self.tx.send(Shipment::Records(
+            bytes,
+            std::mem::take(&mut self.staged_items),
+        ));
+    }
+
+    /// Encoded bytes shipped and not yet written.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Ships what is left and asks the thread to close the file (end record, fsync, rename);
+    /// the returned job ends with the items written or the first error.
+    pub fn finish(mut self) -> std::thread::JoinHandle<Result<u64, String>> {
+        self.ship();
+        let _ = self.tx.send(Shipment::Finish);
+        self.job
+    }
+
+    /// Gives the file up; its thread removes the temporary file.
+    pub fn abandon(self) {
+        drop(self.tx);
+        // The thread notices the closed channel on its own; nobody waits for it.
+        drop(self.job);
     }
 }
 
@@ -589,6 +740,20 @@ struct State {
     child: Option<Child>,
     scheduled: bool,
     saves: u64,
+    /// SAVE callers waiting for the running child (see [`Snapshots::save_in_child`]).
+    waiters: Waiters,
+}
+
+/// What a SAVE caller is told when its child ends: `Ok` or the failure.
+pub type SaveDone = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+#[derive(Default)]
+struct Waiters(Vec<SaveDone>);
+
+impl std::fmt::Debug for Waiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} waiting", self.0.len())
+    }
 }
 
 /// What INFO persistence shows.
@@ -745,6 +910,25 @@ impl Snapshots {
         Ok(())
     }
 
+    /// `SAVE`: the same child as [`Snapshots::bgsave`] writes the files; `done` is called when
+    /// it ends (from [`Snapshots::poll`]). The caller waits for it without the engine lock, so
+    /// the files are written while every tenant is served (Redis's SAVE stops them all); what
+    /// is saved is the image of the instant of the fork, as with SAVE.
+    ///
+    /// # Errors
+    /// As [`Snapshots::bgsave`] (`done` is not called then).
+    pub fn save_in_child(
+        &self,
+        eng: &Engine,
+        tenants: &[(TenantId, String)],
+        dir: &Path,
+        done: SaveDone,
+    ) -> Result<(), String> {
+        self.bgsave(eng, tenants, dir)?;
+        self.state.lock().waiters.0.push(done);
+        Ok(())
+    }
+
     /// `BGSAVE SCHEDULE` while a save runs: start one when it ends.
     pub fn schedule(&self) {
         self.state.lock().scheduled = true;
@@ -779,6 +963,14 @@ impl Snapshots {
                 } else {
                     msg
                 };
+            }
+            let outcome = if ok {
+                Ok(())
+            } else {
+                Err(s.last_error.clone())
+            };
+            for done in std::mem::take(&mut s.waiters.0) {
+                done(outcome.clone());
             }
         }
         if s.scheduled {
@@ -815,6 +1007,9 @@ impl Snapshots {
                 }
             }
         }
+        for done in std::mem::take(&mut s.waiters.0) {
+            done(Err("the save was stopped (shutdown)".to_string()));
+        }
     }
 }
 
@@ -849,6 +1044,7 @@ fn child_main(
         // to bind), client sockets, the runtime's.
         close_from(3, pipe);
     }
+    crate::server::forget_held_in_child();
     let code = match save_all(eng, tenants, dir) {
         Ok(_) => 0,
         Err(e) => {

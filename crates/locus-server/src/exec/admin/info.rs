@@ -580,12 +580,13 @@ fn locus_globals(
     let l = sh.engine_lock_stats().snapshot();
     let _ = write!(
         out,
-        "engine_lock_acquisitions:{}\r\nengine_lock_contended:{}\r\nengine_lock_wait_us:{}\r\nengine_lock_hold_us:{}\r\nengine_lock_max_wait_us:{}\r\nengine_lock_max_hold_us:{}\r\n",
+        "engine_lock_acquisitions:{}\r\nengine_lock_contended:{}\r\nengine_lock_wait_us:{}\r\nengine_lock_hold_us:{}\r\nengine_lock_max_wait_us:{}\r\nengine_lock_max_hold_us:{}\r\nio_under_lock:{}\r\n",
         l.acquisitions,
         l.contended,
         l.wait_ns / 1000,
         l.hold_ns / 1000,
         l.max_wait_ns / 1000,
         l.max_hold_ns / 1000,
+        crate::server::io_under_lock(),
     );
 }

@@ -46,18 +46,36 @@ pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// `SAVE`: writes every tenant's snapshot in the foreground (every client waits, as in Redis;
-/// BGSAVE does not stop service).
+/// `SAVE`: writes every tenant's snapshot and answers when the files are on disk. The files
+/// are written by a forked child, as for BGSAVE, while this client waits without the engine
+/// lock: the save is of the instant SAVE ran, and no tenant waits for the disk (Redis's SAVE
+/// stops every client; issue 23 forbids disk I/O under the lock).
 pub fn save(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     let (tenants, dir) = ctx.shared.snapshot_targets().ok_or(snapshots_off("SAVE"))?;
     let snaps = ctx.shared.snapshots();
     if snaps.in_progress() {
         return Err(CmdError::msg("ERR Background save already in progress"));
     }
+    let waiting = crate::exec::blocking::Waiting::new(None);
+    let slot = waiting.slot.clone();
+    let proto = ctx.conn.proto;
     snaps
-        .save(ctx.eng, &tenants, &dir)
+        .save_in_child(
+            ctx.eng,
+            &tenants,
+            &dir,
+            Box::new(move |r| {
+                let mut out = Vec::new();
+                let mut w = locus_protocol::ReplyWriter::new(&mut out, proto);
+                match r {
+                    Ok(()) => w.simple("OK"),
+                    Err(e) => w.error(&format!("ERR snapshot failed: {e}")),
+                }
+                slot.deliver(out);
+            }),
+        )
         .map_err(|e| CmdError::msg(format!("ERR snapshot failed: {e}")))?;
-    ctx.w.simple("OK");
+    ctx.conn.block.waiting = Some(waiting);
     Ok(())
 }
 
