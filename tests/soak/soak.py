@@ -7,8 +7,9 @@ budget is sampled every second.
 What runs (all on 127.0.0.1, every loop bounded by the deadline):
 
 * `workers` processes: SET (some with PX), GET, DEL, INCR, APPEND, singly and in pipelines, on
-  tenants a, b, c and keep. Each key is owned by one process, which keeps a model of what the key
-  may hold, so every read is checked exactly.
+  seven of the eight tenants (a to f under six eviction policies, and keep; slow is the slow
+  reader's). Each key is owned by one process, which keeps a model of what the key may hold, so
+  every read is checked exactly.
 * one chaos process: connects, writes a pipeline cut anywhere (or reads only some replies) and
   closes (plain close or RST); waits until the server has dropped that connection (`CLIENT LIST
   ID`) and reads its keys back: each must hold a state that the pipeline's writes lead to, each
@@ -73,15 +74,18 @@ MiB = 1024 * 1024
 RSS_FACTOR = 1.15
 RSS_SLACK = 64 * MiB
 REPLY_TIMEOUT_S = 10.0
-EVICTING_TENANTS = ("a", "b", "c")
+# Eight tenants in all (issue 23: the soak runs 8 tenants under concurrent load): six evicting
+# ones under different policies, `keep` (noeviction) and `slow` (the slow reader's).
+EVICTING_TENANTS = ("a", "b", "c", "d", "e", "f")
 # The admin (controller, other tenants' settings, INFO of every tenant); tenants cannot do these.
 ADMIN_USER, ADMIN_PASSWORD = "root", "soak-admin"
 REFUSING = ("noeviction", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl")
 POLICIES_C = ("allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-ttl",
               "noeviction")
 # Initial policy of each tenant (the config below); the control thread changes them.
-INITIAL_POLICY = {"a": "allkeys-lru", "b": "allkeys-lfu", "c": "volatile-lru", "keep": "noeviction",
-                  "slow": "allkeys-lru"}
+INITIAL_POLICY = {"a": "allkeys-lru", "b": "allkeys-lfu", "c": "volatile-lru",
+                  "d": "allkeys-random", "e": "allkeys-lru", "f": "volatile-ttl",
+                  "keep": "noeviction", "slow": "allkeys-lru"}
 TENANTS = tuple(INITIAL_POLICY)
 
 
@@ -680,6 +684,9 @@ def admin_conn(port: int) -> Raw:
 
 
 def config_toml(args, main_port: int, ports: dict[str, int]) -> str:
+    evicting_tenants = "\n".join(
+        f'[[tenant]]\nname = "{t}"\nport = {ports[t]}\npolicy = "{INITIAL_POLICY[t]}"\n'
+        for t in EVICTING_TENANTS)
     return f"""
 [server]
 bind = "127.0.0.1"
@@ -707,21 +714,7 @@ name = "{args.controller}"
 interval = "{args.interval}"
 max_moves = 64
 
-[[tenant]]
-name = "a"
-port = {ports["a"]}
-policy = "{INITIAL_POLICY["a"]}"
-
-[[tenant]]
-name = "b"
-port = {ports["b"]}
-policy = "{INITIAL_POLICY["b"]}"
-
-[[tenant]]
-name = "c"
-port = {ports["c"]}
-policy = "{INITIAL_POLICY["c"]}"
-
+{evicting_tenants}
 [[tenant]]
 name = "keep"
 port = {ports["keep"]}
