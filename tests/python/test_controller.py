@@ -72,6 +72,7 @@ def locus_info(c):
 
 
 def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None, offload=False):
+    """`offload`: True / False set `[controller] offload`; None leaves the default (on)."""
     main, *tp = ports
     lines = [
         # hz 100: decisions are made by the tick task (never inside a request), so a tick every
@@ -81,7 +82,7 @@ def config(ports, name, interval, settings, tenants=("a", "b"), penalty_us=None,
         "[tenancy]", 'mode = "port"',
         "[admin]", 'user = "root"', 'password = "root-pw"',
         "[controller]", f'name = "{name}"', f"interval = {interval}",
-        f"offload = {'true' if offload else 'false'}",
+        *([] if offload is None else [f"offload = {'true' if offload else 'false'}"]),
         "[controller.settings]", *settings,
     ]
     for t, p in zip(tenants, tp):
@@ -262,12 +263,14 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("offload", [False, True], ids=["inline", "offload"])
+@pytest.mark.parametrize("offload", [False, None], ids=["inline", "offload-default"])
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_model_moves_targets_toward_the_larger_working_set(start_locus_toml, name, offload):
     # A decision every 4000 data-path requests; both tenants with the same miss penalty, so only
-    # locality matters. RESP3 here (both protocols are covered by the static test above). With
-    # `offload`, the controller profiles on a thread of its own and must decide the same way.
+    # locality matters. RESP3 here (both protocols are covered by the static test above). By
+    # default (`offload` left out) the controller profiles on a thread of its own, losing
+    # batches when it falls behind rather than making a request wait, and must still find the
+    # same split; `offload = false` profiles every access on the request path.
     ports = free_ports(3)
     toml = config(ports, name, 4000, MODELS[name], tenants=("big", "small"), penalty_us=1000,
                   offload=offload)
@@ -313,7 +316,10 @@ def test_model_moves_targets_toward_the_larger_working_set(start_locus_toml, nam
 
     li = locus_info(small)
     assert li["controller"] == name
-    assert li["controller_offload"] == int(offload)
+    assert li["controller_offload"] == int(offload is None)
+    assert isinstance(li["controller_dropped_events"], int)
+    if offload is False:
+        assert li["controller_dropped_events"] == 0
     assert li["pool_big"]["target"] == final["big"]
     assert li["pool_small"]["target"] == final["small"]
 

@@ -63,6 +63,11 @@ struct Offloaded {
     to_worker: Option<Sender<Vec<Event>>>,
     from_worker: Receiver<Vec<Event>>,
     worker: Option<JoinHandle<()>>,
+    /// A data path that outruns the profiling thread drops its batch (counted in `dropped`)
+    /// instead of waiting for one to come back (the server: no request waits for a profiler).
+    lossy: bool,
+    /// Events dropped that way.
+    dropped: u64,
 }
 
 // Test builds: makes the next `Offloaded::start` on this thread fail as if the OS refused the
@@ -116,6 +121,8 @@ impl Offloaded {
             buf: Vec::with_capacity(BATCH),
             spare: Vec::new(),
             in_flight: 0,
+            lossy: false,
+            dropped: 0,
             to_worker: Some(to_worker),
             from_worker,
             worker: Some(worker),
@@ -169,6 +176,13 @@ impl Offloaded {
             None => match self.take_back(false) {
                 Some(b) => b,
                 None if self.in_flight + 2 <= BUFFERS => Vec::with_capacity(BATCH),
+                None if self.lossy => {
+                    // Every batch is out and the thread is behind: this batch's events are
+                    // lost to the profilers (their curves are sampled anyway), not waited for.
+                    self.dropped += self.buf.len() as u64;
+                    self.buf.clear();
+                    return;
+                }
                 None => self.take_back(true).unwrap_or_default(),
             },
         };
@@ -277,6 +291,22 @@ impl Host {
         match &mut self.mode {
             Mode::Inline(c) => c.on_evict(&e),
             Mode::Offload(o) => o.push(Event::Evict(e)),
+        }
+    }
+
+    /// Lossy hand-over (see [`Offloaded`]'s `lossy`): for the server, where no request may
+    /// wait for a profiler. Nothing changes for a controller running inline.
+    pub(crate) fn set_lossy(&mut self, lossy: bool) {
+        if let Mode::Offload(o) = &mut self.mode {
+            o.lossy = lossy;
+        }
+    }
+
+    /// Events a lossy hand-over dropped.
+    pub(crate) fn dropped_events(&self) -> u64 {
+        match &self.mode {
+            Mode::Offload(o) => o.dropped,
+            Mode::Inline(_) => 0,
         }
     }
 
@@ -425,6 +455,50 @@ mod tests {
             .cloned()
             .unwrap_or_default();
         assert!(msg.contains("controller bug at this key"), "{msg}");
+    }
+
+    /// Blocks in `on_access` until told to go on (a profiler far slower than the data path).
+    #[derive(Debug)]
+    struct Stuck {
+        go: std::sync::mpsc::Receiver<()>,
+        seen: u64,
+    }
+
+    impl Controller for Stuck {
+        fn name(&self) -> &'static str {
+            "stuck"
+        }
+        fn on_access(&mut self, _a: &Access) {
+            if self.seen == 0 {
+                let _ = self.go.recv();
+            }
+            self.seen += 1;
+        }
+        fn on_evict(&mut self, _e: &Evicted) {}
+        fn decide(&mut self, _view: &ControlView<'_>) -> Decision {
+            let mut d = Decision::default();
+            d.notes.push(("seen".into(), self.seen as f64));
+            d
+        }
+    }
+
+    #[test]
+    fn a_lossy_host_drops_batches_instead_of_waiting_for_a_slow_profiler() {
+        let (go, rx) = std::sync::mpsc::channel();
+        let mut host = Host::new(Box::new(Stuck { go: rx, seen: 0 }), true);
+        host.set_lossy(true);
+        // Ten batches while the profiler is stuck on its first event: a waiting hand-over would
+        // block here for ever (the test would hang); a lossy one drops what it cannot hand over.
+        let n = 10 * BATCH as u64;
+        for k in 0..n {
+            host.on_access(access(k));
+        }
+        let dropped = host.dropped_events();
+        assert!(dropped >= 5 * BATCH as u64, "{dropped}");
+        go.send(()).unwrap();
+        let d = host.decide(&view());
+        // Every event was either profiled or counted as dropped.
+        assert_eq!(d.notes[0].1 as u64 + dropped, n);
     }
 
     #[test]

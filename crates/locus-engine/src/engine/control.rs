@@ -15,8 +15,12 @@ impl Engine {
         if let Some(mode) = ctl.class_mode() {
             self.class_mode = mode;
         }
+        let mut host = Host::new(ctl, cfg.offload);
+        // Decisions off the data path (the server): an offloaded profiler that falls behind
+        // loses batches rather than making a request wait for it.
+        host.set_lossy(!self.decide_on_data_path);
         self.control = Some(Box::new(ControlState {
-            ctl: Host::new(ctl, cfg.offload),
+            ctl: host,
             cfg,
             requests: 0,
             next_at,
@@ -209,8 +213,21 @@ impl Engine {
     /// Where due decisions run: inside the next data-path call (`true`, the default: the
     /// simulator's decisions fall at exact request counts), or only in [`Engine::tick`]
     /// (`false`: the server's tick task decides, and no client's request runs a controller).
+    ///
+    /// Off the data path, an offloaded controller's profiling is lossy too: when its thread is
+    /// behind by every batch there is, the data path drops the batch (counted:
+    /// [`Engine::controller_dropped_events`]) instead of waiting.
     pub fn set_decisions_on_data_path(&mut self, on: bool) {
         self.decide_on_data_path = on;
+        if let Some(cs) = self.control.as_mut() {
+            cs.ctl.set_lossy(!on);
+        }
+    }
+
+    /// Data-path events an offloaded controller's profiling dropped because its thread was
+    /// behind (0 inline, or with decisions on the data path).
+    pub fn controller_dropped_events(&self) -> u64 {
+        self.control.as_ref().map_or(0, |c| c.ctl.dropped_events())
     }
 
     /// Whether a decision is due now (a data-path call, or a tick, would run it).

@@ -20,7 +20,9 @@ pub struct ControllerSection {
     /// Pages released (by pools above target) plus explicit page moves, per decision.
     pub max_moves: u32,
     /// Run the controller's profiling on a thread of its own, fed in batches, instead of on the
-    /// request path (same decisions; the profilers' CPU time moves to another core).
+    /// request path (the default: no request runs a profiler; a thread that falls behind loses
+    /// batches, counted in INFO `controller_dropped_events`). `false`: on the request path, every
+    /// access profiled.
     pub offload: bool,
     /// `[controller.settings]`: the controller's own settings; values of any TOML type
     /// (arrays become comma-separated lists).
@@ -34,7 +36,7 @@ impl Default for ControllerSection {
             name: NO_CONTROLLER.to_string(),
             interval: TextOrNumber(DEFAULT_CONTROL_INTERVAL.to_string()),
             max_moves: ControlConfig::default().max_moves,
-            offload: false,
+            offload: true,
             settings: BTreeMap::new(),
         }
     }

@@ -230,7 +230,7 @@ fn install_controller_sets_controller_interval_and_hints() {
         Some(ControlConfig {
             interval: Interval::Requests(100),
             max_moves: 4,
-            offload: false,
+            offload: true,
         })
     );
     let b = eng.tenant_by_name("b").unwrap();

@@ -563,12 +563,13 @@ fn locus_globals(
 ) {
     let _ = write!(
         out,
-        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\ninternal_errors:{}\r\n",
+        "# Locus\r\ncontroller:{}\r\ncontroller_interval:{}\r\ncontroller_max_moves:{}\r\ncontroller_offload:{}\r\ncontroller_dropped_events:{}\r\ncontroller_decisions:{}\r\ncontroller_requests:{}\r\ncontroller_last_decision_at_request:{}\r\npages_total:{}\r\npages_used:{}\r\ninternal_errors:{}\r\n",
         eng.controller_name()
             .unwrap_or(crate::config::NO_CONTROLLER),
         cc.map_or("none".to_string(), |c| c.interval.to_string()),
         cc.map_or(0, |c| c.max_moves),
         u8::from(eng.controller_offloaded()),
+        eng.controller_dropped_events(),
         eng.control_decisions(),
         eng.control_requests(),
         last.map_or("none".to_string(), |r| r.to_string()),
