@@ -100,6 +100,15 @@ pub const OUTPUT_FLUSH: usize = 128 * 1024;
 /// Most commands executed under one engine lock acquisition.
 pub const MAX_BATCH: usize = 1024;
 
+/// A batch that has held the engine lock this long, between two of its commands, lets any
+/// connection waiting for the lock go first (issue 23: a deep pipeline of slow commands must
+/// not stall the other tenants for its whole length).
+const YIELD_AFTER: std::time::Duration = std::time::Duration::from_micros(500);
+
+/// Commands between two looks at the clock for [`YIELD_AFTER`] (a clock read per command would
+/// cost a few percent of a GET).
+const YIELD_CHECK_EVERY: u64 = 16;
+
 /// One request of a batch: the range of its arguments in the batch's argument vector, or the
 /// protocol error to answer in its place.
 type Slot = Result<(usize, usize), ProtocolError>;
@@ -507,102 +516,137 @@ fn process(
         } else {
             0
         };
-        let proto = st.proto;
+        let mut proto = st.proto;
         let executed = {
-            let mut ctx = Ctx {
-                eng: &mut eng,
-                shared,
-                conn: st,
-                w: ReplyWriter::new(out, proto),
-                tenant: None,
-            };
             let mut executed = 0u64;
-            for (i, slot) in slots.iter().enumerate() {
-                match slot {
-                    Ok((from, to)) => {
-                        let cmd = &args[*from..*to];
-                        let found = exec::table::find(&cmd[0]);
-                        // CLIENT LIST shows the latest command, including the one running now.
-                        ctx.conn.info.set_last_cmd(found, &cmd[0]);
-                        executed += 1;
-                        ctx.tenant = None;
-                        let start = ctx.w.len();
-                        // A handler that panics (a bug) answers its own client with an error and
-                        // closes that connection; the engine lock is released as usual (parking_lot
-                        // does not poison) and every other client is served on.
-                        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            #[cfg(test)]
-                            if exec::is(&cmd[0], TEST_PANIC_COMMAND) {
-                                // `locus.test-panic [key value ...]`: the SETs first (a command
-                                // that panics half way through its writes), then the panic.
-                                for kv in cmd[1..].chunks_exact(2) {
-                                    let set =
-                                        [Cow::Borrowed(&b"SET"[..]), kv[0].clone(), kv[1].clone()];
-                                    let found = exec::table::find(b"set");
+            // Where the next round of commands starts: a round ends early to let another
+            // connection take the engine lock (see `YIELD_AFTER`).
+            let mut next = 0;
+            let mut held_since = std::time::Instant::now();
+            while next < slots.len() {
+                let mut ctx = Ctx {
+                    eng: &mut eng,
+                    shared,
+                    conn: st,
+                    w: ReplyWriter::new(out, proto),
+                    tenant: None,
+                };
+                let mut stop = false;
+                let mut yield_now = false;
+                for (i, slot) in slots.iter().enumerate().skip(next) {
+                    next = i + 1;
+                    match slot {
+                        Ok((from, to)) => {
+                            let cmd = &args[*from..*to];
+                            let found = exec::table::find(&cmd[0]);
+                            // CLIENT LIST shows the latest command, including the one running now.
+                            ctx.conn.info.set_last_cmd(found, &cmd[0]);
+                            executed += 1;
+                            ctx.tenant = None;
+                            let start = ctx.w.len();
+                            // A handler that panics (a bug) answers its own client with an error and
+                            // closes that connection; the engine lock is released as usual (parking_lot
+                            // does not poison) and every other client is served on.
+                            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+                                || {
+                                    #[cfg(test)]
+                                    if exec::is(&cmd[0], TEST_PANIC_COMMAND) {
+                                        // `locus.test-panic [key value ...]`: the SETs first (a command
+                                        // that panics half way through its writes), then the panic.
+                                        for kv in cmd[1..].chunks_exact(2) {
+                                            let set = [
+                                                Cow::Borrowed(&b"SET"[..]),
+                                                kv[0].clone(),
+                                                kv[1].clone(),
+                                            ];
+                                            let found = exec::table::find(b"set");
+                                            exec::dispatch_spec(
+                                                &mut ctx,
+                                                &set,
+                                                found.map(|i| &exec::table::COMMANDS[i]),
+                                            );
+                                        }
+                                        panic!(
+                                            "{TEST_PANIC_COMMAND}: a deliberate panic (test builds only)"
+                                        );
+                                    }
                                     exec::dispatch_spec(
                                         &mut ctx,
-                                        &set,
+                                        cmd,
                                         found.map(|i| &exec::table::COMMANDS[i]),
                                     );
-                                }
-                                panic!(
-                                    "{TEST_PANIC_COMMAND}: a deliberate panic (test builds only)"
-                                );
-                            }
-                            exec::dispatch_spec(
-                                &mut ctx,
-                                cmd,
-                                found.map(|i| &exec::table::COMMANDS[i]),
-                            );
-                        }));
-                        if ran.is_err() {
-                            ctx.w.truncate(start);
-                            ctx.w.error(&format!(
+                                },
+                            ));
+                            if ran.is_err() {
+                                ctx.w.truncate(start);
+                                ctx.w.error(&format!(
                                 "ERR internal error while executing '{}'; closing this connection",
                                 String::from_utf8_lossy(&cmd[0]).to_ascii_lowercase()
                             ));
-                            ctx.shared
-                                .stats()
-                                .internal_errors
-                                .fetch_add(1, Ordering::Relaxed);
+                                ctx.shared
+                                    .stats()
+                                    .internal_errors
+                                    .fetch_add(1, Ordering::Relaxed);
+                                ctx.conn.close = true;
+                            }
+                            // CLIENT REPLY OFF / SKIP: the reply (or error) is dropped; the replies
+                            // of the subscribe family are pushes in Redis and always go out.
+                            if (ctx.conn.reply_off || ctx.conn.skip_current)
+                                && !found.is_some_and(|i| {
+                                    crate::exec::pubsub::is_subscription_command(
+                                        exec::table::COMMANDS[i].name,
+                                    )
+                                })
+                            {
+                                ctx.w.truncate(start);
+                            }
+                            ctx.conn.skip_current = std::mem::take(&mut ctx.conn.skip_next);
+                            // Clients blocked on the keys this command wrote are served now.
+                            if ctx.shared.blocking().has_ready() {
+                                exec::blocking::serve(ctx.eng, ctx.shared);
+                            }
+                            if ctx.conn.block.waiting.is_some() {
+                                // This client blocked: nothing more runs until it is served.
+                                pos = ends[i];
+                                stop = true;
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            ctx.w.error(&e.to_string());
                             ctx.conn.close = true;
                         }
-                        // CLIENT REPLY OFF / SKIP: the reply (or error) is dropped; the replies
-                        // of the subscribe family are pushes in Redis and always go out.
-                        if (ctx.conn.reply_off || ctx.conn.skip_current)
-                            && !found.is_some_and(|i| {
-                                crate::exec::pubsub::is_subscription_command(
-                                    exec::table::COMMANDS[i].name,
-                                )
-                            })
-                        {
-                            ctx.w.truncate(start);
-                        }
-                        ctx.conn.skip_current = std::mem::take(&mut ctx.conn.skip_next);
-                        // Clients blocked on the keys this command wrote are served now.
-                        if ctx.shared.blocking().has_ready() {
-                            exec::blocking::serve(ctx.eng, ctx.shared);
-                        }
-                        if ctx.conn.block.waiting.is_some() {
-                            // This client blocked: nothing more runs until it is served.
-                            pos = ends[i];
-                            break;
-                        }
                     }
-                    Err(e) => {
-                        ctx.w.error(&e.to_string());
-                        ctx.conn.close = true;
+                    if ctx.conn.close || ctx.shared.is_shutting_down() {
+                        stop = true;
+                        break;
+                    }
+                    // Replies are written as they are produced: past OUTPUT_FLUSH bytes the batch
+                    // stops here, the connection writes them out, and the rest of the input waits
+                    // (a client that does not read is not served further: no unbounded buffer).
+                    if ctx.w.len() >= OUTPUT_FLUSH && i + 1 < slots.len() {
+                        pos = ends[i];
+                        stop = true;
+                        break;
+                    }
+                    // Between two commands (a pipeline promises no atomicity), a batch that has
+                    // held the lock for YIELD_AFTER hands it to any connection waiting for it.
+                    if executed.is_multiple_of(YIELD_CHECK_EVERY)
+                        && i + 1 < slots.len()
+                        && held_since.elapsed() >= YIELD_AFTER
+                    {
+                        yield_now = true;
+                        break;
                     }
                 }
-                if ctx.conn.close || ctx.shared.is_shutting_down() {
+                // The round's context ends here (its last use), so the lock can be bumped.
+                proto = ctx.w.proto();
+                if stop {
                     break;
                 }
-                // Replies are written as they are produced: past OUTPUT_FLUSH bytes the batch
-                // stops here, the connection writes them out, and the rest of the input waits
-                // (a client that does not read is not served further: no unbounded buffer).
-                if ctx.w.len() >= OUTPUT_FLUSH && i + 1 < slots.len() {
-                    pos = ends[i];
-                    break;
+                if yield_now {
+                    EngineGuard::bump(&mut eng);
+                    held_since = std::time::Instant::now();
                 }
             }
             executed
