@@ -34,6 +34,7 @@ pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod table;
+pub mod tracking;
 pub mod transaction;
 pub mod types;
 pub mod wait;
@@ -330,9 +331,15 @@ fn run_counted(
         _ => Vec::new(),
     };
     let reply_start = ctx.w.len();
+    if ctx.conn.tracking.on {
+        tracking::before(ctx, spec);
+    }
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
     let took = began.elapsed();
+    if ctx.conn.tracking.on {
+        tracking::after(ctx, spec, args);
+    }
     ctx.shared
         .stats()
         .commands
@@ -350,6 +357,9 @@ fn run_counted(
             notify::after_write(ctx, spec, args);
         }
         // Keys this command found expired or evicted (reads expire too).
+        notify::publish_key_events(ctx.shared, ctx.eng);
+    } else if ctx.shared.tracking().active() {
+        // Their invalidations (CLIENT TRACKING).
         notify::publish_key_events(ctx.shared, ctx.eng);
     }
     ran?;
