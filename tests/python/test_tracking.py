@@ -202,6 +202,17 @@ def test_expired_key_is_invalidated(port):
         assert push(me) == ["invalidate", ["k"]]
 
 
+def test_reading_an_expired_key_tracks_it(port):
+    with resp3(port) as me, Raw(port) as other:
+        other.call("SET", "gone", "v", "PX", "1")
+        time.sleep(0.01)
+        me.call("CLIENT", "TRACKING", "ON")
+        assert me.call("GET", "gone") is None  # expired (lazily or by the sweep): no message
+        assert me.nothing_within(QUIET)
+        other.call("SET", "gone", "again")
+        assert push(me) == ["invalidate", ["gone"]]
+
+
 def test_scripts_track_their_declared_keys(port):
     with resp3(port) as me, Raw(port) as other:
         me.call("CLIENT", "TRACKING", "ON")

@@ -337,9 +337,6 @@ fn run_counted(
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
     let took = began.elapsed();
-    if ctx.conn.tracking.on {
-        tracking::after(ctx, spec, args);
-    }
     ctx.shared
         .stats()
         .commands
@@ -361,6 +358,11 @@ fn run_counted(
     } else if ctx.shared.tracking().active() {
         // Their invalidations (CLIENT TRACKING).
         notify::publish_key_events(ctx.shared, ctx.eng);
+    }
+    // The keys a tracking client read (after the invalidations of the keys the read found
+    // expired, as Redis expires them before it remembers them).
+    if ctx.conn.tracking.on {
+        tracking::after(ctx, spec, args);
     }
     ran?;
     // Redis's `dirty` (rdb_changes_since_last_save, save points): one per write command that
