@@ -2,7 +2,7 @@
 
 The protocol tests run against Locus and, with `--peer redis`, against redis-server 7.0, so every
 assertion about messages, their framing and the errors is Redis's behaviour. The tenancy tests
-(Locus only) run in user, db and prefix tenancy with two tenants and an admin: a write by bob never
+(Locus only) run in user, port, db and prefix tenancy with two tenants and an admin: a write by bob never
 invalidates alice's cache, bob cannot redirect to alice's client, bob's BCAST never matches
 alice's keys, and each tenant's table and its bound are its own.
 """
@@ -341,9 +341,10 @@ def test_evicted_tracked_keys_are_invalidated(start_server):
 ADMIN = ("root", "root-pw")
 
 
-def tenancy_config(mode: str, main: int) -> str:
+def tenancy_config(mode: str, main: int, pa: int = 0, pb: int = 0) -> str:
     extra = {
         "user": ("", ""),
+        "port": (f"port = {pa}", f"port = {pb}"),
         "db": ("db = 0", "db = 1"),
         "prefix": ('prefix = "a:"', 'prefix = "b:"'),
     }[mode]
@@ -378,8 +379,13 @@ password = "bob-pw"
 
 
 class Tenants:
-    def __init__(self, mode, port):
-        self.mode, self.port = mode, port
+    def __init__(self, mode, port, pa=0, pb=0):
+        self.mode, self.port, self.pa, self.pb = mode, port, pa, pb
+
+    def port_of(self, who):
+        if self.mode == "port":
+            return self.pb if who == "bob" else self.pa
+        return self.port
 
     def key(self, who, name):
         """The key `name` as `who` writes it: with the tenant prefix in prefix tenancy."""
@@ -388,7 +394,7 @@ class Tenants:
         return name
 
     def conn(self, who, proto=3) -> Raw:
-        c = Raw(self.port)
+        c = Raw(self.port_of(who))
         user, pw = ADMIN if who == "admin" else (who, f"{who}-pw")
         if proto == 3:
             hello = c.call("HELLO", "3", "AUTH", user, pw)
@@ -400,11 +406,12 @@ class Tenants:
         return c
 
 
-@pytest.fixture(params=["user", "db", "prefix"])
+@pytest.fixture(params=["user", "port", "db", "prefix"])
 def tenants(request, start_locus_toml):
-    (main,) = free_ports(1)
-    start_locus_toml(tenancy_config(request.param, main), main)
-    return Tenants(request.param, main)
+    main, pa, pb = free_ports(3)
+    mode = request.param
+    start_locus_toml(tenancy_config(mode, main, pa, pb), pa if mode == "port" else main)
+    return Tenants(mode, main, pa, pb)
 
 
 @pytest.mark.locus_only
