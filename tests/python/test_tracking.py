@@ -2,9 +2,9 @@
 
 The protocol tests run against Locus and, with `--peer redis`, against redis-server 7.0, so every
 assertion about messages, their framing and the errors is Redis's behaviour. The tenancy tests
-(Locus only) run in user, port, db and prefix tenancy with two tenants and an admin: a write by bob never
-invalidates alice's cache, bob cannot redirect to alice's client, bob's BCAST never matches
-alice's keys, and each tenant's table and its bound are its own.
+(Locus only) run in user, port, db and prefix tenancy with two tenants and an admin: a write by
+bob never invalidates alice's cache, bob cannot redirect to alice's client, bob's BCAST never
+matches alice's keys, and each tenant's table and its bound are its own.
 """
 
 import re
@@ -560,3 +560,19 @@ def test_the_table_is_charged_to_the_tenant_and_bounded_by_its_memory(start_serv
 
 def _used(c: Raw) -> int:
     return _info(c, "used_memory")
+
+
+@pytest.mark.locus_only
+def test_a_connection_that_reauthenticates_hears_only_of_its_new_tenant(start_locus_toml):
+    (main,) = free_ports(1)
+    start_locus_toml(tenancy_config("user", main), main)
+    t = Tenants("user", main)
+    with t.conn("alice") as c, t.conn("alice") as alice, t.conn("bob") as bob:
+        c.call("CLIENT", "TRACKING", "ON")
+        c.call("GET", "k")  # alice's k
+        assert c.call("AUTH", "bob", "bob-pw") == "OK"
+        alice.call("SET", "k", "alice")
+        assert c.nothing_within(QUIET), "alice's write reached a connection now bob's"
+        c.call("GET", "k")  # bob's k
+        bob.call("SET", "k", "bob")
+        assert push(c) == ["invalidate", ["k"]]
