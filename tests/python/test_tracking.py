@@ -161,6 +161,28 @@ def test_bcast_prefixes_and_noloop(port):
         assert sorted(info["prefixes"]) == ["cfg:", "user:"]
 
 
+@pytest.mark.locus_only
+def test_many_bcast_prefixes(port):
+    """A long PREFIX list (hostile or not) is checked and matched without holding the server.
+
+    Locus only: redis-server 7.0.15 answers this overlapping list with its error *and* +OK and
+    registers the prefixes (two replies to one command; with two prefixes it answers the error
+    alone), so the peer cannot judge it."""
+    n = 20000
+    prefixes = [f"p{i:05}:" for i in range(n)]
+    with resp3(port) as me, Raw(port) as other:
+        args = [x for p in prefixes for x in ("PREFIX", p)]
+        bad = me.call("CLIENT", "TRACKING", "ON", "BCAST", *args, "PREFIX", "p12345:x")
+        assert bad.startswith("ERR Prefix 'p12345:' overlaps with another provided prefix 'p12345:x'")
+        base = _info(other, "tracking_total_prefixes")
+        assert me.call("CLIENT", "TRACKING", "ON", "BCAST", *args) == "OK"
+        assert _info(other, "tracking_total_prefixes") == base + n
+        other.call("MSET", "p00007:a", "1", "p19999:b", "2", "q:c", "3")
+        got = sorted(push(me)[1] + push(me)[1])
+        assert got == ["p00007:a", "p19999:b"]
+        assert me.nothing_within(QUIET)
+
+
 def test_optin_and_optout(port):
     with resp3(port) as me, Raw(port) as other:
         me.call("CLIENT", "TRACKING", "ON", "OPTIN")

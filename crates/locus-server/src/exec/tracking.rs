@@ -296,6 +296,45 @@ fn prefix_overlap_error(new: &[u8], other: &[u8], existing: bool) -> CmdError {
     ))
 }
 
+/// The first overlap among a client's `existing` prefixes and the `new` ones, in Redis's order
+/// (for each new prefix: an existing one, then a later new one). Many prefixes are checked in
+/// O(n log n) (sorted, neighbours compared: a prefix and anything it starts sort next to each
+/// other), so a long PREFIX list cannot hold the server.
+fn find_overlap(existing: &[Vec<u8>], new: &[Vec<u8>]) -> Option<CmdError> {
+    if new.len().saturating_mul(existing.len() + new.len()) <= 1 << 12 {
+        for (i, p) in new.iter().enumerate() {
+            if let Some(e) = existing.iter().find(|e| overlap(e, p)) {
+                return Some(prefix_overlap_error(p, e, true));
+            }
+            if let Some(q) = new[i + 1..].iter().find(|q| overlap(p, q)) {
+                return Some(prefix_overlap_error(p, q, false));
+            }
+        }
+        return None;
+    }
+    let mut all: Vec<(&[u8], Option<usize>)> = existing
+        .iter()
+        .map(|e| (&e[..], None))
+        .chain(new.iter().enumerate().map(|(i, p)| (&p[..], Some(i))))
+        .collect();
+    all.sort();
+    for w in all.windows(2) {
+        let ((a, ia), (b, ib)) = (w[0], w[1]);
+        if !overlap(a, b) {
+            continue;
+        }
+        return match (ia, ib) {
+            (Some(_), None) => Some(prefix_overlap_error(a, b, true)),
+            (None, Some(_)) => Some(prefix_overlap_error(b, a, true)),
+            (Some(i), Some(j)) if i < j => Some(prefix_overlap_error(a, b, false)),
+            (Some(_), Some(_)) => Some(prefix_overlap_error(b, a, false)),
+            // Two existing prefixes never overlap (they were checked when added).
+            (None, None) => continue,
+        };
+    }
+    None
+}
+
 /// The tenant a BCAST prefix is registered in: in prefix tenancy the tenant whose key prefix it
 /// starts with, else the connection's (its owner's, or the one it routes to).
 fn prefix_tenant(ctx: &Ctx<'_>, prefix: &[u8]) -> Result<TenantId, CmdError> {
@@ -387,13 +426,8 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         let mut resolved = Vec::new();
         if opts.bcast {
             let existing = ctx.shared.tracking().prefixes_of(id);
-            for (i, p) in prefixes.iter().enumerate() {
-                if let Some(e) = existing.iter().find(|e| overlap(e, p)) {
-                    return Err(prefix_overlap_error(p, e, true));
-                }
-                if let Some(q) = prefixes[i + 1..].iter().find(|q| overlap(p, q)) {
-                    return Err(prefix_overlap_error(p, q, false));
-                }
+            if let Some(e) = find_overlap(&existing, &prefixes) {
+                return Err(e);
             }
             if prefixes.is_empty() {
                 prefixes.push(Vec::new());
@@ -447,6 +481,37 @@ mod tests {
         assert!(overlap(b"a:", b"a:"));
         assert!(!overlap(b"a:", b"b:"));
         assert!(!overlap(b"bar", b"baz"));
+    }
+
+    #[test]
+    fn many_prefixes_are_checked_for_overlap_as_few_are() {
+        let v = |xs: &[&str]| xs.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        let msg = |e: Option<CmdError>| e.map(|e| e.wire());
+        // Few: Redis's own order.
+        assert_eq!(
+            msg(find_overlap(&v(&["BAR"]), &v(&["BARB"]))).as_deref(),
+            Some(
+                "ERR Prefix 'BARB' overlaps with an existing prefix 'BAR'. Prefixes for a single client must not overlap."
+            )
+        );
+        assert!(find_overlap(&v(&["a:"]), &v(&["b:", "c:"])).is_none());
+        // Many: the same verdicts.
+        let many: Vec<Vec<u8>> = (0..5000)
+            .map(|i| format!("p{i:05}:").into_bytes())
+            .collect();
+        assert!(find_overlap(&[], &many).is_none());
+        let mut dup = many.clone();
+        dup.push(b"p00042:x".to_vec());
+        assert!(
+            msg(find_overlap(&[], &dup)).unwrap().starts_with(
+                "ERR Prefix 'p00042:' overlaps with another provided prefix 'p00042:x'"
+            )
+        );
+        assert!(
+            msg(find_overlap(&v(&["p01000"]), &many))
+                .unwrap()
+                .starts_with("ERR Prefix 'p01000:' overlaps with an existing prefix 'p01000'")
+        );
     }
 
     #[test]

@@ -122,6 +122,8 @@ enum Msg {
 struct Inner {
     tables: HashMap<u32, Table>,
     clients: HashMap<u64, Client>,
+    /// The (tenant, prefix) pairs with keys waiting (so a flush visits only those).
+    pending: Vec<(u32, Vec<u8>)>,
 }
 
 /// The tracking state of the server (in [`Shared`]).
@@ -268,6 +270,7 @@ impl Tracking {
         }
         if self.on.fetch_sub(1, Ordering::Relaxed) == 1 {
             // Nobody left to invalidate: the tables go (their charge at the next settle).
+            inner.pending.clear();
             for table in inner.tables.values_mut() {
                 table.keys.clear();
                 table.prefixes.clear();
@@ -354,11 +357,29 @@ impl Tracking {
                 return;
             };
             if !table.prefixes.is_empty() {
-                for (p, entry) in table.prefixes.iter_mut() {
-                    if key.starts_with(p) {
-                        entry.pending.push((key.to_vec(), writer));
-                        self.bcast_pending.store(true, Ordering::Relaxed);
+                let mut matched = |p: &[u8], entry: &mut Prefix| {
+                    if entry.pending.is_empty() {
+                        inner.pending.push((t.0, p.to_vec()));
                     }
+                    entry.pending.push((key.to_vec(), writer));
+                };
+                if table.prefixes.len() <= key.len() + 1 {
+                    for (p, entry) in table.prefixes.iter_mut() {
+                        if key.starts_with(p) {
+                            matched(p, entry);
+                        }
+                    }
+                } else {
+                    // Many prefixes: look up each of the key's own prefixes instead (a tenant
+                    // with thousands of prefixes costs its writes O(key length · log n)).
+                    for l in 0..=key.len() {
+                        if let Some(entry) = table.prefixes.get_mut(&key[..l]) {
+                            matched(&key[..l], entry);
+                        }
+                    }
+                }
+                if !inner.pending.is_empty() {
+                    self.bcast_pending.store(true, Ordering::Relaxed);
                 }
             }
             let Some(ids) = table.take(key) else {
@@ -424,29 +445,31 @@ impl Tracking {
         {
             let mut inner = self.inner.lock();
             let inner = &mut *inner;
-            for (t, table) in inner.tables.iter_mut() {
+            for (t, p) in std::mem::take(&mut inner.pending) {
+                let Some(entry) = inner
+                    .tables
+                    .get_mut(&t)
+                    .and_then(|tb| tb.prefixes.get_mut(&p))
+                else {
+                    continue;
+                };
+                let pending = std::mem::take(&mut entry.pending);
                 let mut out = Vec::new();
-                for entry in table.prefixes.values_mut() {
-                    if entry.pending.is_empty() {
+                for id in &entry.clients {
+                    let Some(c) = inner.clients.get(id) else {
                         continue;
-                    }
-                    let pending = std::mem::take(&mut entry.pending);
-                    for id in &entry.clients {
-                        let Some(c) = inner.clients.get(id) else {
-                            continue;
-                        };
-                        let keys: Vec<Vec<u8>> = pending
-                            .iter()
-                            .filter(|(_, w)| !(c.opts.noloop && *w == *id))
-                            .map(|(k, _)| k.clone())
-                            .collect();
-                        if !keys.is_empty() {
-                            out.push((*id, Msg::Keys(keys)));
-                        }
+                    };
+                    let keys: Vec<Vec<u8>> = pending
+                        .iter()
+                        .filter(|(_, w)| !(c.opts.noloop && *w == *id))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    if !keys.is_empty() {
+                        out.push((*id, Msg::Keys(keys)));
                     }
                 }
                 if !out.is_empty() {
-                    per_tenant.push((*t, out));
+                    per_tenant.push((t, out));
                 }
             }
         }
