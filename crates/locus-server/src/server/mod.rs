@@ -630,7 +630,8 @@ impl Shared {
     }
 
     /// Whether some client WATCHes keys, some key has a noted encoding or some client tracks
-    /// keys (CLIENT TRACKING): writes must then report the keys they touch ([`Shared::touch_watched`], [`Shared::note_encoding`]).
+    /// keys (CLIENT TRACKING): writes must then report the keys they touch
+    /// ([`Shared::touch_watched`], [`Shared::note_encoding`]).
     pub fn tracks_writes(&self) -> bool {
         self.watch_count.load(Ordering::Relaxed) != 0
             || self.raw_count.load(Ordering::Relaxed) != 0
@@ -773,7 +774,8 @@ impl Shared {
         self.touch_watched(tenant, key);
     }
 
-    /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey).
+    /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey) and
+    /// invalidates the key for the clients tracking it (Redis's trackingInvalidateKey).
     pub fn touch_watched(&self, tenant: TenantId, key: &[u8]) {
         self.tracking.invalidate(self, tenant, key, true);
         if self.watch_count.load(Ordering::Relaxed) == 0 {
@@ -785,7 +787,8 @@ impl Shared {
         }
     }
 
-    /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL).
+    /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL), and empties
+    /// the tenant's tracking table with a null invalidation to its trackers.
     pub fn touch_all_watched(&self, tenant: TenantId, mut exists: impl FnMut(&[u8]) -> bool) {
         self.tracking.flush(self, tenant);
         if self.watch_count.load(Ordering::Relaxed) == 0 {
