@@ -40,6 +40,10 @@ pub struct ServerSection {
     /// Keyspace notifications, Redis's `notify-keyspace-events` flags (`K`, `E`, `g$xe...`,
     /// `A`); "" = off. Published on each tenant's own channels.
     pub notify_keyspace_events: String,
+    /// Most keys each tenant's client-side caching table holds (Redis's
+    /// `tracking-table-max-keys`; past it keys are dropped with an invalidation); 0 = no bound
+    /// but the tenant's memory.
+    pub tracking_table_max_keys: u64,
 }
 
 impl Default for ServerSection {
@@ -56,6 +60,7 @@ impl Default for ServerSection {
             tcp_backlog: DEFAULT_TCP_BACKLOG,
             tcp_keepalive: HumanDuration(std::time::Duration::from_secs(DEFAULT_TCP_KEEPALIVE_S)),
             notify_keyspace_events: String::new(),
+            tracking_table_max_keys: crate::server::TRACKING_DEFAULT_MAX_KEYS,
         }
     }
 }

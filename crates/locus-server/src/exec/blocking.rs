@@ -554,6 +554,7 @@ fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
             rerun: true,
             ..ConnBlock::default()
         },
+        tracking: super::tracking::ConnTracking::default(),
     };
     let mut out = Vec::new();
     let args: Vec<Cow<'_, [u8]>> = e.args.iter().map(|a| Cow::Borrowed(&a[..])).collect();
@@ -565,7 +566,16 @@ fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
             w: ReplyWriter::new(&mut out, e.conn.proto),
             tenant: None,
         };
+        let tracking = ctx.shared.tracking().active();
+        let prev = ctx.shared.tracking().current();
+        if tracking {
+            ctx.shared.tracking().set_current(ctx.conn.info.id);
+        }
         super::dispatch(&mut ctx, &args);
+        // Invalidations for the served client follow its reply (Redis's BLMOVE test).
+        if tracking {
+            super::tracking::after_rerun(&mut ctx, prev);
+        }
     }));
     if ran.is_err() {
         shared

@@ -53,6 +53,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     if ctx.conn.subscriptions() > 0 {
         ctx.conn.unsubscribe_all(&mut ctx.shared.pubsub());
     }
+    super::tracking::off(ctx);
     ctx.conn
         .reset(ctx.shared.tenancy(), ctx.shared.auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);
@@ -343,6 +344,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             ctx.w.verbatim("txt", text.as_bytes());
         }
         "kill" => client_kill(ctx, a)?,
+        "tracking" | "caching" | "getredir" | "trackinginfo" => {
+            super::tracking::client(ctx, a, &sub)?
+        }
         "unblock" => {
             if !(3..=4).contains(&a.len()) {
                 if a.len() < 3 {
@@ -434,6 +438,14 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Replies on, off, or off for the next command only.",
                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                 "    Unblock the specified blocked client.",
+                "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
+                "    Control server assisted client side caching.",
+                "CACHING (YES|NO)",
+                "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+                "GETREDIR",
+                "    Return the client ID we are redirecting to when tracking is enabled.",
+                "TRACKINGINFO",
+                "    Report tracking status for the current connection.",
                 "HELP",
                 "    Print this help.",
             ];

@@ -34,6 +34,7 @@ pub mod slowlog;
 pub mod sort;
 pub mod strings;
 pub mod table;
+pub mod tracking;
 pub mod transaction;
 pub mod types;
 pub mod wait;
@@ -330,6 +331,9 @@ fn run_counted(
         _ => Vec::new(),
     };
     let reply_start = ctx.w.len();
+    if ctx.conn.tracking.on {
+        tracking::before(ctx, spec);
+    }
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
     let took = began.elapsed();
@@ -351,6 +355,14 @@ fn run_counted(
         }
         // Keys this command found expired or evicted (reads expire too).
         notify::publish_key_events(ctx.shared, ctx.eng);
+    } else if ctx.shared.tracking().active() {
+        // Their invalidations (CLIENT TRACKING).
+        notify::publish_key_events(ctx.shared, ctx.eng);
+    }
+    // The keys a tracking client read (after the invalidations of the keys the read found
+    // expired, as Redis expires them before it remembers them).
+    if ctx.conn.tracking.on {
+        tracking::after(ctx, spec, args);
     }
     ran?;
     // Redis's `dirty` (rdb_changes_since_last_save, save points): one per write command that

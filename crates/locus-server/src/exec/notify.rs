@@ -143,9 +143,13 @@ fn db_of(shared: &Shared, t: TenantId) -> u32 {
         .map_or(0, |(db, _)| *db)
 }
 
-/// Publishes the expired and evicted keys the engine recorded.
+/// Publishes the expired and evicted keys the engine recorded (and invalidates them for the
+/// clients that track them).
 pub fn publish_key_events(shared: &Shared, eng: &mut Engine) {
     for ev in eng.take_key_events() {
+        shared
+            .tracking()
+            .invalidate(shared, ev.tenant, &ev.key, false);
         let (class, name) = match ev.kind {
             KeyEventKind::Expired => (EXPIRED, "expired"),
             KeyEventKind::Evicted => (EVICTED, "evicted"),

@@ -304,7 +304,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Authenticates the connection.", None, connection::auth),
     cmd!("hello", -1, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.0.0", "Handshakes with the Redis server.", None, connection::hello),
     cmd!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, ["@keyspace", "@fast"], "connection", "1.0.0", "Changes the selected database.", None, connection::select),
-    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help" ]),
+    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help", "client|tracking", "client|caching", "client|getredir", "client|trackinginfo" ]),
     cmd!("acl", -2, [], 0, 0, 0, ["@slow"], "server", "6.0.0", "A container for Access List Control commands.", None, connection::acl, ["acl|whoami", "acl|help"]),
     // server / admin
     cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|help" ]),

@@ -82,6 +82,7 @@ pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> A
         omem: AtomicU64::new(0),
         qbuf: AtomicU64::new(0),
         tenant: AtomicU32::new(u32::MAX),
+        owner: AtomicU32::new(u32::MAX),
         resp: AtomicU8::new(2),
         killed: AtomicBool::new(false),
         waker: Mutex::new(None),
@@ -230,6 +231,7 @@ async fn connection(
         subs: Vec::new(),
         psubs: Vec::new(),
         block: exec::blocking::ConnBlock::default(),
+        tracking: exec::tracking::ConnTracking::default(),
     };
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
@@ -370,6 +372,9 @@ async fn connection(
     }
     if st.subscriptions() > 0 {
         st.unsubscribe_all(&mut shared.pubsub());
+    }
+    if st.tracking.on {
+        shared.tracking().disable(info.id);
     }
     let _ = sock.shutdown().await;
 }
@@ -544,6 +549,9 @@ fn process(
                             executed += 1;
                             ctx.tenant = None;
                             let start = ctx.w.len();
+                            if ctx.shared.tracking().active() {
+                                ctx.shared.tracking().set_current(ctx.conn.info.id);
+                            }
                             // A handler that panics (a bug) answers its own client with an error and
                             // closes that connection; the engine lock is released as usual (parking_lot
                             // does not poison) and every other client is served on.
@@ -604,6 +612,11 @@ fn process(
                             // Clients blocked on the keys this command wrote are served now.
                             if ctx.shared.blocking().has_ready() {
                                 exec::blocking::serve(ctx.eng, ctx.shared);
+                            }
+                            // Invalidations this command caused for its own client follow its
+                            // reply.
+                            if ctx.shared.tracking().active() || ctx.conn.tracking.on {
+                                exec::tracking::after_command(&mut ctx, found);
                             }
                             if ctx.conn.block.waiting.is_some() {
                                 // This client blocked: nothing more runs until it is served.
@@ -707,6 +720,7 @@ mod tests {
             omem: AtomicU64::new(0),
             qbuf: AtomicU64::new(0),
             tenant: AtomicU32::new(u32::MAX),
+            owner: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),
             killed: AtomicBool::new(false),
             waker: Mutex::new(None),

@@ -49,6 +49,7 @@ mod conn;
 mod lock;
 mod memcache;
 mod pubsub;
+mod tracking;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
 pub use lock::{
@@ -57,6 +58,9 @@ pub use lock::{
 };
 pub use memcache::accept_loop as memcache_accept_loop;
 pub use pubsub::{Kind as SubKind, PubSub};
+pub use tracking::{
+    DEFAULT_MAX_KEYS as TRACKING_DEFAULT_MAX_KEYS, Options as TrackingOptions, Tracking,
+};
 
 /// Most keys remembered as `raw`-encoded (see [`Shared::note_encoding`]).
 pub const MAX_RAW_KEYS: usize = 100_000;
@@ -202,6 +206,9 @@ pub struct ClientInfo {
     pub qbuf: AtomicU64,
     /// Tenant id (u32::MAX = none).
     pub tenant: AtomicU32,
+    /// The tenant the connection is bound to (`ConnState::owner`; u32::MAX = none): who may
+    /// receive a tenant's tracking invalidations (server/tracking).
+    pub owner: AtomicU32,
     /// 2 or 3.
     pub resp: AtomicU8,
     killed: AtomicBool,
@@ -379,6 +386,8 @@ pub struct ConnState {
     pub watched: Vec<(TenantId, Vec<u8>, bool)>,
     /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
     pub block: exec::blocking::ConnBlock,
+    /// CLIENT TRACKING as the read path needs it (exec/tracking).
+    pub tracking: exec::tracking::ConnTracking,
 }
 
 impl ConnState {
@@ -434,6 +443,9 @@ impl ConnState {
         self.info
             .tenant
             .store(self.tenant.map_or(u32::MAX, |t| t.0), Ordering::Relaxed);
+        self.info
+            .owner
+            .store(self.owner.map_or(u32::MAX, |t| t.0), Ordering::Relaxed);
         self.info.resp.store(self.proto.number(), Ordering::Relaxed);
     }
 }
@@ -493,6 +505,8 @@ pub struct Shared {
     tier_workers: crate::tiers::WorkerCounters,
     /// Every tenant's Lua VM and script cache (exec/scripting).
     scripts: crate::exec::scripting::Scripts,
+    /// Client-side caching: the tracking tables and the tracking clients (server/tracking).
+    tracking: Tracking,
 }
 
 impl std::fmt::Debug for Shared {
@@ -513,12 +527,20 @@ impl Shared {
         use crate::exec::notify::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE, parse_flags};
         let f = parse_flags(text.as_bytes()).unwrap_or(0);
         self.notify_flags.store(f, Ordering::Relaxed);
-        eng.record_key_events(f & (EXPIRED | EVICTED) != 0 && f & (KEYSPACE | KEYEVENT) != 0);
+        eng.record_key_events(
+            (f & (EXPIRED | EVICTED) != 0 && f & (KEYSPACE | KEYEVENT) != 0)
+                || self.tracking.active(),
+        );
     }
 
     /// Every tenant's Lua VM and script cache.
     pub fn scripts(&self) -> &crate::exec::scripting::Scripts {
         &self.scripts
+    }
+
+    /// Client-side caching (CLIENT TRACKING).
+    pub fn tracking(&self) -> &Tracking {
+        &self.tracking
     }
 
     /// The pub/sub registry.
@@ -610,10 +632,13 @@ impl Shared {
         *self.listeners.write() = l;
     }
 
-    /// Whether some client WATCHes keys or some key has a noted encoding: writes must then
-    /// report the keys they touch ([`Shared::touch_watched`], [`Shared::note_encoding`]).
+    /// Whether some client WATCHes keys, some key has a noted encoding or some client tracks
+    /// keys (CLIENT TRACKING): writes must then report the keys they touch
+    /// ([`Shared::touch_watched`], [`Shared::note_encoding`]).
     pub fn tracks_writes(&self) -> bool {
-        self.watch_count.load(Ordering::Relaxed) != 0 || self.raw_count.load(Ordering::Relaxed) != 0
+        self.watch_count.load(Ordering::Relaxed) != 0
+            || self.raw_count.load(Ordering::Relaxed) != 0
+            || self.tracking.active()
     }
 
     /// Whether a key `client` watches was modified since it started watching (EXEC fails).
@@ -641,6 +666,7 @@ impl Shared {
             tier_delay_ns,
             tier_workers: crate::tiers::WorkerCounters::default(),
             scripts: crate::exec::scripting::Scripts::default(),
+            tracking: Tracking::new(config.server.tracking_table_max_keys),
             dumploads,
             engine: EngineLock::new(engine),
             clock,
@@ -751,8 +777,10 @@ impl Shared {
         self.touch_watched(tenant, key);
     }
 
-    /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey).
+    /// Marks every client watching `(tenant, key)` dirty (Redis's touchWatchedKey) and
+    /// invalidates the key for the clients tracking it (Redis's trackingInvalidateKey).
     pub fn touch_watched(&self, tenant: TenantId, key: &[u8]) {
+        self.tracking.invalidate(self, tenant, key, true);
         if self.watch_count.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -762,8 +790,10 @@ impl Shared {
         }
     }
 
-    /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL).
+    /// Marks every client watching any key of `tenant` dirty (FLUSHDB / FLUSHALL), and empties
+    /// the tenant's tracking table with a null invalidation to its trackers.
     pub fn touch_all_watched(&self, tenant: TenantId, mut exists: impl FnMut(&[u8]) -> bool) {
+        self.tracking.flush(self, tenant);
         if self.watch_count.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -1035,6 +1065,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
         if shared.notify_flags() != 0 {
             crate::exec::notify::publish_key_events(&shared, &mut eng);
         }
+        crate::exec::tracking::tick(&shared, &mut eng);
         // Reap a finished BGSAVE child; start one a save point (or BGSAVE SCHEDULE) asks for.
         if let Some((tenants, dir)) = shared.snapshot_targets() {
             let points = shared.config().snapshot.save_points().unwrap_or_default();

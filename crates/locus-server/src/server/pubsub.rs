@@ -32,6 +32,8 @@ type Subscribers = Vec<Arc<ClientInfo>>;
 pub struct PubSub {
     channels: HashMap<(u32, Vec<u8>), Subscribers>,
     patterns: HashMap<(u32, Vec<u8>), Subscribers>,
+    /// Subscriptions (channels and patterns) per client id: whether it is in subscribed mode.
+    per_client: HashMap<u64, usize>,
 }
 
 /// Channels or patterns.
@@ -57,18 +59,36 @@ impl PubSub {
             .entry((t.0, name.to_vec()))
             .or_default()
             .push(client.clone());
+        *self.per_client.entry(client.id).or_default() += 1;
     }
 
     /// Removes client `id` from `name`'s subscribers.
     pub fn unsubscribe(&mut self, kind: Kind, t: TenantId, name: &[u8], id: u64) {
         let map = self.map(kind);
         let key = (t.0, name.to_vec());
+        let mut gone = 0;
         if let Some(subs) = map.get_mut(&key) {
+            let before = subs.len();
             subs.retain(|c| c.id != id);
+            gone = before - subs.len();
             if subs.is_empty() {
                 map.remove(&key);
             }
         }
+        if gone > 0
+            && let Some(n) = self.per_client.get_mut(&id)
+        {
+            *n = n.saturating_sub(gone);
+            if *n == 0 {
+                self.per_client.remove(&id);
+            }
+        }
+    }
+
+    /// Whether client `id` is subscribed to some channel or pattern (Redis's subscribed mode:
+    /// a RESP2 redirect target of CLIENT TRACKING gets its invalidations only then).
+    pub fn is_subscriber(&self, id: u64) -> bool {
+        self.per_client.contains_key(&id)
     }
 
     /// Delivers `payload` on `channel` of tenant `t` to its subscribers and to the subscribers
@@ -138,7 +158,11 @@ impl ClientInfo {
     /// Appends one message, framed by `write` in this client's RESP version, to its inbox and
     /// wakes its task. Past `hard_limit` pending bytes (0: none) the client is disconnected
     /// instead, as Redis does with the pubsub output buffer limit: then false.
-    fn deliver(&self, hard_limit: u64, write: impl FnOnce(&mut ReplyWriter<'_>)) -> bool {
+    pub(super) fn deliver(
+        &self,
+        hard_limit: u64,
+        write: impl FnOnce(&mut ReplyWriter<'_>),
+    ) -> bool {
         if self.killed() {
             return true;
         }

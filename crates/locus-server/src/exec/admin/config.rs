@@ -65,6 +65,10 @@ pub(super) fn config_params(
             "notify-keyspace-events",
             cfg.server.notify_keyspace_events.clone(),
         ),
+        (
+            "tracking-table-max-keys",
+            cfg.server.tracking_table_max_keys.to_string(),
+        ),
         ("lfu-log-factor", eng.config().lfu_log_factor.to_string()),
         ("lfu-decay-time", eng.config().lfu_decay_time.to_string()),
         ("save", String::new()),
@@ -208,6 +212,9 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
                 .ok_or_else(|| fail("Invalid event class character. Use 'Ag$lshzxeKEtmdn'."))?;
             cand.server.notify_keyspace_events = crate::exec::notify::format_flags(f);
         }
+        "tracking-table-max-keys" => {
+            cand.server.tracking_table_max_keys = int_in(0, i64::MAX)? as u64;
+        }
         // Process-wide, outside the configuration file: checked here, applied by `config_set`.
         "hll-sparse-max-bytes" => {
             hll_sparse_max_bytes(v).map_err(fail)?;
@@ -294,6 +301,11 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
     if named("notify-keyspace-events") {
         ctx.shared
             .set_notify_flags(ctx.eng, &cand.server.notify_keyspace_events);
+    }
+    if named("tracking-table-max-keys") {
+        ctx.shared
+            .tracking()
+            .set_max_keys(cand.server.tracking_table_max_keys);
     }
     *ctx.shared.config_mut() = cand;
     for kv in pairs.chunks(2) {

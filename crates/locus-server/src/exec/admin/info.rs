@@ -113,13 +113,14 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         sep(&mut out);
         let _ = write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:0\r\n",
+            "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\n",
             match scope {
                 None => sh.stats().connected.load(Ordering::Relaxed),
                 Some(_) => sh.count_visible(scope) as u64,
             },
             cfg.server.maxclients,
             sh.blocking().count_visible(scope),
+            crate::exec::tracking::info_counts(sh, scope)[0],
         );
     }
     if want("memory") {
@@ -237,6 +238,12 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         let _ = write!(
             out,
             "expired_keys:{expired}\r\nevicted_keys:{evicted}\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\n",
+        );
+        // Client-side caching: the tables of the tenants in scope (exec/tracking).
+        let [_, keys, items, prefixes] = crate::exec::tracking::info_counts(sh, scope);
+        let _ = write!(
+            out,
+            "tracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n",
         );
     }
     if want("replication") {
