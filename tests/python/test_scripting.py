@@ -396,3 +396,21 @@ def test_busy_script_that_wrote_is_unkillable(peer, client_for):
         assert not srv.alive(), "SHUTDOWN NOSAVE did not stop the server"
     finally:
         _stop(srv)
+
+
+def test_xread_block_is_refused_from_scripts_and_sort_of_a_set_is_ordered(r):
+    """Redis refuses XREAD/XREADGROUP BLOCK from a script (inside MULTI they answer at once
+    instead), and sorts a set's SORT BY <constant> ALPHA when a script calls it, so that the
+    script's result does not depend on the set's layout."""
+    r.delete("s", "myset")
+    r.xgroup_create("s", "g", "$", mkstream=True)
+    assert r.eval("return redis.pcall('xread','STREAMS','s','$')", 1, "s") is None
+    with pytest.raises(redis.ResponseError, match="xread command is not allowed with BLOCK option from scripts"):
+        r.eval("return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')", 1, "s")
+    assert r.eval("return redis.pcall('xreadgroup','group','g','c','STREAMS','s','>')", 1, "s") is None
+    with pytest.raises(redis.ResponseError, match="xreadgroup command is not allowed with BLOCK option from scripts"):
+        r.eval("return redis.pcall('xreadgroup','group','g','c','BLOCK',0,'STREAMS','s','>')", 1, "s")
+    members = [f"m{i}" for i in (9, 3, 7, 1, 12, 5, 30, 2, 8, 4, 6, 11, 10)]
+    r.sadd("myset", *members)
+    got = r.eval("return redis.call('sort',KEYS[1],'by','_')", 1, "myset")
+    assert list(got) == sorted(members)

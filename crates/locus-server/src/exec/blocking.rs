@@ -196,6 +196,9 @@ pub struct ConnBlock {
     pub waiting: Option<Waiting>,
     /// Inside EXEC: blocking commands answer at once.
     pub deny: bool,
+    /// Inside a script (EVAL, FCALL): as `deny`, and the commands Redis refuses or orders
+    /// differently when a script calls them know it (XREAD/XREADGROUP BLOCK, SORT of a set).
+    pub script: bool,
     /// The command runs again for a waiting client (see [`serve`]).
     rerun: bool,
     /// ... and found nothing again: the client keeps waiting.

@@ -5,7 +5,7 @@
 //! Redis 7.0's rules, step for step: options are parsed first (a syntax error or a LIMIT that is
 //! not an integer answers before the key is looked up); a `BY` pattern without `*` means "do not
 //! sort" (a list or sorted set keeps its own order, reversed by DESC, and only the LIMIT range is
-//! read; a set stored with STORE is sorted ALPHA all the same, so the stored list does not depend
+//! read; a set stored with STORE, or sorted from a script, is sorted ALPHA all the same, so the result does not depend
 //! on the set's layout); numeric sorting reads each weight as C's `strtod` does (a weight that is
 //! not a whole number, NaN or out of range fails the command with "One or more scores can't be
 //! converted into double", a missing weight is 0) and breaks ties by the element's bytes; ALPHA
@@ -365,8 +365,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
     // Read the key as GET does (a hit or a miss), then copy what is needed out of it.
     let value = ctx.eng.get_value(t, key);
     let kind = kind_of(value)?;
-    if kind == Some(Kind::Set) && o.dontsort && o.store.is_some() {
-        // A stored result must not depend on the set's layout: sorted ALPHA instead.
+    if kind == Some(Kind::Set) && o.dontsort && (o.store.is_some() || ctx.conn.block.script) {
+        // A stored result, or one a script sees, must not depend on the set's layout: sorted
+        // ALPHA instead (as Redis does for STORE and for scripts).
         o.dontsort = false;
         o.alpha = true;
         o.by = None;

@@ -283,13 +283,15 @@ pub(crate) fn run_script(
     vm.resp.store(2, Ordering::Relaxed);
     // What a script may change on the connection and Redis keeps to the script: the database
     // (SELECT) and the protocol its calls see; blocking commands answer at once.
-    let (db, tenant, proto, deny) = (
+    let (db, tenant, proto, deny, script) = (
         ctx.conn.db,
         ctx.conn.tenant,
         ctx.conn.proto,
         ctx.conn.block.deny,
+        ctx.conn.block.script,
     );
     ctx.conn.block.deny = true;
+    ctx.conn.block.script = true;
     let busy = ctx.shared.scripts().busy();
     busy.start(as_function);
     let cell = RefCell::new(&mut *ctx);
@@ -331,6 +333,7 @@ pub(crate) fn run_script(
     ctx.conn.tenant = tenant;
     ctx.conn.proto = proto;
     ctx.conn.block.deny = deny;
+    ctx.conn.block.script = script;
     if !as_function {
         let _ = vm.real.raw_set("KEYS", Value::Nil);
         let _ = vm.real.raw_set("ARGV", Value::Nil);

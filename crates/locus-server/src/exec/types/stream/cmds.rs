@@ -671,6 +671,13 @@ fn serve_group(
 
 fn read_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, xreadgroup: bool) -> CmdResult {
     let r = parse_read(a, xreadgroup)?;
+    if r.block.is_some() && ctx.conn.block.script {
+        // Redis refuses it outright from a script (inside MULTI it answers at once instead).
+        return Err(CmdError::msg(format!(
+            "ERR {} command is not allowed with BLOCK option from scripts",
+            if xreadgroup { "xreadgroup" } else { "xread" }
+        )));
+    }
     let t = ctx.t()?;
     let rerun = blocking::rerunning(ctx);
     if rerun {
