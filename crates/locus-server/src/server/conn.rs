@@ -113,6 +113,8 @@ struct Scratch {
     slots: Vec<Slot>,
     /// Input consumed up to the end of each slot (so a batch can stop after any command).
     ends: Vec<usize>,
+    /// The batch stopped before a command a CLIENT PAUSE holds: the pause's end (exec/pause).
+    paused: Option<std::time::Instant>,
 }
 
 /// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
@@ -229,7 +231,10 @@ async fn connection(
     loop {
         let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
-            let subscribed = st.subscriptions() > 0;
+            // A monitor is a stream of pushes like a subscriber (exec/monitor).
+            let subscribed = st.subscriptions() > 0
+                || (exec::monitor::ACTIVE.load(Ordering::Relaxed)
+                    && exec::monitor::is_monitor(info.id));
             let out = &c.limits.client_output_buffer_limit;
             (
                 // As Redis: the idle timeout does not apply to a subscriber.
@@ -290,6 +295,26 @@ async fn connection(
                 &mut scratch,
             );
             consumed += n;
+            if let Some(until) = scratch.paused.take() {
+                // A CLIENT PAUSE holds the next command: the replies so far go out, then the
+                // connection waits, holding no lock, and runs it when the pause ends.
+                if !out.is_empty()
+                    && flush(&shared, &info, &mut sock, &mut out, out_limit)
+                        .await
+                        .is_err()
+                {
+                    gone = true;
+                    break;
+                }
+                let tenant = st.scope().flatten().or(st.tenant);
+                let stop = StopSignal::new(&info, &shared, false);
+                exec::pause::wait(info.id, st.admin, tenant, until, stop).await;
+                if info.killed() || shared.is_shutting_down() {
+                    gone = true;
+                    break;
+                }
+                continue;
+            }
             if let Some(waiting) = st.block.waiting.take() {
                 // A blocking command found nothing: the replies so far go out, then the
                 // connection waits for its key (the rest of the input waits too, as in Redis).
@@ -361,6 +386,7 @@ async fn connection(
     if st.subscriptions() > 0 {
         st.unsubscribe_all(&mut shared.pubsub());
     }
+    exec::monitor::remove(info.id);
     let _ = sock.shutdown().await;
 }
 
@@ -506,6 +532,9 @@ fn process(
         } else {
             0
         };
+        // CLIENT LIST's `qbuf` while the batch runs: the input not yet consumed, the running
+        // command included (Redis shows its query buffer with the command in it).
+        st.info.qbuf.store(buf.len() as u64, Ordering::Relaxed);
         let proto = st.proto;
         let executed = {
             let mut ctx = Ctx {
@@ -521,8 +550,24 @@ fn process(
                     Ok((from, to)) => {
                         let cmd = &args[*from..*to];
                         let found = exec::table::find(&cmd[0]);
+                        if exec::pause::ACTIVE.load(Ordering::Relaxed)
+                            && let Some(spec) = found.map(|i| &exec::table::COMMANDS[i])
+                            && let Some(until) = exec::pause::holds(shared, ctx.conn, spec, cmd)
+                        {
+                            // Held by a CLIENT PAUSE: the batch ends before this command.
+                            scratch.paused = Some(until);
+                            pos = if i == 0 { 0 } else { ends[i - 1] };
+                            break;
+                        }
                         // CLIENT LIST shows the latest command, including the one running now.
                         ctx.conn.info.set_last_cmd(found, &cmd[0]);
+                        if let Some(i) = found {
+                            exec::connection::note_subcommand(
+                                &ctx.conn.info,
+                                &exec::table::COMMANDS[i],
+                                cmd,
+                            );
+                        }
                         executed += 1;
                         ctx.tenant = None;
                         let start = ctx.w.len();
