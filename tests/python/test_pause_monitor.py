@@ -120,7 +120,7 @@ def test_write_pause_holds_publish_pfcount_and_writing_scripts(server, clean):
 
 def test_pause_all_holds_every_command_until_its_timeout(server, clean):
     with Raw(server.port) as admin, Raw(server.port) as c:
-        assert admin.call("CLIENT", "PAUSE", "600", "ALL") == "OK"
+        assert admin.call("CLIENT", "PAUSE", "1500", "ALL") == "OK"
         c.send(harness.encode("PING"))
         assert no_reply_within(c, 0.2)
         # No UNPAUSE: the pause ends by itself and the command runs.
@@ -332,7 +332,7 @@ def test_a_tenants_pause_holds_only_its_tenant(tenants):
     alice, alice2, bob, root = s.raw("alice"), s.raw("alice"), s.raw("bob"), s.raw("admin")
     try:
         # Under ALL even CLIENT UNPAUSE waits (as Redis): the pause ends by its timeout.
-        assert alice.call("CLIENT", "PAUSE", "800", "ALL") == "OK"
+        assert alice.call("CLIENT", "PAUSE", "2000", "ALL") == "OK"
         alice2.send(harness.encode("PING"))
         assert bob.call("PING") == "PONG" and root.call("PING") == "PONG"
         assert no_reply_within(alice2, 0.2)
