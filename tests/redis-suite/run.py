@@ -40,6 +40,7 @@ UNITS = [
     "unit/sort", "unit/geo", "unit/slowlog",
     "unit/functions",
     "unit/tracking",
+    "unit/pause", "unit/introspection", "unit/latency-monitor",
 ]
 UNITS_LATER: dict[str, str] = {
     "unit/scripting": "159 ok, 1 err (python3 tests/redis-suite/run.py --unit unit/scripting): "

@@ -54,6 +54,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
         ctx.conn.unsubscribe_all(&mut ctx.shared.pubsub());
     }
     super::tracking::off(ctx);
+    super::monitor::remove(ctx.conn.info.id);
     ctx.conn
         .reset(ctx.shared.tenancy(), ctx.shared.auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);
@@ -347,6 +348,8 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "tracking" | "caching" | "getredir" | "trackinginfo" => {
             super::tracking::client(ctx, a, &sub)?
         }
+        "pause" => super::pause::client_pause(ctx, a)?,
+        "unpause" => super::pause::client_unpause(ctx, a)?,
         "unblock" => {
             if !(3..=4).contains(&a.len()) {
                 if a.len() < 3 {
@@ -411,6 +414,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 return Err(CmdError::Syntax);
             }
         }
+        // NO-EVICT: Locus has no client eviction (Redis's maxmemory-clients), so no client is
+        // ever evicted for the memory all clients use; the output buffer limits hold for every
+        // client, as they do in Redis for a no-evict one. NO-EVICT is accepted and changes nothing.
         "no-evict" | "no-touch" if a.len() == 3 => {
             if !is(&a[2], "on") && !is(&a[2], "off") {
                 return Err(CmdError::Syntax);
@@ -436,6 +442,11 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Set client library name or version.",
                 "REPLY (ON|OFF|SKIP)",
                 "    Replies on, off, or off for the next command only.",
+                "PAUSE <timeout> [WRITE|ALL]",
+                "    Hold the commands of the clients (of this tenant) for <timeout> milliseconds;",
+                "    WRITE holds only the commands that may change data.",
+                "UNPAUSE",
+                "    End a pause.",
                 "UNBLOCK <clientid> [TIMEOUT|ERROR]",
                 "    Unblock the specified blocked client.",
                 "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]] [OPTIN] [OPTOUT] [NOLOOP]",
@@ -467,8 +478,31 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT LIST's `cmd=` for a container command: the subcommand's full name (`client|list`),
+/// as Redis shows it (the connection path calls this after `ClientInfo::set_last_cmd`).
+pub fn note_subcommand(
+    info: &crate::server::ClientInfo,
+    spec: &super::CommandSpec,
+    a: Args<'_, '_>,
+) {
+    if spec.subcommands.is_empty() || a.len() < 2 {
+        return;
+    }
+    let full = format!("{}|{}", spec.name, lower(&a[1]));
+    if spec.subcommands.contains(&full.as_str()) {
+        *info.last_unknown_cmd.lock() = full;
+        info.last_cmd.store(
+            crate::server::LAST_CMD_UNKNOWN,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
+
 fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let me = ctx.conn.info.id;
+    if a.len() == 2 {
+        return Err(sub_arity("kill"));
+    }
     if a.len() == 3 {
         let addr = String::from_utf8_lossy(&a[2]).into_owned();
         let n = ctx
@@ -484,6 +518,9 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let (mut id, mut addr, mut laddr, mut skipme) = (None, None, None, true);
+    // TYPE: None = any; Some(None) = no client has it (master, replica); Some(Some(pubsub)).
+    let mut kind: Option<Option<bool>> = None;
+    let mut user: Option<String> = None;
     for kv in a[2..].chunks(2) {
         let v = String::from_utf8_lossy(&kv[1]).into_owned();
         match lower(&kv[0]).as_str() {
@@ -504,12 +541,36 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                     _ => return Err(CmdError::Syntax),
                 }
             }
-            "type" | "user" | "maxage" => {}
+            "type" => {
+                kind = Some(match v.to_ascii_lowercase().as_str() {
+                    "normal" => Some(false),
+                    "pubsub" => Some(true),
+                    // Locus has no replication: no client is a master or a replica.
+                    "master" | "replica" | "slave" => None,
+                    _ => return Err(CmdError::msg(format!("ERR Unknown client type '{v}'"))),
+                })
+            }
+            "user" => {
+                let tenancy = ctx.shared.tenancy();
+                let known = v == "default"
+                    || tenancy.users.contains_key(&v)
+                    || tenancy.admin.as_ref().is_some_and(|(a, _)| *a == v);
+                if !known {
+                    return Err(CmdError::msg(format!("ERR No such user '{v}'")));
+                }
+                user = Some(v);
+            }
             _ => return Err(CmdError::Syntax),
         }
     }
+    let subscribers = match kind {
+        Some(Some(_)) => ctx.shared.pubsub().subscriber_ids(),
+        _ => Default::default(),
+    };
     let n = ctx.shared.kill_visible(ctx.conn.scope(), |c| {
         id.is_none_or(|i| c.id == i)
+            && kind.is_none_or(|k| k.is_some_and(|p| subscribers.contains(&c.id) == p))
+            && user.as_ref().is_none_or(|u| *c.user.lock() == *u)
             && addr.as_ref().is_none_or(|x| &c.addr.to_string() == x)
             && laddr.as_ref().is_none_or(|x| &c.laddr.to_string() == x)
             && !(skipme && c.id == me)

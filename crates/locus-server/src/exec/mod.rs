@@ -25,8 +25,11 @@ pub mod expire;
 pub mod geo;
 pub mod hll;
 pub mod keyspace;
+pub mod latency;
 pub mod longdouble;
+pub mod monitor;
 pub mod notify;
+pub mod pause;
 pub mod privilege;
 pub mod pubsub;
 pub mod scripting;
@@ -334,9 +337,18 @@ fn run_counted(
     if ctx.conn.tracking.on {
         tracking::before(ctx, spec);
     }
+    // One load for both feeds: a monitor attached while this command runs sees the next one.
+    let monitored = monitor::ACTIVE.load(Ordering::Relaxed);
+    if monitored {
+        monitor::feed(ctx, spec, args, true);
+    }
     let began = std::time::Instant::now();
     let ran = (spec.handler)(ctx, args);
     let took = began.elapsed();
+    latency::record(ctx, spec, args, took.as_nanos() as u64);
+    if monitored {
+        monitor::feed(ctx, spec, args, false);
+    }
     ctx.shared
         .stats()
         .commands

@@ -12,6 +12,9 @@
 //! | LOCUS.TENANT other                        | refused (unknown and other names alike)    |
 //! | CLIENT LIST / INFO / KILL                 | its tenant's clients only, never the admin |
 //! | INFO                                      | its tenant's figures only                  |
+//! | MONITOR                                   | its tenant's clients' commands only        |
+//! | CLIENT PAUSE / UNPAUSE                    | its tenant's clients only                  |
+//! | SLOWLOG, LATENCY                          | its tenant's entries and events only       |
 //! | MEMORY STATS / DOCTOR                     | refused                                    |
 //! | SELECT (db mode, bound)                   | its own database only                      |
 //! | keys (prefix mode, bound)                 | its own prefix only                        |

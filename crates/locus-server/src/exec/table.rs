@@ -3,9 +3,9 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, pubsub, scripting,
-    slowlog, sort, strings, transaction, types::hash, types::list, types::set, types::stream,
-    types::zset, wait,
+    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, latency, monitor,
+    pubsub, scripting, slowlog, sort, strings, transaction, types::hash, types::list, types::set,
+    types::stream, types::zset, wait,
 };
 
 /// A command handler.
@@ -304,7 +304,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("auth", -2, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Authenticates the connection.", None, connection::auth),
     cmd!("hello", -1, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.0.0", "Handshakes with the Redis server.", None, connection::hello),
     cmd!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, ["@keyspace", "@fast"], "connection", "1.0.0", "Changes the selected database.", None, connection::select),
-    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help", "client|tracking", "client|caching", "client|getredir", "client|trackinginfo" ]),
+    cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help", "client|tracking", "client|caching", "client|getredir", "client|trackinginfo", "client|pause", "client|unpause" ]),
     cmd!("acl", -2, [], 0, 0, 0, ["@slow"], "server", "6.0.0", "A container for Access List Control commands.", None, connection::acl, ["acl|whoami", "acl|help"]),
     // server / admin
     cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|help" ]),
@@ -324,6 +324,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("save", 1, ["admin", "noscript", "no_async_loading", "no_multi"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk.", None, admin::save),
     cmd!("bgsave", -1, ["admin", "noscript", "no_async_loading"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Asynchronously saves the database(s) to disk.", None, admin::bgsave),
     cmd!("slowlog", -2, ["admin", "loading", "stale"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "2.2.12", "A container for slow log commands.", None, slowlog::slowlog, ["slowlog|get", "slowlog|len", "slowlog|reset", "slowlog|help"]),
+    cmd!("monitor", 1, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Listens for all requests received by the server in real-time.", None, monitor::monitor),
+    cmd!("latency", -2, ["admin", "noscript", "loading", "stale"], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "2.8.13", "A container for latency diagnostics commands.", None, latency::latency, ["latency|doctor", "latency|graph", "latency|help", "latency|histogram", "latency|history", "latency|latest", "latency|reset"]),
     cmd!("lastsave", 1, ["loading", "stale", "fast"], 0, 0, 0, ["@admin", "@fast", "@dangerous"], "server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", None, admin::lastsave),
     cmd!("shutdown", -1, [ "admin", "noscript", "loading", "stale", "no_multi", "allow_busy" ], 0, 0, 0, ["@admin", "@slow", "@dangerous"], "server", "1.0.0", "Synchronously saves the database(s) to disk and shuts down the Redis server.", None, admin::shutdown),
     cmd!("locus.tenant", -2, ["admin"], 0, 0, 0, ["@admin", "@slow"], "server", "0.1.0", "Lists tenants and reads or changes a tenant's memory settings (Locus).", None, admin::tenant),

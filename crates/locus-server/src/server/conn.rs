@@ -123,6 +123,8 @@ struct Scratch {
     slots: Vec<Slot>,
     /// Input consumed up to the end of each slot (so a batch can stop after any command).
     ends: Vec<usize>,
+    /// The batch stopped before a command a CLIENT PAUSE holds: the pause's end (exec/pause).
+    paused: Option<std::time::Instant>,
 }
 
 /// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
@@ -241,7 +243,10 @@ async fn connection(
     loop {
         let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
-            let subscribed = st.subscriptions() > 0;
+            // A monitor is a stream of pushes like a subscriber (exec/monitor).
+            let subscribed = st.subscriptions() > 0
+                || (exec::monitor::ACTIVE.load(Ordering::Relaxed)
+                    && exec::monitor::is_monitor(info.id));
             let out = &c.limits.client_output_buffer_limit;
             (
                 // As Redis: the idle timeout does not apply to a subscriber.
@@ -302,6 +307,26 @@ async fn connection(
                 &mut scratch,
             );
             consumed += n;
+            if let Some(until) = scratch.paused.take() {
+                // A CLIENT PAUSE holds the next command: the replies so far go out, then the
+                // connection waits, holding no lock, and runs it when the pause ends.
+                if !out.is_empty()
+                    && flush(&shared, &info, &mut sock, &mut out, out_limit)
+                        .await
+                        .is_err()
+                {
+                    gone = true;
+                    break;
+                }
+                let tenant = st.scope().flatten().or(st.tenant);
+                let stop = StopSignal::new(&info, &shared, false);
+                exec::pause::wait(info.id, st.admin, tenant, until, stop).await;
+                if info.killed() || shared.is_shutting_down() {
+                    gone = true;
+                    break;
+                }
+                continue;
+            }
             if let Some(waiting) = st.block.waiting.take() {
                 // A blocking command found nothing: the replies so far go out, then the
                 // connection waits for its key (the rest of the input waits too, as in Redis).
@@ -376,6 +401,7 @@ async fn connection(
     if st.tracking.on {
         shared.tracking().disable(info.id);
     }
+    exec::monitor::remove(info.id);
     let _ = sock.shutdown().await;
 }
 
@@ -521,6 +547,9 @@ fn process(
         } else {
             0
         };
+        // CLIENT LIST's `qbuf` while the batch runs: the input not yet consumed, the running
+        // command included (Redis shows its query buffer with the command in it).
+        st.info.qbuf.store(buf.len() as u64, Ordering::Relaxed);
         let mut proto = st.proto;
         let executed = {
             let mut executed = 0u64;
@@ -544,8 +573,25 @@ fn process(
                         Ok((from, to)) => {
                             let cmd = &args[*from..*to];
                             let found = exec::table::find(&cmd[0]);
+                            if exec::pause::ACTIVE.load(Ordering::Relaxed)
+                                && let Some(spec) = found.map(|i| &exec::table::COMMANDS[i])
+                                && let Some(until) = exec::pause::holds(shared, ctx.conn, spec, cmd)
+                            {
+                                // Held by a CLIENT PAUSE: the batch ends before this command.
+                                scratch.paused = Some(until);
+                                pos = if i == 0 { 0 } else { ends[i - 1] };
+                                stop = true;
+                                break;
+                            }
                             // CLIENT LIST shows the latest command, including the one running now.
                             ctx.conn.info.set_last_cmd(found, &cmd[0]);
+                            if let Some(i) = found {
+                                exec::connection::note_subcommand(
+                                    &ctx.conn.info,
+                                    &exec::table::COMMANDS[i],
+                                    cmd,
+                                );
+                            }
                             executed += 1;
                             ctx.tenant = None;
                             let start = ctx.w.len();

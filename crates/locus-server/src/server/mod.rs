@@ -890,7 +890,8 @@ impl Shared {
         let clients = self.clients.lock();
         let mut n = 0;
         for c in clients.values() {
-            if pred(c) {
+            // A client killed already is gone as far as anyone asks (its task may still run).
+            if !c.killed() && pred(c) {
                 c.kill();
                 n += 1;
             }
@@ -918,7 +919,7 @@ impl Shared {
         self.clients
             .lock()
             .values()
-            .filter(|c| c.visible_to(scope))
+            .filter(|c| c.visible_to(scope) && !c.killed())
             .count()
     }
 
@@ -1061,7 +1062,14 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             continue;
         };
         eng.tick();
+        let began = std::time::Instant::now();
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
+        // LATENCY's `expire-cycle` event (the server's own log).
+        crate::exec::latency::add_sample_if_needed(
+            None,
+            "expire-cycle",
+            began.elapsed().as_millis() as u64,
+        );
         if shared.notify_flags() != 0 {
             crate::exec::notify::publish_key_events(&shared, &mut eng);
         }

@@ -62,6 +62,16 @@ impl PubSub {
         *self.per_client.entry(client.id).or_default() += 1;
     }
 
+    /// The ids of the clients subscribed to any channel or pattern (CLIENT KILL TYPE pubsub).
+    pub fn subscriber_ids(&self) -> std::collections::HashSet<u64> {
+        self.channels
+            .values()
+            .chain(self.patterns.values())
+            .flatten()
+            .map(|c| c.id)
+            .collect()
+    }
+
     /// Removes client `id` from `name`'s subscribers.
     pub fn unsubscribe(&mut self, kind: Kind, t: TenantId, name: &[u8], id: u64) {
         let map = self.map(kind);
@@ -158,7 +168,7 @@ impl ClientInfo {
     /// Appends one message, framed by `write` in this client's RESP version, to its inbox and
     /// wakes its task. Past `hard_limit` pending bytes (0: none) the client is disconnected
     /// instead, as Redis does with the pubsub output buffer limit: then false.
-    pub(super) fn deliver(
+    pub(crate) fn deliver(
         &self,
         hard_limit: u64,
         write: impl FnOnce(&mut ReplyWriter<'_>),

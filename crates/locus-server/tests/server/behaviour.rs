@@ -437,7 +437,7 @@ fn lfu_freq_and_client_introspection() {
     for field in [
         " name=worker-1 ",
         " db=0 ",
-        " cmd=client ",
+        " cmd=client|info ",
         " resp=2 ",
         " tenant=default\n",
     ] {

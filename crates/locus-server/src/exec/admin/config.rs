@@ -71,8 +71,6 @@ pub(super) fn config_params(
         ),
         ("lfu-log-factor", eng.config().lfu_log_factor.to_string()),
         ("lfu-decay-time", eng.config().lfu_decay_time.to_string()),
-        ("save", String::new()),
-        ("appendonly", "no".into()),
         ("io-threads", cfg.server.threads.to_string()),
         (
             "hll-sparse-max-bytes",
@@ -85,6 +83,12 @@ pub(super) fn config_params(
                 .to_string(),
         ),
         (
+            "latency-monitor-threshold",
+            crate::exec::latency::THRESHOLD_MS
+                .load(Ordering::Relaxed)
+                .to_string(),
+        ),
+        (
             "slowlog-max-len",
             crate::exec::slowlog::MAX_LEN
                 .load(Ordering::Relaxed)
@@ -92,6 +96,7 @@ pub(super) fn config_params(
         ),
     ];
     params.extend(limits);
+    params.extend(super::compat::params());
     params.extend(tier_params(eng));
     params
 }
@@ -223,7 +228,7 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "slowlog-log-slower-than" => {
             int_in(-1, i64::MAX)?;
         }
-        "slowlog-max-len" => {
+        "slowlog-max-len" | "latency-monitor-threshold" => {
             int_in(0, i64::MAX)?;
         }
         _ if crate::exec::types::limits::by_name(name).is_some() => {
@@ -235,11 +240,32 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         _ if cand.tier.is_some() && TIER_PARAMS.contains(&name) => {
             return Err(fail("can't set immutable config"));
         }
-        "save"
-        | "appendonly"
-        | "lfu-log-factor"
-        | "lfu-decay-time"
-        | "maxmemory-eviction-tenacity" => {
+        _ if super::compat::is_kept(name) => {
+            super::compat::check(name, &text).map_err(|e| fail(&e))?;
+        }
+        _ if super::compat::IMMUTABLE.contains(&name) => {
+            return Err(fail("can't set immutable config"));
+        }
+        "port" => super::compat::check_port(cand.server.port, &cand.server.bind, &text)
+            .map_err(|e| fail(&e))?,
+        "bind" => {
+            if text
+                .split_whitespace()
+                .ne(cand.server.bind.split_whitespace())
+            {
+                return Err(fail(
+                    "Locus does not rebind its listener at runtime: set [server] bind in the configuration file and restart",
+                ));
+            }
+        }
+        "tcp-keepalive" => {
+            cand.server.tcp_keepalive.0 =
+                std::time::Duration::from_secs(int_in(0, i64::from(i32::MAX))? as u64)
+        }
+        "replicaof" | "slaveof" => {
+            return Err(fail("Locus has no replication: it is never a replica"));
+        }
+        "lfu-log-factor" | "lfu-decay-time" | "maxmemory-eviction-tenacity" => {
             // Accepted for client compatibility (test suites set them); Locus has no persistence
             // and fixed LFU parameters.
         }
@@ -259,6 +285,14 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
     let old = ctx.shared.config().clone();
     let mut cand = old.clone();
     let mut first = String::new();
+    let names: Vec<String> = pairs.chunks(2).map(|kv| lower(&kv[0])).collect();
+    for (i, n) in names.iter().enumerate() {
+        if names[..i].contains(n) {
+            return Err(CmdError::msg(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{n}') - duplicate parameter"
+            )));
+        }
+    }
     for kv in pairs.chunks(2) {
         let name = lower(&kv[0]);
         config_set_one(&mut cand, &name, &kv[1])?;
@@ -314,6 +348,12 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
         {
             crate::exec::types::limits::set(l, n);
         }
+        let name = lower(&kv[0]);
+        if super::compat::is_kept(&name)
+            && let Ok(v) = super::compat::check(&name, &String::from_utf8_lossy(&kv[1]))
+        {
+            super::compat::keep(&name, v);
+        }
         if is(&kv[0], "hll-sparse-max-bytes")
             && let Ok(bytes) = hll_sparse_max_bytes(&kv[1])
         {
@@ -324,6 +364,8 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
                 crate::exec::slowlog::LOG_SLOWER_THAN.store(n, Ordering::Relaxed);
             } else if is(&kv[0], "slowlog-max-len") {
                 crate::exec::slowlog::MAX_LEN.store(n as u64, Ordering::Relaxed);
+            } else if is(&kv[0], "latency-monitor-threshold") {
+                crate::exec::latency::THRESHOLD_MS.store(n as u64, Ordering::Relaxed);
             }
         }
     }
@@ -417,6 +459,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         "resetstat" if a.len() == 2 => {
             ctx.eng.reset_stats();
+            crate::exec::latency::reset_command_stats(ctx.shared);
             let s = &ctx.shared.stats();
             for c in [
                 &s.total_commands,

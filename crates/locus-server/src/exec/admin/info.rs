@@ -114,12 +114,10 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
         let _ = write!(
             out,
             "# Clients\r\nconnected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\n",
-            match scope {
-                None => sh.stats().connected.load(Ordering::Relaxed),
-                Some(_) => sh.count_visible(scope) as u64,
-            },
+            // Killed clients are gone at once, as in Redis (their tasks end a moment later).
+            sh.count_visible(scope) as u64,
             cfg.server.maxclients,
-            sh.blocking().count_visible(scope),
+            sh.blocking().count_visible(scope) + crate::exec::pause::waiting_visible(scope),
             crate::exec::tracking::info_counts(sh, scope)[0],
         );
     }

@@ -4,6 +4,7 @@
 //! decide now, replace it).
 
 pub mod command;
+pub mod compat;
 pub mod config;
 pub mod controller;
 pub mod function;

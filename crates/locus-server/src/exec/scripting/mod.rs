@@ -88,6 +88,28 @@ impl Scripts {
         s
     }
 
+    /// Whether tenant `t`'s cached script `sha` (or function `name`, when `function`) has the
+    /// `no-writes` flag; `None` if unknown (or its VM is running a script now). CLIENT PAUSE
+    /// WRITE reads it (exec/pause).
+    pub fn no_writes(&self, t: TenantId, function: bool, name: &[u8]) -> Option<bool> {
+        let vms = self.vms.lock();
+        let vm = vms.get(&t)?;
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        if function {
+            let lib = vm.libraries.index.get(&name)?;
+            let f = vm
+                .libraries
+                .libs
+                .get(lib)?
+                .functions
+                .values()
+                .find(|f| f.name.eq_ignore_ascii_case(&name))?;
+            Some(f.flags.no_writes)
+        } else {
+            vm.scripts.get(&name).map(|s| s.flags.no_writes)
+        }
+    }
+
     /// The running script's state.
     pub fn busy(&self) -> &busy::Busy {
         &self.busy
@@ -478,7 +500,7 @@ fn script_call(
             w: ReplyWriter::new(&mut buf, proto),
             tenant: None,
         };
-        super::dispatch_spec(&mut inner, &argv, Some(spec));
+        super::monitor::in_script(|| super::dispatch_spec(&mut inner, &argv, Some(spec)));
     }
     if spec.is_write {
         ctx.shared.scripts().busy().wrote();
