@@ -9,6 +9,10 @@
 #                      [--servers "locus memcached"] [--skip-throughput] [--skip-memory] [--slices N]
 #                      [--variant LABEL=BINARY[,offload|,inline]]   (another Locus, named in --servers;
 #                      [memcached] offload = true / false, or the binary's default)
+#                      [--workloads "get set mget16 pipeget16 pipeset16"]   (issue 28: pure get / set,
+#                      16-key gets, 16-deep pipelines; default the 90/10 mix and the 16-key get)
+#                      [--mixed-sets 500000 --mixed-mb 64 --seed 1]   (issue 28: RSS and items held after
+#                      that many sets of 50..5000-byte values under a 64 MiB budget)
 #
 # Builds the release binary first unless LOCUS_BIN is set. Not run in CI.
 set -euo pipefail

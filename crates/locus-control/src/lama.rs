@@ -91,10 +91,14 @@ pub struct LamaConfig {
     pub min_gain: f64,
     /// Highest spatial sampling rate of the footprint profilers (default 1.0: every key).
     pub sample_rate: f64,
-    /// Most distinct keys one footprint profiler (a pool's size class) follows in a window
-    /// (default 16,384): each window samples at the rate that would have kept the last one
-    /// within it, and a window that outgrows twice the budget restarts at a rate scaled down
-    /// to it, so the profilers' memory stays bounded whatever the key count (0: no budget).
+    /// Most distinct keys the footprint profilers of one pool (tenant) follow in a window,
+    /// shared evenly by the pool's size classes that have seen accesses, at least
+    /// [`MIN_CLASS_KEYS`] each (default 16,384): each window samples at the rate that would
+    /// have kept the last one within its share, and a window that outgrows twice its share
+    /// restarts at a rate scaled down to it, so the profilers' memory stays bounded whatever
+    /// the key count and however many classes the values spread over (0: no budget). A
+    /// budget per class instead held 16,384 keys in each of the ~20 classes values of 50 to
+    /// 5,000 bytes fill, 9.7 MB of hash tables beside a 64 MB cache (issue 28).
     pub sample_keys: u64,
     /// Window-edge correction: a reuse of time `t` is seen in an `n`-access window only when
     /// its first access falls inside, `n - t` chances in `n`, so it counts `n / (n - t)` hits,
@@ -133,6 +137,8 @@ pub struct Lama {
     /// Footprint profilers by pool, then by class (`None`: the class has seen no access).
     /// Indexed, not hashed: `on_access` runs for every request.
     profilers: Vec<Vec<Option<ProfilerBox>>>,
+    /// Classes with a profiler, by pool: they share the pool's `sample_keys`.
+    active: Vec<usize>,
     /// Largest item (+ header) seen per class, 0 for none: the chunk-size estimate for a class
     /// that owns no page yet (the view lists only classes with pages or items).
     seen_chunk: Vec<u32>,
@@ -156,6 +162,7 @@ impl Lama {
             cfg,
             tracker: ClassTracker::default(),
             profilers: Vec::new(),
+            active: Vec::new(),
             seen_chunk: Vec::new(),
             window_intervals: 0,
         }
@@ -654,6 +661,19 @@ fn grow_to<T: Default>(v: &mut Vec<T>, i: usize) -> &mut T {
     &mut v[i]
 }
 
+/// Fewest keys a class's profiler may follow in a window, however many classes share the
+/// pool's `sample_keys`.
+pub const MIN_CLASS_KEYS: usize = 256;
+
+/// A class's share of its pool's key budget `sample_keys` when `active` classes share it (0:
+/// no budget).
+fn class_budget(sample_keys: u64, active: usize) -> usize {
+    if sample_keys == 0 {
+        return 0;
+    }
+    (sample_keys as usize / active.max(1)).max(MIN_CLASS_KEYS)
+}
+
 /// The rate at which `tracked` keys seen at `rate` would have been about `budget`, at most `top`
 /// and at least the finest rate the filter has.
 fn budget_rate(rate: f64, tracked: usize, budget: usize, top: f64) -> f64 {
@@ -687,15 +707,17 @@ impl Controller for Lama {
             let seen = grow_to(&mut self.seen_chunk, c);
             *seen = (*seen).max(est);
             let rate = self.cfg.sample_rate;
+            let active = grow_to(&mut self.active, a.pool.0 as usize);
             let pool = grow_to(&mut self.profilers, a.pool.0 as usize);
             let p = grow_to(pool, c).get_or_insert_with(|| {
+                *active += 1;
                 ProfilerBox(
                     Footprint::new(rate, u64::from(class.0))
                         .expect("sample_rate validated at build"),
                 )
             });
             p.0.access(a.key_hash, a.size, op);
-            let budget = self.cfg.sample_keys as usize;
+            let budget = class_budget(self.cfg.sample_keys, *active);
             if budget > 0 && p.0.tracked() > 2 * budget {
                 // The key set outgrew the budget inside the window: restart the class's window
                 // at the rate that would have held it to the budget.
@@ -707,6 +729,15 @@ impl Controller for Lama {
 
     fn on_evict(&mut self, e: &Evicted) {
         self.tracker.evicted(e);
+    }
+
+    fn model_bytes(&self) -> u64 {
+        self.profilers
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|p| p.0.bytes())
+            .sum()
     }
 
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
@@ -730,17 +761,24 @@ impl Controller for Lama {
             }
         }
         self.tracker.reset();
-        let (budget, top) = (self.cfg.sample_keys as usize, self.cfg.sample_rate);
-        for p in self.profilers.iter_mut().flatten().flatten() {
-            // Footprint restarts (its only decay); a fresh window per repartition, sampled at
-            // the rate that would have kept this one within the key budget.
-            let r = if budget > 0 {
-                budget_rate(p.0.rate(), p.0.tracked(), budget, top)
-            } else {
-                top
-            };
-            if p.0.restart_at(r).is_err() {
-                let _ = p.0.decay(0.0);
+        let top = self.cfg.sample_rate;
+        for (pool, active) in self.profilers.iter_mut().zip(&self.active) {
+            let budget = class_budget(self.cfg.sample_keys, *active);
+            for p in pool.iter_mut().flatten() {
+                // Footprint restarts (its only decay); a fresh window per repartition, sampled
+                // at the rate that would have kept this one within the class's share.
+                let r = if budget > 0 {
+                    budget_rate(p.0.rate(), p.0.tracked(), budget, top)
+                } else {
+                    top
+                };
+                if p.0.restart_at(r).is_err() {
+                    let _ = p.0.decay(0.0);
+                }
+                if budget > 0 {
+                    // A class whose share fell as others joined gives back its table.
+                    p.0.shrink_to(2 * budget);
+                }
             }
         }
         self.window_intervals = 0;
@@ -892,6 +930,24 @@ mod tests {
             l3.on_access(&set(k));
         }
         assert_eq!(f(&l3).tracked(), 5000);
+        // Four classes share the pool's budget: each follows at most twice its quarter.
+        let mut l4 = Lama::new(LamaConfig {
+            sample_keys: 4000,
+            ..LamaConfig::default()
+        });
+        for k in 0..200_000u64 {
+            l4.on_access(&Access {
+                class: Some(ClassId(3 + (k % 4) as u16)),
+                ..set(k)
+            });
+        }
+        let held: Vec<usize> = (3..7)
+            .map(|c| l4.profilers[0][c].as_ref().unwrap().0.tracked())
+            .collect();
+        assert!(held.iter().all(|&h| h <= 2 * 1000 + 1), "{held:?}");
+        assert_eq!(class_budget(4000, 4), 1000);
+        assert_eq!(class_budget(4000, 100), MIN_CLASS_KEYS);
+        assert_eq!(class_budget(0, 3), 0);
         assert_eq!(budget_rate(1.0, 0, 10, 1.0), 1.0);
         assert_eq!(budget_rate(1.0, 20, 10, 1.0), 0.5);
         assert_eq!(budget_rate(0.5, 1, 10, 1.0), 1.0);

@@ -178,6 +178,8 @@ pub struct ClassStats {
     pub sets: u64,
     /// Evictions by reason.
     pub evictions: EvictionCounts,
+    /// Evicted items that had a TTL (memcached's `evicted_nonzero`).
+    pub evicted_ttl: u64,
     /// Expirations.
     pub expired: u64,
     /// Pages that came to this class from another (moved by a controller or taken back).
@@ -196,6 +198,7 @@ impl ClassStats {
         self.hits += o.hits;
         self.sets += o.sets;
         self.evictions.merge(&o.evictions);
+        self.evicted_ttl += o.evicted_ttl;
         self.expired += o.expired;
         self.pages_in += o.pages_in;
         self.pages_out += o.pages_out;
@@ -208,6 +211,7 @@ pub(crate) struct ClassCounters {
     pub hits: u64,
     pub sets: u64,
     pub evictions: EvictionCounts,
+    pub evicted_ttl: u64,
     pub expired: u64,
     pub pages_in: u64,
     pub pages_out: u64,

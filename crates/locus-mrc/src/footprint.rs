@@ -91,6 +91,31 @@ impl Footprint {
         Ok(())
     }
 
+    /// Bytes the profiler's tables hold (their capacity, a hash table's control bytes
+    /// included).
+    pub fn bytes(&self) -> u64 {
+        let entry = std::mem::size_of::<(u64, (u64, u64))>() + 1;
+        let buckets = if self.live.capacity() == 0 {
+            0
+        } else {
+            (self.live.capacity() * 8 / 7).next_power_of_two()
+        };
+        (buckets * entry
+            + self.ended.capacity() * std::mem::size_of::<(u64, u64)>()
+            + self.rt.capacity() * std::mem::size_of::<u64>()) as u64
+    }
+
+    /// Gives back the memory of a window larger than `keys` distinct keys: the tables keep at
+    /// most room for `keys` (the window's own content stays).
+    pub fn shrink_to(&mut self, keys: usize) {
+        if self.live.capacity() > 2 * keys.max(self.live.len()) {
+            self.live.shrink_to(keys.max(self.live.len()));
+        }
+        if self.ended.capacity() > 2 * keys.max(self.ended.len()) {
+            self.ended.shrink_to(keys.max(self.ended.len()));
+        }
+    }
+
     /// Forgets the window: lifetimes, reuse times and counts (the rate stays).
     fn clear(&mut self) {
         self.live.clear();

@@ -317,6 +317,19 @@ impl Host {
         }
     }
 
+    /// The controller's [`Controller::model_bytes`] (offloaded: once its thread finished the
+    /// batch it is on).
+    pub(crate) fn model_bytes(&self) -> u64 {
+        match &self.mode {
+            Mode::Inline(c) => c.model_bytes(),
+            Mode::Offload(o) => o
+                .ctl
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .model_bytes(),
+        }
+    }
+
     /// Decides, after every event so far has reached the controller.
     pub(crate) fn decide(&mut self, view: &ControlView<'_>) -> Decision {
         match &mut self.mode {

@@ -255,6 +255,13 @@ pub trait Controller: Send + fmt::Debug {
     /// An interval boundary: decide.
     fn decide(&mut self, view: &ControlView<'_>) -> Decision;
 
+    /// Bytes the controller's own models (profilers, histograms) hold now: the engine counts
+    /// them with its metadata in `maxmemory` (`metadata_in_budget`), read after every
+    /// decision. Default: 0 (nothing worth counting).
+    fn model_bytes(&self) -> u64 {
+        0
+    }
+
     /// The class mode this controller needs (memcached-style slab controllers return
     /// [`crate::ClassMode::Manual`]); applied when it is installed. Default: keep the engine's.
     fn class_mode(&self) -> Option<crate::ClassMode> {

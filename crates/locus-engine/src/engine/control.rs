@@ -339,6 +339,12 @@ impl Engine {
             pools: &pools,
         };
         let decision = cs.ctl.decide(&view);
+        let model = cs.ctl.model_bytes();
+        if model != self.model_bytes {
+            // The profilers are memory too: the next allocation makes room if they outgrew it.
+            self.model_bytes = model;
+            self.note_metadata();
+        }
         let mut notes = decision.notes;
 
         // Targets: one per pool; a sum above maxmemory is scaled down (and noted).

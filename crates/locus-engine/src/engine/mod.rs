@@ -360,6 +360,9 @@ pub struct Engine {
     /// Pages' worth of metadata outside pages (0 unless `metadata_in_budget`), recomputed when a
     /// container grows ([`Engine::note_metadata`]).
     meta_pages: u64,
+    /// The controller's model bytes at its last decision ([`Controller::model_bytes`]), part
+    /// of the metadata.
+    model_bytes: u64,
     /// Bytes charged for large items over all tenants (their own allocations).
     large_bytes: u64,
     /// Objects (hashes, lists, sets, sorted sets) outside the pages.
@@ -491,6 +494,7 @@ impl Engine {
             pages_used: 0,
             pages_total,
             meta_pages: 0,
+            model_bytes: 0,
             large_bytes: 0,
             objects: object::Objects::default(),
             keep_object: None,

@@ -81,9 +81,12 @@ impl Engine {
         best.map(|b| b.0)
     }
 
-    /// Frees spare page buffers beyond the pages the budget leaves once large items are paid.
+    /// Frees spare page buffers beyond the pages the budget leaves once large items and the
+    /// metadata outside pages (`metadata_in_budget`) are paid.
     pub(super) fn trim_buffers(&mut self) {
-        let limit = self.pages_total.saturating_sub(self.large_pages());
+        let limit = self
+            .pages_total
+            .saturating_sub(self.large_pages() + self.meta_pages);
         while self.allocated_bufs > limit {
             let Some(pg) = self.free_with_buf.pop() else {
                 break;

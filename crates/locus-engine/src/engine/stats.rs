@@ -55,6 +55,29 @@ impl Engine {
         s
     }
 
+    /// Keys of tenant `t` removed because their TTL passed (lazy + active), without building
+    /// the whole snapshot: memcached's face reads it around a lookup to tell an expired item
+    /// from a missing one (`get_expired`).
+    pub fn expired_count(&self, t: TenantId) -> u64 {
+        self.members(t.0 as usize)
+            .map(|p| self.tenants[p].counters.expired)
+            .sum()
+    }
+
+    /// Buckets of tenant `t`'s key index (its pools' summed): memcached's hash table size.
+    pub fn index_buckets(&self, t: TenantId) -> u64 {
+        self.members(t.0 as usize)
+            .map(|p| {
+                let cap = self.tenants[p].index.capacity() as u64;
+                if cap == 0 {
+                    0
+                } else {
+                    (cap * 8 / 7).next_power_of_two()
+                }
+            })
+            .sum()
+    }
+
     /// One pool's snapshot.
     pub(super) fn pool_stats(&self, ti: usize) -> TenantStats {
         let tn = &self.tenants[ti];
@@ -119,6 +142,7 @@ impl Engine {
                     hits: cc.hits,
                     sets: cc.sets,
                     evictions: cc.evictions,
+                    evicted_ttl: cc.evicted_ttl,
                     expired: cc.expired,
                     pages_in: cc.pages_in,
                     pages_out: cc.pages_out,

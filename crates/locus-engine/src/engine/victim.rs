@@ -175,10 +175,13 @@ impl Engine {
             self.observe_eviction(t, h);
         }
         self.note_key_event(t, h, super::KeyEventKind::Evicted);
+        let ttl = self.store.has_ttl(h);
         let c = self.unlink_item(t, h, release_empty);
         let tn = &mut self.tenants[t];
         tn.counters.evictions.add(reason);
-        tn.class_counters[c as usize].evictions.add(reason);
+        let cc = &mut tn.class_counters[c as usize];
+        cc.evictions.add(reason);
+        cc.evicted_ttl += u64::from(ttl);
     }
 
     pub(super) fn evict_candidate(&mut self, t: usize, cand: Candidate, reason: EvictionReason) {

@@ -74,6 +74,10 @@ impl Controller for SlabScope {
         self.inner.observes()
     }
 
+    fn model_bytes(&self) -> u64 {
+        self.inner.model_bytes()
+    }
+
     fn decide(&mut self, view: &ControlView<'_>) -> Decision {
         let pools: Vec<PoolState> = view
             .pools

@@ -19,7 +19,7 @@
 //! `size=` is the chunk the engine charges for the item; `la=` is its last access at the
 //! engine's one-second resolution.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 use locus_engine::{Engine, TenantId};
 use locus_protocol::memcache::{LruCrawler, MetadumpItem, ReplyWriter};
@@ -42,6 +42,12 @@ pub struct CrawlerSettings {
     pub tocrawl: AtomicU32,
     /// `lru_crawler sleep` in microseconds (shown, not applied).
     pub sleep_us: AtomicU32,
+    /// `lru_crawler_starts`: `lru_crawler crawl`s started.
+    pub starts: AtomicU64,
+    /// `crawler_reclaimed`: expired items the crawls removed.
+    pub reclaimed: AtomicU64,
+    /// `crawler_items_checked`: items the crawls inspected (about: a step's visit count).
+    pub checked: AtomicU64,
 }
 
 impl Default for CrawlerSettings {
@@ -50,6 +56,9 @@ impl Default for CrawlerSettings {
             enabled: AtomicBool::new(true),
             tocrawl: AtomicU32::new(0),
             sleep_us: AtomicU32::new(100),
+            starts: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
+            checked: AtomicU64::new(0),
         }
     }
 }
@@ -142,6 +151,11 @@ pub fn command(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, c: &LruCrawler<'_>, 
         finish(kind, w);
         return;
     };
+    if kind == CrawlKind::Expired
+        && let Some(s) = settings
+    {
+        s.starts.fetch_add(1, Ordering::Relaxed);
+    }
     cx.conn.crawl = Some(Crawl {
         tenant,
         kind,
@@ -189,9 +203,14 @@ pub fn step(eng: &mut Engine, mc: &McState, crawl: &mut Crawl, out: &mut Vec<u8>
     let budget = usize::try_from(crawl.remaining.min(STEP_ITEMS as u64)).unwrap_or(STEP_ITEMS);
     if crawl.kind == CrawlKind::Expired {
         let classes = crawl.classes;
-        let (next, _) = eng.reclaim_expired(t, crawl.cursor, budget, |c| {
+        let (next, removed) = eng.reclaim_expired(t, crawl.cursor, budget, |c| {
             crawled(classes, u32::from(c.0) + 1)
         });
+        if let Some(mt) = mc.tenant(t) {
+            let s = &mt.crawler;
+            s.reclaimed.fetch_add(removed, Ordering::Relaxed);
+            s.checked.fetch_add(budget as u64, Ordering::Relaxed);
+        }
         crawl.cursor = next;
         crawl.remaining = crawl.remaining.saturating_sub(budget as u64);
         return next == 0 || crawl.remaining == 0;

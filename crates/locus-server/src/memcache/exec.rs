@@ -167,12 +167,14 @@ fn execute_request(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
                 return;
             };
             Counters::bump(&mt.counters.cmd_touch);
+            let expired_before = cx.eng.expired_count(t);
             let class = stored_class(cx.eng, t, key);
             if touch(cx.eng, t, key, i64::from(*exptime), cx.now_ms) {
                 Counters::bump(&mt.counters.touch_hits);
                 mt.class_op(class, |c| c.touch_hits += 1);
                 reply_unless(*noreply, &mut w, ReplyWriter::touched);
             } else {
+                note_expired(cx.eng, t, mt, expired_before);
                 Counters::bump(&mt.counters.touch_misses);
                 reply_unless(*noreply, &mut w, ReplyWriter::not_found);
             }
@@ -277,6 +279,7 @@ fn get_one(
         &c.cmd_get
     });
     // The item is served as it was, then touched (a negative exptime: served once, then gone).
+    let expired_before = cx.eng.expired_count(t);
     let fetched = match cx.eng.get(t, key).and_then(item::decode) {
         Some((meta, data)) => {
             w.value(key, meta.flags, data, with_cas.then_some(meta.cas));
@@ -285,6 +288,7 @@ fn get_one(
         }
         None => {
             mt.detail.record(key, DetailOp::Get(false));
+            note_expired(cx.eng, t, mt, expired_before);
             Counters::bump(if touch_exp.is_some() {
                 &c.touch_misses
             } else {
@@ -304,6 +308,14 @@ fn get_one(
             touch(cx.eng, t, key, exp, now);
         }
         None => Counters::bump(&c.get_hits),
+    }
+}
+
+/// Counts `get_expired` when a lookup since the tenant's expiry count was `before` found its
+/// item expired (the engine removed it then), as memcached counts a retrieval that meets one.
+pub(super) fn note_expired(eng: &Engine, t: TenantId, mt: &McTenant, before: u64) {
+    if eng.expired_count(t) > before {
+        Counters::bump(&mt.counters.get_expired);
     }
 }
 

@@ -102,7 +102,9 @@ fn mg(
     let f = &req.flags;
     Counters::bump(&mt.counters.cmd_get);
     let mut vivified = false;
+    let expired_before = cx.eng.expired_count(t);
     if !cx.eng.exists(t, key) {
+        super::exec::note_expired(cx.eng, t, mt, expired_before);
         let Some(ttl) = f.vivify() else {
             Counters::bump(&mt.counters.get_misses);
             cx.eng.get(t, key);

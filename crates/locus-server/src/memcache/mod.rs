@@ -56,6 +56,9 @@ pub struct Counters {
     pub get_hits: AtomicU64,
     /// `get_misses`.
     pub get_misses: AtomicU64,
+    /// `get_expired`: retrievals (`get`, `gat`, `mg`, `touch`) that found their item expired
+    /// (the engine removed it on that lookup).
+    pub get_expired: AtomicU64,
     /// `get_flushed` (always 0: a flush removes the items at once).
     pub get_flushed: AtomicU64,
     /// `delete_misses`.
@@ -103,6 +106,10 @@ pub struct Counters {
     /// `idle_kicks`: connections closed for being idle past `server.timeout` (memcached's
     /// `idle_timeout`).
     pub idle_kicks: AtomicU64,
+    /// `conn_yields`: times a connection with more requests already read gave up the engine
+    /// lock after a full batch (`MAX_BATCH`, memcached's `-R` requests per event), so that
+    /// other connections run.
+    pub conn_yields: AtomicU64,
 }
 
 impl Counters {
@@ -122,6 +129,7 @@ impl Counters {
             &self.cmd_meta,
             &self.get_hits,
             &self.get_misses,
+            &self.get_expired,
             &self.get_flushed,
             &self.delete_misses,
             &self.delete_hits,
@@ -144,6 +152,7 @@ impl Counters {
             &self.total_connections,
             &self.idle_kicks,
             &self.rejected_connections,
+            &self.conn_yields,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -165,12 +165,13 @@ impl EngineLock {
 
     /// Takes the lock (waiting for it), counting the wait; the hold is counted at release.
     pub fn lock(&self) -> EngineGuard<'_> {
+        // Uncontended (the common case): no wait to time, one clock read for the hold.
+        if let Some(g) = self.engine.try_lock() {
+            return self.guard_at(g, Instant::now(), 0, false);
+        }
         let asked = Instant::now();
-        let (guard, contended) = match self.engine.try_lock() {
-            Some(g) => (g, false),
-            None => (self.engine.lock(), true),
-        };
-        self.guard(guard, asked, contended)
+        let guard = self.engine.lock();
+        self.guard(guard, asked, true)
     }
 
     /// Takes the lock if it comes within `wait` (counted as [`EngineLock::lock`] counts); `None`
@@ -214,11 +215,22 @@ impl EngineLock {
         contended: bool,
     ) -> EngineGuard<'a> {
         let since = Instant::now();
+        let wait_ns = since.duration_since(asked).as_nanos() as u64;
+        self.guard_at(guard, since, wait_ns, contended)
+    }
+
+    fn guard_at<'a>(
+        &'a self,
+        guard: MutexGuard<'a, Engine>,
+        since: Instant,
+        wait_ns: u64,
+        contended: bool,
+    ) -> EngineGuard<'a> {
         HELD.with(|h| h.set(h.get() + 1));
         EngineGuard {
             guard,
             stats: &self.stats,
-            wait_ns: since.duration_since(asked).as_nanos() as u64,
+            wait_ns,
             contended,
             since,
         }

@@ -307,6 +307,9 @@ fn process(
     let mut pos = 0;
     let mut eng: Option<crate::server::EngineGuard<'_>> = None;
     let mut slow_before = 0;
+    // The clock is read once a batch (the batch runs under one lock hold; memcached's own
+    // clock ticks once a second).
+    let mut now_ms = None;
     let mut done = 0;
     while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {
         if mc.auth && conn.listener.bound.is_none() {
@@ -329,7 +332,7 @@ fn process(
                     .total_commands
                     .fetch_add(1, Ordering::Relaxed);
                 let eng = eng.get_or_insert_with(|| lock_counting(shared, &mut slow_before));
-                let now_ms = eng.now_ms();
+                let now_ms = *now_ms.get_or_insert_with(|| eng.now_ms());
                 let start = out.len();
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let mut cx = McCtx {
@@ -381,6 +384,12 @@ fn process(
                     }
                 }
             }
+        }
+    }
+    if done >= MAX_BATCH && pos < buf.len() {
+        // More requests already read: the lock goes to the others before they run.
+        if let Some(m) = mc.scope(conn.listener).and_then(|t| mc.tenant(t)) {
+            Counters::bump(&m.counters.conn_yields);
         }
     }
     if let Some(g) = eng.take() {
