@@ -21,6 +21,7 @@ pub mod admin;
 pub mod bitops;
 pub mod blocking;
 pub mod connection;
+pub mod dump;
 pub mod expire;
 pub mod geo;
 pub mod hll;
