@@ -450,6 +450,11 @@ def test_restore_is_charged_and_refused_when_full(start_server):
     c.delete("big")
     assert c.restore("copy", 0, p) == b"OK"
     assert c.llen("copy") == 5000
+    # A value larger than the whole budget is refused before it is built.
+    huge = payload(b"\x00" + rdb_str(b"x" * (9 * 1024 * 1024)))
+    with pytest.raises(redis.ResponseError, match="^command not allowed when used memory"):
+        c.restore("huge", 0, huge)
+    assert c.exists("huge") == 0 and c.llen("copy") == 5000
     c.close()
 
 

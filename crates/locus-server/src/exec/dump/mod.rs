@@ -78,8 +78,16 @@ pub fn restore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if ttl < 0 {
         return Err(CmdError::msg("ERR Invalid TTL value, must be >= 0"));
     }
-    let value = match rdb::decode(&a[3]) {
+    // No value larger than the tenant's whole budget is built: it could not be stored.
+    let cfg = ctx.eng.config().maxmemory;
+    let limit = ctx
+        .eng
+        .tenant_config(t)
+        .max_bytes
+        .map_or(cfg, |m| m.min(cfg));
+    let value = match rdb::decode_within(&a[3], limit) {
         Ok(v) => v,
+        Err(DecodeError::TooLarge) => return Err(CmdError::Oom),
         Err(DecodeError::Footer) => {
             return Err(CmdError::msg(
                 "ERR DUMP payload version or checksum are wrong",

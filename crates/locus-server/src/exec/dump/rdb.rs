@@ -80,6 +80,8 @@ pub enum DecodeError {
     Footer,
     /// Anything wrong with the value.
     Bad(String),
+    /// The value's bytes pass the limit given (it could not be stored).
+    TooLarge,
 }
 
 impl From<pack::PackError> for DecodeError {
@@ -130,8 +132,21 @@ pub fn verify(payload: &[u8]) -> Result<&[u8], DecodeError> {
 /// # Errors
 /// [`DecodeError`].
 pub fn decode(payload: &[u8]) -> Result<Decoded, DecodeError> {
+    decode_within(payload, u64::MAX)
+}
+
+/// Decodes a whole DUMP payload whose strings (after decompression) add up to at most `limit`
+/// bytes: a value larger than the memory it could be stored in is refused before it is built.
+///
+/// # Errors
+/// [`DecodeError`]; [`DecodeError::TooLarge`] past `limit`.
+pub fn decode_within(payload: &[u8], limit: u64) -> Result<Decoded, DecodeError> {
     let body = verify(payload)?;
-    let mut r = Reader { b: body, p: 0 };
+    let mut r = Reader {
+        b: body,
+        p: 0,
+        budget: limit,
+    };
     let t = r.u8()?;
     let v = r.value(t)?;
     if r.p != body.len() {
@@ -159,6 +174,8 @@ pub fn encode(v: ValueRef<'_>) -> Option<Vec<u8>> {
 struct Reader<'a> {
     b: &'a [u8],
     p: usize,
+    /// String bytes the value may still produce.
+    budget: u64,
 }
 
 enum Len {
@@ -216,11 +233,21 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
+    fn spend(&mut self, n: usize) -> Result<(), DecodeError> {
+        self.budget = self
+            .budget
+            .checked_sub(n as u64)
+            .ok_or(DecodeError::TooLarge)?;
+        Ok(())
+    }
+
     fn string(&mut self) -> Result<Vec<u8>, DecodeError> {
         match self.len_or_enc()? {
             Len::Plain(n) => {
                 let n = usize::try_from(n).unwrap_or(usize::MAX);
-                Ok(self.take(n)?.to_vec())
+                let s = self.take(n)?;
+                self.spend(n)?;
+                Ok(s.to_vec())
             }
             Len::Enc(0) => Ok(itoa_vec(i64::from(self.u8()? as i8))),
             Len::Enc(1) => Ok(itoa_vec(i64::from(i16::from_le_bytes(
@@ -233,6 +260,12 @@ impl<'a> Reader<'a> {
                 let clen = usize::try_from(self.len()?).unwrap_or(usize::MAX);
                 let ulen = usize::try_from(self.len()?).unwrap_or(usize::MAX);
                 let c = self.take(clen)?;
+                // LZF's best case is 264 bytes from a 3-byte reference: a longer claim is a
+                // malformed string, whatever the budget.
+                if ulen as u64 > (clen as u64).saturating_mul(88).saturating_add(264) {
+                    return bad("an LZF string claims more than its input can make");
+                }
+                self.spend(ulen)?;
                 lzf::decompress(c, ulen).map_err(|e| DecodeError::Bad(format!("LZF: {e:?}")))
             }
             Len::Enc(_) => bad("unknown string encoding"),

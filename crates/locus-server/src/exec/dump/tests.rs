@@ -257,7 +257,12 @@ fn footers_are_checked() {
 fn truncated_payloads_are_refused_at_every_length() {
     for (k, p) in fixtures() {
         let body = &p[..p.len() - 10];
-        for cut in 0..body.len() {
+        // Every cut of the small payloads; of the large ones, every 61st and the last 100.
+        let step = if body.len() > 2000 { 61 } else { 1 };
+        let cuts = (0..body.len())
+            .step_by(step)
+            .chain(body.len().saturating_sub(100)..body.len());
+        for cut in cuts {
             assert!(bad(&payload(&body[..cut])), "{k} cut at {cut}");
         }
         // And a byte too many.
@@ -314,6 +319,36 @@ fn hostile_lengths_are_refused_without_allocating() {
     let mut b = vec![ty::SET_INTSET];
     rdb::put_string(&mut b, &is);
     assert!(bad(&payload(&b)));
+}
+
+#[test]
+fn values_past_the_limit_are_refused_before_they_are_built() {
+    // An LZF string claiming 2 MiB from 24 KiB of input, against a 1 MiB limit: refused at its
+    // claim, before anything is decompressed.
+    let mut x = vec![ty::STRING, 0xc3, 0x80];
+    x.extend_from_slice(&24576u32.to_be_bytes());
+    x.push(0x80);
+    x.extend_from_slice(&(2u32 << 20).to_be_bytes());
+    x.extend_from_slice(&vec![0u8; 24576]);
+    assert_eq!(
+        rdb::decode_within(&payload(&x), 1 << 20).unwrap_err(),
+        DecodeError::TooLarge
+    );
+    // A claim no input of that size can make is malformed, whatever the limit.
+    let mut x = vec![ty::STRING, 0xc3, 2, 0x80];
+    x.extend_from_slice(&(1u32 << 30).to_be_bytes());
+    x.extend_from_slice(&[0x00, b'a']);
+    assert!(matches!(
+        rdb::decode_within(&payload(&x), u64::MAX),
+        Err(DecodeError::Bad(_))
+    ));
+    // A list whose strings add up past the limit.
+    let p = fixture("l_big");
+    assert!(rdb::decode_within(&p, 1 << 20).is_ok());
+    assert_eq!(
+        rdb::decode_within(&p, 1000).unwrap_err(),
+        DecodeError::TooLarge
+    );
 }
 
 #[test]
