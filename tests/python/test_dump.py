@@ -523,3 +523,170 @@ def test_restore_and_dump_stay_in_the_callers_tenant(start_locus_toml, mode):
         assert ca.dump(ka) == pa
     ca.close()
     cb.close()
+
+
+# ---- MIGRATE ----
+
+
+@pytest.fixture
+def target_redis():
+    srv = start_redis()
+    c = bclient(srv.port)
+    yield srv, c
+    c.close()
+    srv.stop()
+
+
+def test_migrate_moves_copies_and_replaces(rb, target_redis):
+    srv, dst = target_redis
+    rb.set("key", "Some Value")
+    rb.expire("key", 10)
+    rb.rpush("list", "a", "b", "c")
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "key", 9, 5000) == b"OK"
+    assert rb.exists("key") == 0
+    dst.select(9)
+    assert dst.get("key") == b"Some Value"
+    assert 7 <= dst.ttl("key") <= 10
+    # COPY keeps the source; without REPLACE an existing target key is an error from the target.
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "list", 9, 5000, "COPY") == b"OK"
+    assert rb.lrange("list", 0, -1) == dst.lrange("list", 0, -1) == [b"a", b"b", b"c"]
+    rb.rpush("list", "d")
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: BUSYKEY"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "list", 9, 5000, "COPY")
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "list", 9, 5000, "COPY", "REPLACE") == b"OK"
+    assert dst.lrange("list", 0, -1) == [b"a", b"b", b"c", b"d"]
+    assert rb.exists("list") == 1
+    # Nothing to move.
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "missing", 9, 5000) == b"NOKEY"
+
+
+def test_migrate_keys(rb, target_redis):
+    srv, dst = target_redis
+    rb.mset({"k1": "v1", "k2": "v2", "k3": "v3"})
+    with pytest.raises(redis.ResponseError, match="the key argument must be set to the empty string"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "k1", 0, 5000, "KEYS", "k1", "k2")
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "", 0, 5000, "KEYS", "nokey-1", "nokey-2") == b"NOKEY"
+    dst.set("k2", "busy")
+    with pytest.raises(redis.ResponseError, match="^Target instance replied with error: BUSYKEY"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "", 0, 5000, "KEYS", "k1", "nokey", "k2", "k3")
+    # The keys the target took are gone here; the refused one stays.
+    assert rb.exists("k1", "k2", "k3") == 1 and rb.get("k2") == b"v2"
+    assert dst.mget("k1", "k2", "k3") == [b"v1", b"busy", b"v3"]
+
+
+def test_migrate_auth_and_errors(rb, target_redis):
+    srv, dst = target_redis
+    dst.config_set("requirepass", "foobar")
+    dst.auth("foobar")
+    rb.rpush("list", "a", "b")
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "list", 0, 5000, "AUTH", "foobar") == b"OK"
+    assert dst.lrange("list", 0, -1) == [b"a", b"b"]
+    rb.rpush("list", "c")
+    with pytest.raises(redis.ResponseError, match="WRONGPASS"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "list", 0, 5000, "AUTH", "nope")
+    assert rb.exists("list") == 1
+    assert rb.execute_command("MIGRATE", HOST, srv.port, "list", 0, 5000, "AUTH2", "default", "foobar",
+                              "REPLACE") == b"OK"
+    assert dst.lrange("list", 0, -1) == [b"c"]
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "list", 0, 5000, "AUTH")
+    with pytest.raises(redis.ResponseError, match="syntax error"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "list", 0, 5000, "BOGUS")
+    with pytest.raises(redis.ResponseError, match="not an integer"):
+        rb.execute_command("MIGRATE", HOST, srv.port, "list", "x", 5000)
+
+
+def test_migrate_io_errors_and_timeout(rb):
+    import socket
+    rb.set("k", "v")
+    (closed,) = free_ports(1)
+    # (redis-server's connect does not see the refusal and reports the write that follows.)
+    with pytest.raises(redis.ResponseError, match="^IOERR error or timeout (connecting|writing)"):
+        rb.execute_command("MIGRATE", HOST, closed, "k", 0, 500)
+    # A target that accepts and never answers: the read times out, the key stays.
+    mute = socket.socket()
+    mute.bind((HOST, 0))
+    mute.listen(1)
+    try:
+        t0 = time.time()
+        with pytest.raises(redis.ResponseError, match="^IOERR error or timeout reading to target instance"):
+            rb.execute_command("MIGRATE", HOST, mute.getsockname()[1], "k", 0, 300)
+        assert time.time() - t0 < 5
+    finally:
+        mute.close()
+    assert rb.get("k") == b"v"
+
+
+@pytest.mark.locus_only
+def test_migrate_waits_without_stalling_other_clients(rb, server):
+    """The round trip runs with the engine unlocked: while one client's MIGRATE waits for a mute
+    target, another client is served at once."""
+    import socket
+    import threading
+    rb.set("k", "v")
+    mute = socket.socket()
+    mute.bind((HOST, 0))
+    mute.listen(1)
+    other = bclient(server.port)
+    err = []
+    t = threading.Thread(target=lambda: err.append(
+        pytest.raises(redis.ResponseError, rb.execute_command, "MIGRATE", HOST, mute.getsockname()[1], "k", 0, 2000)))
+    t.start()
+    time.sleep(0.3)
+    t0 = time.time()
+    assert other.set("x", "y") and other.get("x") == b"y"
+    assert time.time() - t0 < 1.0
+    t.join(5)
+    mute.close()
+    other.close()
+    assert len(err) == 1
+
+
+def test_migrate_from_redis_into_the_server_under_test(rb, server, target_redis):
+    """redis-server's own MIGRATE sends SELECT and RESTORE: it moves keys into the server under
+    test."""
+    srv, src = target_redis
+    src.hset("h", mapping={"a": "1", "b": "2"})
+    src.zadd("z", {"m": 1.5})
+    assert src.execute_command("MIGRATE", HOST, server.port, "", 0, 5000, "KEYS", "h", "z") == b"OK"
+    assert rb.hgetall("h") == {b"a": b"1", b"b": b"2"}
+    assert rb.zrange("z", 0, -1, withscores=True) == [(b"m", 1.5)]
+    assert src.exists("h", "z") == 0
+
+
+def test_migrate_inside_multi(rb, target_redis, peer):
+    srv, dst = target_redis
+    rb.set("k", "v")
+    p = rb.pipeline(transaction=True)
+    p.execute_command("MIGRATE", HOST, srv.port, "k", 0, 5000)
+    if peer == "redis":
+        assert p.execute() == [b"OK"]
+    else:
+        # Locus refuses to wait for the network inside EXEC (the key stays).
+        res = p.execute(raise_on_error=False)
+        assert isinstance(res[0], redis.ResponseError) and "MULTI/EXEC" in str(res[0])
+        assert rb.get("k") == b"v"
+
+
+@pytest.mark.locus_only
+def test_migrate_reads_only_the_callers_tenant(start_locus_toml, target_redis):
+    srv, dst = target_redis
+    loc = _start(start_locus_toml, "db", "db = 0", "db = 3")
+    ca = redis.Redis(host=HOST, port=loc.port, db=0, retry=no_retry())
+    cb = redis.Redis(host=HOST, port=loc.port, db=3, retry=no_retry())
+    cb.set("secret", "b's")
+    ca.set("mine", "a's")
+    assert ca.execute_command("MIGRATE", HOST, srv.port, "secret", 0, 5000) == b"NOKEY"
+    assert ca.execute_command("MIGRATE", HOST, srv.port, "", 0, 5000, "KEYS", "secret", "mine") == b"OK"
+    assert dst.keys("*") == [b"mine"]
+    assert cb.get("secret") == b"b's"
+    pre = _start(start_locus_toml, "prefix", 'prefix = "a:"', 'prefix = "b:"')
+    c = redis.Redis(host=HOST, port=pre.port, retry=no_retry())
+    c.set("a:1", "x")
+    c.set("b:1", "y")
+    with pytest.raises(redis.ResponseError, match="span tenants"):
+        c.execute_command("MIGRATE", HOST, srv.port, "", 0, 5000, "KEYS", "a:1", "b:1")
+    assert c.exists("a:1") == 1 and c.exists("b:1") == 1
+    ca.close()
+    cb.close()
+    c.close()

@@ -220,6 +220,7 @@ async fn connection(
         subs: Vec::new(),
         psubs: Vec::new(),
         block: exec::blocking::ConnBlock::default(),
+        migrate: None,
     };
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
@@ -290,6 +291,11 @@ async fn connection(
                 &mut scratch,
             );
             consumed += n;
+            if let Some(job) = st.migrate.take() {
+                // MIGRATE's round trip, with the engine unlocked; its reply follows the others.
+                exec::dump::migrate::run(&shared, &mut st, job, &mut out).await;
+                continue;
+            }
             if let Some(waiting) = st.block.waiting.take() {
                 // A blocking command found nothing: the replies so far go out, then the
                 // connection waits for its key (the rest of the input waits too, as in Redis).
@@ -570,8 +576,9 @@ fn process(
                         if ctx.shared.blocking().has_ready() {
                             exec::blocking::serve(ctx.eng, ctx.shared);
                         }
-                        if ctx.conn.block.waiting.is_some() {
-                            // This client blocked: nothing more runs until it is served.
+                        if ctx.conn.block.waiting.is_some() || ctx.conn.migrate.is_some() {
+                            // This client blocked (or MIGRATE waits for the network): nothing
+                            // more runs until it is served.
                             pos = ends[i];
                             break;
                         }

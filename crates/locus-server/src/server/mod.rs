@@ -376,6 +376,9 @@ pub struct ConnState {
     pub watched: Vec<(TenantId, Vec<u8>, bool)>,
     /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
     pub block: exec::blocking::ConnBlock,
+    /// A MIGRATE waiting for its round trip, run by the connection off the engine lock
+    /// (exec/dump/migrate).
+    pub migrate: Option<Box<exec::dump::migrate::Job>>,
 }
 
 impl ConnState {

@@ -238,6 +238,8 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             out,
             "expired_keys:{expired}\r\nevicted_keys:{evicted}\r\nkeyspace_hits:{hits}\r\nkeyspace_misses:{misses}\r\n",
         );
+        // MIGRATE opens a connection per call and closes it: none is ever cached.
+        out.push_str("migrate_cached_sockets:0\r\n");
     }
     if want("replication") {
         sep(&mut out);

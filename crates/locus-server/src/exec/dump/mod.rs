@@ -11,10 +11,11 @@
 //! ```
 //!
 //! Files: [`crc64`] (Jones CRC-64), [`lzf`] (RDB string compression), [`pack`] (listpacks,
-//! ziplists, intsets, zipmaps), [`rdb`] (values).
+//! ziplists, intsets, zipmaps), [`rdb`] (values), [`migrate`] (MIGRATE).
 
 pub mod crc64;
 pub mod lzf;
+pub mod migrate;
 pub mod pack;
 pub mod rdb;
 
