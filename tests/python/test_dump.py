@@ -642,6 +642,27 @@ def test_migrate_waits_without_stalling_other_clients(rb, server):
     assert len(err) == 1
 
 
+def test_migrate_reply_follows_the_pipeline_and_client_reply(rb, server, target_redis):
+    """MIGRATE's reply comes in its place among pipelined replies; CLIENT REPLY SKIP drops it."""
+    from harness import Raw
+    srv, dst = target_redis
+    rb.mset({"a": "1", "b": "2"})
+
+    def cmd(*args):
+        out = b"*%d\r\n" % len(args)
+        for x in args:
+            x = str(x).encode()
+            out += b"$%d\r\n%s\r\n" % (len(x), x)
+        return out
+
+    with Raw(server.port) as c:
+        c.send(cmd("PING", "one") + cmd("MIGRATE", HOST, srv.port, "a", 0, 5000) + cmd("PING", "two")
+               + cmd("CLIENT", "REPLY", "SKIP") + cmd("MIGRATE", HOST, srv.port, "b", 0, 5000)
+               + cmd("PING", "three"))
+        assert [c.read() for _ in range(4)] == [b"one", "OK", b"two", b"three"]
+    assert dst.mget("a", "b") == [b"1", b"2"] and rb.exists("a", "b") == 0
+
+
 def test_migrate_from_redis_into_the_server_under_test(rb, server, target_redis):
     """redis-server's own MIGRATE sends SELECT and RESTORE: it moves keys into the server under
     test."""

@@ -45,6 +45,8 @@ pub struct Job {
     conn_db: u32,
     /// Each existing key: name, payload, TTL in ms (0: none).
     keys: Vec<(Vec<u8>, Vec<u8>, u64)>,
+    /// CLIENT REPLY OFF or SKIP: the reply is dropped.
+    quiet: bool,
 }
 
 /// The positions of MIGRATE's keys after `KEYS` (for routing; the key argument at 3 is the
@@ -146,6 +148,7 @@ pub fn migrate(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         tenant: t,
         conn_db: ctx.conn.db,
         keys: found,
+        quiet: ctx.conn.reply_off || ctx.conn.skip_current,
     }));
     Ok(())
 }
@@ -242,6 +245,8 @@ async fn round_trip(job: &Job) -> Outcome {
 /// writes the reply to `out`.
 pub async fn run(shared: &Shared, st: &mut ConnState, job: Box<Job>, out: &mut Vec<u8>) {
     let outcome = round_trip(&job).await;
+    let mut quiet_out = Vec::new();
+    let out = if job.quiet { &mut quiet_out } else { out };
     let mut w = ReplyWriter::new(out, st.proto);
     let lines = match outcome {
         Outcome::Io(e) => {
