@@ -66,21 +66,25 @@ pub fn decompress(input: &[u8], expected: usize) -> Result<Vec<u8>, LzfError> {
     Ok(out)
 }
 
-const HLOG: u32 = 14;
+/// The hash table's largest size (2^14 slots); a short input gets a table its own size, so
+/// compressing the many short strings of a large value costs no 16K-slot table each.
+const HLOG_MAX: u32 = 14;
+const HLOG_MIN: u32 = 6;
 const MAX_OFF: usize = 1 << 13;
 const MAX_REF: usize = (1 << 8) + (1 << 3);
 const MAX_LIT: usize = 1 << 5;
 
-fn hash3(p: &[u8]) -> usize {
+fn hash3(p: &[u8], hlog: u32) -> usize {
     let v = (u32::from(p[0]) << 16) | (u32::from(p[1]) << 8) | u32::from(p[2]);
-    (v.wrapping_mul(2_654_435_761) >> (32 - HLOG)) as usize
+    (v.wrapping_mul(2_654_435_761) >> (32 - hlog)) as usize
 }
 
 /// Compresses `input`; `None` when the result would not be shorter than `max_out` bytes (Redis
 /// then stores the string as it is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(max_out.min(input.len()));
-    let mut table = vec![usize::MAX; 1 << HLOG];
+    let hlog = (usize::BITS - input.len().leading_zeros()).clamp(HLOG_MIN, HLOG_MAX);
+    let mut table = vec![usize::MAX; 1 << hlog];
     let mut lit_start = 0;
     let mut i = 0;
     let flush = |out: &mut Vec<u8>, lits: &[u8]| {
@@ -90,7 +94,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         }
     };
     while i + 2 < input.len() {
-        let h = hash3(&input[i..]);
+        let h = hash3(&input[i..], hlog);
         let cand = table[h];
         table[h] = i;
         if cand != usize::MAX && i - cand <= MAX_OFF && input[cand..cand + 3] == input[i..i + 3] {
@@ -113,7 +117,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
                 return None;
             }
             for k in i + 1..(i + len).min(input.len().saturating_sub(2)) {
-                table[hash3(&input[k..])] = k;
+                table[hash3(&input[k..], hlog)] = k;
             }
             i += len;
             lit_start = i;
