@@ -596,6 +596,21 @@ def test_migrate_auth_and_errors(rb, target_redis):
         rb.execute_command("MIGRATE", HOST, srv.port, "list", "x", 5000)
 
 
+def test_command_info_and_getkeys(rb, server):
+    from harness import Raw
+    with Raw(server.port) as c:
+        info = c.call("COMMAND", "INFO", "dump", "restore", "migrate")
+        one = c.call("COMMAND", "GETKEYS", "MIGRATE", "h", 1, "k", 0, 10)
+        many = c.call("COMMAND", "GETKEYS", "MIGRATE", "h", 1, "", 0, 10, "COPY", "KEYS", "a", "b")
+    assert [(x[0], x[1], sorted(str(f) for f in x[2]), x[3], x[4], x[5]) for x in info] == [
+        (b"dump", 2, ["readonly"], 1, 1, 1),
+        (b"restore", -4, ["denyoom", "write"], 1, 1, 1),
+        (b"migrate", -6, ["movablekeys", "write"], 3, 3, 1),
+    ]
+    assert one == [b"k"]
+    assert many == [b"a", b"b"]
+
+
 def test_migrate_io_errors_and_timeout(rb):
     import socket
     rb.set("k", "v")
