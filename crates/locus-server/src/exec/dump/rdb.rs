@@ -376,14 +376,7 @@ impl<'a> Reader<'a> {
             }
             ty::ZSET_ZIPLIST | ty::ZSET_LISTPACK => {
                 let blob = self.string()?;
-                let els = if t == ty::ZSET_ZIPLIST {
-                    pack::ziplist(&blob)?
-                } else {
-                    pack::listpack(&blob)?
-                };
-                if els.len() % 2 != 0 {
-                    return bad("a packed sorted set with an odd element count");
-                }
+                let els = pairs_of(&blob, t == ty::ZSET_ZIPLIST)?;
                 let mut pairs = Vec::with_capacity(els.len() / 2);
                 for p in els.chunks_exact(2) {
                     let score = match p[1] {
@@ -397,14 +390,7 @@ impl<'a> Reader<'a> {
             }
             ty::HASH_ZIPLIST | ty::HASH_LISTPACK => {
                 let blob = self.string()?;
-                let els = if t == ty::HASH_ZIPLIST {
-                    pack::ziplist(&blob)?
-                } else {
-                    pack::listpack(&blob)?
-                };
-                if els.len() % 2 != 0 {
-                    return bad("a packed hash with an odd element count");
-                }
+                let els = pairs_of(&blob, t == ty::HASH_ZIPLIST)?;
                 let mut h = Hash::default();
                 for p in els.chunks_exact(2) {
                     if !h.set(&p[0].to_vec(), &p[1].to_vec()) {
@@ -649,6 +635,19 @@ fn itoa_vec(i: i64) -> Vec<u8> {
 fn parse_score(s: &[u8]) -> Option<f64> {
     let s = std::str::from_utf8(s).ok()?;
     s.parse::<f64>().ok()
+}
+
+/// The elements of a packed hash or sorted set (a ziplist or a listpack): an even count.
+fn pairs_of(blob: &[u8], ziplist: bool) -> Result<Vec<El<'_>>, DecodeError> {
+    let els = if ziplist {
+        pack::ziplist(blob)?
+    } else {
+        pack::listpack(blob)?
+    };
+    if els.len() % 2 != 0 {
+        return bad("a packed hash or sorted set with an odd element count");
+    }
+    Ok(els)
 }
 
 fn push_all(l: &mut List, els: &[El<'_>]) {
