@@ -41,6 +41,7 @@ UNITS = [
     "unit/functions",
     "unit/tracking",
     "unit/pause", "unit/introspection", "unit/latency-monitor",
+    "unit/dump",
 ]
 UNITS_LATER: dict[str, str] = {
     "unit/scripting": "159 ok, 1 err (python3 tests/redis-suite/run.py --unit unit/scripting): "

@@ -49,6 +49,42 @@ impl Engine {
         self.tier_on_access(t, h, true);
     }
 
+    /// RESTORE's IDLETIME and FREQ (Redis's `objectSetLRUOrLFU`): under an LFU policy a
+    /// `freq` (0-255) becomes the key's counter, stamped now; under the others an `idle_secs`
+    /// back-dates its LRU stamp (wrapping to half the clock ahead when it would go below 0, as
+    /// Redis does). The value that does not apply to the policy is ignored, as is `idle_secs`
+    /// under the logical clock (whose stamps count accesses, not seconds). True when set.
+    pub fn set_recency(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        idle_secs: Option<u64>,
+        freq: Option<u8>,
+    ) -> bool {
+        let Some((ti, h)) = self.lookup_key(t.0 as usize, key, hash_key(key)) else {
+            return false;
+        };
+        let v = if self.tenants[ti].cfg.policy.is_lfu() {
+            let Some(f) = freq else { return false };
+            (lfu_minutes(self.clock.now_ms()) << 8) | u32::from(f)
+        } else {
+            let Some(idle) = idle_secs else { return false };
+            if self.cfg.lru_clock == LruClockMode::Logical {
+                return false;
+            }
+            let clock = i64::from(self.lru_clock());
+            let abs = clock - i64::try_from(idle).unwrap_or(i64::MAX / 2);
+            if abs < 0 {
+                ((clock + i64::from(crate::evict::LRU_CLOCK_MAX / 2))
+                    % i64::from(crate::evict::LRU_CLOCK_MAX)) as u32
+            } else {
+                abs as u32
+            }
+        };
+        self.store.set_lru(h, v);
+        true
+    }
+
     /// Hyperbolic caching's clock: accesses (logical LRU clock) or milliseconds.
     pub(super) fn hyp_now(&self) -> u64 {
         match self.cfg.lru_clock {

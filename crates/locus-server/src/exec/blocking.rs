@@ -558,6 +558,7 @@ fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
             ..ConnBlock::default()
         },
         tracking: super::tracking::ConnTracking::default(),
+        migrate: None,
     };
     let mut out = Vec::new();
     let args: Vec<Cow<'_, [u8]>> = e.args.iter().map(|a| Cow::Borrowed(&a[..])).collect();

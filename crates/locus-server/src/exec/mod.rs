@@ -21,6 +21,7 @@ pub mod admin;
 pub mod bitops;
 pub mod blocking;
 pub mod connection;
+pub mod dump;
 pub mod expire;
 pub mod geo;
 pub mod hll;
@@ -537,6 +538,10 @@ pub(crate) fn route(
             let mut found: Option<TenantId> = None;
             for k in key_positions(spec, args.len()).chain(counted_keys(spec, args)) {
                 let key = &args[k];
+                // MIGRATE ... "" ... KEYS k1 k2: the empty key argument names no key.
+                if key.is_empty() && spec.name == "migrate" {
+                    continue;
+                }
                 let Some(t) = tenancy.for_key(key) else {
                     return Err(CmdError::msg("ERR key matches no tenant prefix"));
                 };
@@ -598,6 +603,7 @@ pub fn counted_keys(spec: &CommandSpec, args: Args<'_, '_>) -> std::ops::Range<u
             return geo::store_key_pos(args).map_or(0..0, |p| p..p + 1);
         }
         "xread" | "xreadgroup" => return types::stream::cmds::read_keys(args),
+        "migrate" => return dump::migrate::keys_after_keyword(args),
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => 2,
         _ => return 0..0,
     };

@@ -3,9 +3,9 @@
 use std::sync::LazyLock;
 
 use super::{
-    Args, CmdResult, Ctx, admin, bitops, connection, expire, geo, hll, keyspace, latency, monitor,
-    pubsub, scripting, slowlog, sort, strings, transaction, types::hash, types::list, types::set,
-    types::stream, types::zset, wait,
+    Args, CmdResult, Ctx, admin, bitops, connection, dump, expire, geo, hll, keyspace, latency,
+    monitor, pubsub, scripting, slowlog, sort, strings, transaction, types::hash, types::list,
+    types::set, types::stream, types::zset, wait,
 };
 
 /// A command handler.
@@ -268,6 +268,9 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("scan", -2, ["readonly"], 0, 0, 0, ["@keyspace", "@read", "@slow"], "generic", "2.8.0", "Iterates over the key names in the database.", Pattern, keyspace::scan),
     cmd!("randomkey", 1, ["readonly"], 0, 0, 0, ["@keyspace", "@read", "@slow"], "generic", "1.0.0", "Returns a random key name from the database.", Conn, keyspace::randomkey),
     cmd!("copy", -3, ["write", "denyoom"], 1, 2, 1, ["@keyspace", "@write", "@slow"], "generic", "6.2.0", "Copies the value of a key to a new key.", Keys, keyspace::copy),
+    cmd!("dump", 2, ["readonly"], 1, 1, 1, ["@keyspace", "@read", "@slow"], "generic", "2.6.0", "Returns a serialized representation of the value stored at a key.", Keys, dump::dump),
+    cmd!("restore", -4, ["write", "denyoom"], 1, 1, 1, ["@keyspace", "@write", "@slow", "@dangerous"], "generic", "2.6.0", "Creates a key from the serialized representation of a value.", Keys, dump::restore),
+    cmd!("migrate", -6, ["write", "movablekeys"], 3, 3, 1, ["@keyspace", "@write", "@slow", "@dangerous"], "generic", "2.6.0", "Atomically transfers a key from one Redis instance to another.", Keys, dump::migrate::migrate),
     cmd!("rename", 3, ["write"], 1, 2, 1, ["@keyspace", "@write", "@slow"], "generic", "1.0.0", "Renames a key and overwrites the destination.", Keys, keyspace::rename),
     cmd!("renamenx", 3, ["write", "fast"], 1, 2, 1, ["@keyspace", "@write", "@fast"], "generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", Keys, keyspace::renamenx),
     cmd!("dbsize", 1, ["readonly", "fast"], 0, 0, 0, ["@keyspace", "@read", "@fast"], "server", "1.0.0", "Returns the number of keys in the database.", Conn, keyspace::dbsize),

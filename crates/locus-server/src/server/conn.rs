@@ -234,6 +234,7 @@ async fn connection(
         psubs: Vec::new(),
         block: exec::blocking::ConnBlock::default(),
         tracking: exec::tracking::ConnTracking::default(),
+        migrate: None,
     };
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
@@ -307,6 +308,11 @@ async fn connection(
                 &mut scratch,
             );
             consumed += n;
+            if let Some(job) = st.migrate.take() {
+                // MIGRATE's round trip, with the engine unlocked; its reply follows the others.
+                exec::dump::migrate::run(&shared, &mut st, job, &mut out).await;
+                continue;
+            }
             if let Some(until) = scratch.paused.take() {
                 // A CLIENT PAUSE holds the next command: the replies so far go out, then the
                 // connection waits, holding no lock, and runs it when the pause ends.
@@ -664,8 +670,9 @@ fn process(
                             if ctx.shared.tracking().active() || ctx.conn.tracking.on {
                                 exec::tracking::after_command(&mut ctx, found);
                             }
-                            if ctx.conn.block.waiting.is_some() {
-                                // This client blocked: nothing more runs until it is served.
+                            if ctx.conn.block.waiting.is_some() || ctx.conn.migrate.is_some() {
+                                // This client blocked (or MIGRATE waits for the network): nothing
+                                // more runs until it is served.
                                 pos = ends[i];
                                 stop = true;
                                 break;

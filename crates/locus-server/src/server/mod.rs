@@ -388,6 +388,9 @@ pub struct ConnState {
     pub block: exec::blocking::ConnBlock,
     /// CLIENT TRACKING as the read path needs it (exec/tracking).
     pub tracking: exec::tracking::ConnTracking,
+    /// A MIGRATE waiting for its round trip, run by the connection off the engine lock
+    /// (exec/dump/migrate).
+    pub migrate: Option<Box<exec::dump::migrate::Job>>,
 }
 
 impl ConnState {

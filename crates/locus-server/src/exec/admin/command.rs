@@ -112,6 +112,8 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             let keys: Vec<usize> = key_positions(c, rest.len())
                 .chain(crate::exec::counted_keys(c, rest))
+                // MIGRATE's KEYS form: its empty key argument is no key.
+                .filter(|&k| !(c.name == "migrate" && rest[k].is_empty()))
                 .collect();
             if keys.is_empty() {
                 return Err(CmdError::msg("ERR The command has no key arguments"));

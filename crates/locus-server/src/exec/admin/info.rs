@@ -243,6 +243,8 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             out,
             "tracking_total_keys:{keys}\r\ntracking_total_items:{items}\r\ntracking_total_prefixes:{prefixes}\r\n",
         );
+        // MIGRATE opens a connection per call and closes it: none is ever cached.
+        out.push_str("migrate_cached_sockets:0\r\n");
     }
     if want("replication") {
         sep(&mut out);
