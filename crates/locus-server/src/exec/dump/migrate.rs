@@ -70,6 +70,16 @@ pub fn keys_after_keyword(a: Args<'_, '_>) -> std::ops::Range<usize> {
 
 /// `MIGRATE`: reads the keys and leaves the round trip to the connection ([`run`]).
 pub fn migrate(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    // MIGRATE makes the server open a TCP connection to any host and port the caller names:
+    // across a tenant boundary that is a way out of the sandbox (to the operator's network), so
+    // it is the admin's, as every command that reaches beyond the caller's tenant. A
+    // single-tenant server without an `[admin]` user runs every connection as its admin (as
+    // Redis), so MIGRATE works there as in Redis.
+    if !ctx.conn.admin {
+        return Err(CmdError::msg(
+            "NOPERM MIGRATE connects wherever its caller says: on a server with tenants it is the admin's",
+        ));
+    }
     let (mut copy, mut replace) = (false, false);
     let mut auth: Option<(Option<Vec<u8>>, Vec<u8>)> = None;
     let mut keys: Vec<&[u8]> = vec![&a[3]];
