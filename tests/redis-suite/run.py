@@ -44,9 +44,11 @@ UNITS = [
     "unit/dump",
 ]
 UNITS_LATER: dict[str, str] = {
-    "unit/scripting": "159 ok, 1 err (python3 tests/redis-suite/run.py --unit unit/scripting): "
-                      "'EVAL does not leak in the Lua stack' wants a Lua VM under 100 KB after "
-                      "10,000 runs; Locus's holds more (issue #24)",
+    "unit/scripting": "163 ok, 2 err (python3 tests/redis-suite/run.py --unit unit/scripting): "
+                      "'EVAL does not leak in the Lua stack' (run for EVAL and for functions) "
+                      "wants used_memory_lua under 100 KB after 10,000 runs; a fresh Locus VM "
+                      "holds 92 KB (its prelude and libraries), 72 KB after a collection, and the "
+                      "unit's earlier scripts push it past (issue #24)",
 }
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
 LINE = re.compile(r"^\[(ok|err|exception|skip|ignore|TIMEOUT)\]:?\s*(.*)$")
