@@ -473,3 +473,41 @@ fn a_short_sample_does_not_put_a_loop_below_its_cliff() {
         "the nominal rate never put a loop below its cliff: {nominal:?}"
     );
 }
+
+/// Warm-up waits for a loop's first reuse even when its sample is not exactly R of its keys:
+/// SHARDS's `_adj` then moves the sampled curve's level (a loop in its first pass showed, say,
+/// 0.92 at every size), and the old test, "miss ratio at all of memory below 1", took that for
+/// reuse and partitioned at the first decision (fifteen tenants in experiments/kredis.md: 399
+/// pages to one tenant, one page to each loop). Every decision before the loop's first reuse
+/// sets no targets; the first decisions after it do.
+#[test]
+fn warm_up_waits_for_a_loops_first_reuse_at_a_sampled_rate() {
+    let (mut e, clock, _) = engine(256, [1000.0, 1000.0]);
+    install(&mut e, &[("rate", "0.05")], 4_000);
+    // a: 6000 keys, first reuse after about 12,000 requests (a GET miss and its SET are two
+    // engine accesses, the interval counts accesses); b: 500 hot keys.
+    let (mut a, mut b) = (looping(6000), uniform(500, 9));
+    drive(&mut e, &clock, [&mut a, &mut b], 40_000);
+    let recs = e.control_records();
+    let waiting: Vec<bool> = recs
+        .iter()
+        .map(|r| r.notes.iter().any(|(n, _)| n == "warming_up"))
+        .collect();
+    // The first pass of a takes 6000 of a's GETs: about 18,000 accesses (GET + SET for a's
+    // misses and b's first touches), four or more decisions.
+    assert!(
+        waiting.iter().take(4).all(|&w| w),
+        "decisions before the loop's first reuse: {waiting:?}"
+    );
+    assert!(
+        recs.iter()
+            .take(4)
+            .all(|r| r.targets.iter().all(Option::is_none)),
+        "targets before the loop's first reuse"
+    );
+    let last = recs.last().expect("decisions");
+    assert!(
+        last.targets.iter().all(Option::is_some),
+        "targets once the loop shows reuse: {waiting:?}"
+    );
+}
