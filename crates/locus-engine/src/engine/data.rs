@@ -366,7 +366,10 @@ impl Engine {
         let mut reclaimed = 0;
         let next = self.walk(t, cursor, count, |eng, ti, h, expired| {
             let (pi, _) = eng.store.split(h);
-            if expired && crawled(ClassId(eng.store.pages[pi].class)) {
+            if expired
+                && !eng.tenants[ti].expiry_held
+                && crawled(ClassId(eng.store.pages[pi].class))
+            {
                 eng.expire_item(ti, h);
                 reclaimed += 1;
             }
@@ -458,7 +461,9 @@ impl Engine {
                 .expiry(ti, h)
                 .is_some_and(|at| at <= self.clock.now_ms())
             {
-                self.expire_item(ti, h);
+                if !self.tenants[ti].expiry_held {
+                    self.expire_item(ti, h);
+                }
                 continue;
             }
             return Some(self.store.key(h).to_vec());

@@ -32,7 +32,9 @@ impl Engine {
                 .get(&h)
                 .map_or(u64::MAX, |e| e.at_ms);
             if at <= self.clock.now_ms() {
-                self.expire_item(t, h);
+                if !self.tenants[t].expiry_held {
+                    self.expire_item(t, h);
+                }
                 return None;
             }
         }
@@ -93,6 +95,13 @@ impl Engine {
         lru: u32,
         exp: Option<u64>,
     ) {
+        // A key whose expired item is held (see `Tenant::expiry_held`) is written over: the old
+        // item goes first, so the index never holds a key twice.
+        if self.tenants[t].expiry_held
+            && let Some(old) = self.find(t, key, hash)
+        {
+            self.expire_item(t, old);
+        }
         let pos = self.tenants[t].all.len() as u32;
         let born = self.hyp_now();
         self.store.write(h, lru, pos, key, value, false);

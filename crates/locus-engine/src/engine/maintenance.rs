@@ -20,6 +20,9 @@ impl Engine {
             }
             let t = self.expire_cursor % n;
             self.expire_cursor = self.expire_cursor.wrapping_add(1);
+            if self.tenants[t].expiry_held {
+                continue;
+            }
             loop {
                 let batch = per_loop.min(max_keys - examined);
                 if batch == 0 || self.tenants[t].vol.is_empty() {
@@ -48,6 +51,16 @@ impl Engine {
             }
         }
         expired
+    }
+
+    /// Holds (or releases) the expiry of tenant `t`'s keys: while held, a key past its TTL reads
+    /// as a miss but stays, and neither the active sweep nor a read removes it (Redis keeps
+    /// expired keys while a CLIENT PAUSE holds writes, so that nothing changes under the pause);
+    /// a write to such a key replaces it. Released, they go as usual.
+    pub fn set_expiry_held(&mut self, t: TenantId, held: bool) {
+        if let Some(tn) = self.tenants.get_mut(t.0 as usize) {
+            tn.expiry_held = held;
+        }
     }
 
     /// Periodic housekeeping (call ~10 times a second, or whenever a simulation likes): returns

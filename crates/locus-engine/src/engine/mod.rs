@@ -242,6 +242,9 @@ struct Hyp {
 /// classes (`leader` set; see the `classes` module).
 struct Tenant {
     cfg: TenantConfig,
+    /// Expired keys stay (a read answers a miss, nothing is removed, nothing counted): Redis
+    /// keeps them while a CLIENT PAUSE holds writes ([`Engine::set_expiry_held`]).
+    expiry_held: bool,
     index: HashTable<u32>,
     /// Every item handle (dense, for uniform sampling); the header's `pos` points back.
     all: Vec<u32>,
@@ -287,6 +290,7 @@ impl Tenant {
         let evpool = EvPool::new(cfg.evpool_size as usize);
         Self {
             cfg,
+            expiry_held: false,
             index: HashTable::new(),
             all: Vec::new(),
             vol: Vec::new(),

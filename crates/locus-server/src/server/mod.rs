@@ -1066,6 +1066,8 @@ pub async fn tick_loop(shared: Arc<Shared>) {
         };
         eng.tick();
         let began = std::time::Instant::now();
+        // A CLIENT PAUSE in force holds its tenants' expiry; one that timed out releases it.
+        exec::pause::sync_expiry(&mut eng);
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         // LATENCY's `expire-cycle` event (the server's own log).
         crate::exec::latency::add_sample_if_needed(
