@@ -25,6 +25,7 @@ pub mod expire;
 pub mod geo;
 pub mod hll;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod longdouble;
 pub mod notify;
 pub mod privilege;

@@ -49,6 +49,7 @@ mod conn;
 mod lock;
 mod memcache;
 mod pubsub;
+pub mod querybuf;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
 pub use lock::{EngineGuard, EngineLock, LockSnapshot, LockStats};
@@ -150,6 +151,18 @@ impl CommandStats {
         &self.0[i.min(self.0.len() - 1)]
     }
 
+    /// CONFIG RESETSTAT: every counter back to 0.
+    pub fn reset(&self) {
+        for s in &self.0 {
+            for c in [&s.calls, &s.nanos, &s.rejected, &s.failed]
+                .into_iter()
+                .chain(&s.durations)
+            {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// `(name, counters)` of every command called or rejected at least once, in table order.
     pub fn used(&self) -> impl Iterator<Item = (&'static str, &CommandStat)> {
         exec::table::COMMANDS
@@ -197,6 +210,10 @@ pub struct ClientInfo {
     pub omem: AtomicU64,
     /// Input bytes received and not yet executed (CLIENT LIST `qbuf`).
     pub qbuf: AtomicU64,
+    /// Room left in the query buffer's allocation (CLIENT LIST `qbuf-free`: server/querybuf).
+    pub qbuf_free: AtomicU64,
+    /// The tick task asks the connection to resize its query buffer (server/querybuf).
+    pub qbuf_cron: AtomicBool,
     /// Tenant id (u32::MAX = none).
     pub tenant: AtomicU32,
     /// 2 or 3.
@@ -302,7 +319,9 @@ impl<'a> StopSignal<'a> {
 
     /// Stopped, or (when asked) pub/sub messages to write: either ends the wait for input.
     fn attention(&self) -> bool {
-        self.stopped() || (self.inbox && self.info.inbox_pending())
+        self.stopped()
+            || (self.inbox
+                && (self.info.inbox_pending() || self.info.qbuf_cron.load(Ordering::Relaxed)))
     }
 }
 
@@ -875,7 +894,7 @@ impl Shared {
             .fold((0, 0), |(o, q), c| {
                 (
                     o + c.omem.load(Ordering::Relaxed),
-                    q + c.qbuf.load(Ordering::Relaxed),
+                    q + c.qbuf.load(Ordering::Relaxed) + c.qbuf_free.load(Ordering::Relaxed),
                 )
             })
     }
@@ -907,7 +926,7 @@ impl Shared {
             self.tenancy.name(TenantId(tenant))
         };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
             c.id,
             c.addr,
             c.laddr,
@@ -921,8 +940,11 @@ impl Shared {
             },
             c.db.load(Ordering::Relaxed),
             c.qbuf.load(Ordering::Relaxed),
+            c.qbuf_free.load(Ordering::Relaxed),
             c.omem.load(Ordering::Relaxed),
-            c.qbuf.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed),
+            c.qbuf.load(Ordering::Relaxed)
+                + c.qbuf_free.load(Ordering::Relaxed)
+                + c.omem.load(Ordering::Relaxed),
             c.last_cmd_name(),
             c.user.lock(),
             c.resp.load(Ordering::Relaxed),
@@ -1008,6 +1030,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
         shared.refresh_coarse_clock();
+        querybuf::cron(&shared, hz);
         {
             let s = shared.stats();
             crate::instant::sample(
@@ -1026,6 +1049,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             continue;
         };
         eng.tick();
+        crate::exec::lazyfree::settle(&mut eng);
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         if shared.notify_flags() != 0 {
             crate::exec::notify::publish_key_events(&shared, &mut eng);
