@@ -284,3 +284,30 @@ def test_object_and_lazy_free_stay_inside_the_tenant(tenants):
     assert cb.unlink("bset") == 1
     lazy_done(cb)
     assert mem(cb, "lazyfreed_objects") == 1 and mem(ca, "lazyfreed_objects") == 2
+
+
+# ------------------------------------------------------------------------- COMMAND (introspection-2)
+
+
+def test_command_list_filterby(server):
+    c = client(server.port)
+    c.response_callbacks.pop("COMMAND", None)  # the plain replies, not redis-py's COMMAND parsing
+    every = c.execute_command("COMMAND", "LIST")
+    assert "set" in every and "client|list" in every and "config|get" in every
+    assert c.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "set") == ["set"]
+    conf = c.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "config*")
+    assert "config" in conf and "config|get" in conf
+    sub = c.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "config|*re*")
+    assert "config|resetstat" in sub and "config|rewrite" in sub and "config|get" not in sub
+    assert "client|help" in c.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl*help")
+    assert c.execute_command("COMMAND", "LIST", "FILTERBY", "PATTERN", "non_exists*") == []
+    scripting = c.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "scripting")
+    assert "eval" in scripting and "script|kill" in scripting and "set" not in scripting
+    assert c.execute_command("COMMAND", "LIST", "FILTERBY", "ACLCAT", "no_such_category") == []
+    assert c.execute_command("COMMAND", "LIST", "FILTERBY", "MODULE", "no_such_module") == []
+    for bad in (["bad_arg"], ["filterby", "bad_arg"], ["filterby", "bad_arg", "bad_arg2"]):
+        with pytest.raises(redis.ResponseError, match="syntax error"):
+            c.execute_command("COMMAND", "LIST", *bad)
+    assert c.execute_command("COMMAND", "GETKEYS", "EVAL", "return 1", "0") == []
+    assert c.execute_command("COMMAND", "GETKEYS", "EVAL", "return 1", "1", "k") == ["k"]
+    c.close()

@@ -39,7 +39,7 @@ UNITS = [
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
     "unit/sort", "unit/geo", "unit/slowlog",
     "unit/functions",
-    "unit/lazyfree", "unit/querybuf",
+    "unit/lazyfree", "unit/querybuf", "unit/introspection-2",
 ]
 UNITS_LATER: dict[str, str] = {
     "unit/scripting": "159 ok, 1 err (python3 tests/redis-suite/run.py --unit unit/scripting): "
