@@ -229,6 +229,7 @@ async fn connection(
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     // The most the query buffer held since its last resize (server/querybuf).
     let mut peak = 0;
+    let mut last_input = tokio::time::Instant::now();
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
         if info.qbuf_cron.swap(false, Ordering::Relaxed) {
@@ -258,7 +259,9 @@ async fn connection(
             if timeout.is_zero() {
                 std::future::pending::<()>().await;
             } else {
-                tokio::time::sleep(timeout).await;
+                // From the last input, not from this wait: a wake that read nothing (pub/sub,
+                // the query buffer's resize) does not put the timeout off.
+                tokio::time::sleep_until(last_input + timeout).await;
             }
         };
         // `biased`: the socket first, no random branch order per poll. A client that keeps the
@@ -278,6 +281,7 @@ async fn connection(
                         Ok(0) => break,
                         Ok(n) => {
                             peak = peak.max(inbuf.len());
+                            last_input = tokio::time::Instant::now();
                             Some(n)
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(0),
