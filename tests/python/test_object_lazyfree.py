@@ -206,6 +206,29 @@ def test_client_list_shows_the_query_buffer(server):
     c.close()
 
 
+def test_a_blocked_client_gives_its_buffer_back_when_idle(server):
+    """The resize visits blocked clients too (as Redis's clientsCron); in Locus the visit must
+    not keep a blocked client's wait busy."""
+    import threading
+
+    c = client(server.port)
+    blocked = client(server.port)
+    blocked.client_setname("blocked-qb")
+    t = threading.Thread(target=lambda: blocked.blpop("nothing-here", timeout=6))
+    t.start()
+    try:
+        def gave_back():
+            line = next(l for l in c.client_list() if l["name"] == "blocked-qb")
+            return int(line["idle"]) >= 3 and int(line["qbuf"]) + int(line["qbuf-free"]) == 0
+        wait_until(gave_back, timeout=5.5, interval=0.1)
+    finally:
+        c.lpush("nothing-here", "x")
+        t.join()
+        c.delete("nothing-here")
+        blocked.close()
+        c.close()
+
+
 def test_query_buffer_limit_closes_the_client(server):
     c = client(server.port)
     old = c.config_get("client-query-buffer-limit")["client-query-buffer-limit"]

@@ -320,6 +320,11 @@ async fn connection(
                 // A blocking command found nothing: the replies so far go out, then the
                 // connection waits for its key (the rest of the input waits too, as in Redis).
                 let limits = (out_limit, qbuf_limit);
+                // The blocking command is executed: its bytes leave the query buffer (CLIENT
+                // LIST's qbuf shows what waits behind it, as Redis's).
+                inbuf.drain(..consumed);
+                consumed = 0;
+                querybuf::publish(&info, &inbuf);
                 match wait_blocked(
                     &shared, &info, &mut sock, &mut inbuf, &mut out, limits, waiting,
                 )
@@ -438,6 +443,16 @@ async fn wait_blocked(
                 if stop.stopped() {
                     b.cancel(shared, info.id);
                     return Err(());
+                }
+                // The tick's query buffer resize: done here too (the flag must be cleared, or
+                // the wait would spin), with what the buffer holds now as its peak.
+                if info.qbuf_cron.swap(false, Ordering::Relaxed) {
+                    let idle = shared
+                        .coarse_now_ms()
+                        .saturating_sub(info.last_active_ms.load(Ordering::Relaxed));
+                    let mut peak = inbuf.len();
+                    querybuf::resize(inbuf, &mut peak, idle);
+                    querybuf::publish(info, inbuf);
                 }
                 info.take_inbox(out);
             }
