@@ -42,6 +42,7 @@ UNITS = [
     "unit/tracking",
     "unit/pause", "unit/introspection", "unit/latency-monitor",
     "unit/dump",
+    "unit/lazyfree", "unit/querybuf", "unit/introspection-2",
 ]
 UNITS_LATER: dict[str, str] = {
     "unit/scripting": "163 ok, 2 err (python3 tests/redis-suite/run.py --unit unit/scripting): "

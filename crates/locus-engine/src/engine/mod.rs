@@ -54,7 +54,7 @@ use crate::stats::{
 use crate::store::{HDR, Page, Store};
 
 pub use classes::{ClassPoolStats, MAX_CLASS_POOLS};
-pub use object::{Object, ValueRef};
+pub use object::{Detached, LAZYFREE_THRESHOLD, Object, ValueRef};
 pub use snapshot::{ItemMeta, RecencyKind, RestoreValue};
 pub use tier::TierWork;
 

@@ -34,6 +34,16 @@ pub trait Object: Any + Send + std::fmt::Debug {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// About how many allocations freeing the object walks (Redis's `lazyfreeGetFreeEffort`): 1
+    /// for a compact encoding held in one allocation, else one per element; types made of nodes
+    /// (lists, streams) count their nodes. UNLINK frees an object off the request path when this
+    /// passes [`LAZYFREE_THRESHOLD`].
+    fn free_effort(&self) -> usize {
+        match self.encoding() {
+            "listpack" | "intset" | "ziplist" | "embstr" | "int" | "raw" => 1,
+            _ => self.len(),
+        }
+    }
     /// A deep copy (COPY).
     fn clone_object(&self) -> Box<dyn Object>;
     /// For downcasting to the concrete type.
@@ -49,6 +59,23 @@ pub enum ValueRef<'a> {
     Str(&'a [u8]),
     /// A hash, list, set or sorted set.
     Obj(&'a dyn Object),
+}
+
+/// Redis's `LAZYFREE_THRESHOLD`: an object whose [`Object::free_effort`] passes it is freed off
+/// the request path by UNLINK (and DEL under `lazyfree-lazy-user-del`).
+pub const LAZYFREE_THRESHOLD: usize = 64;
+
+/// An object taken out of the engine to be freed elsewhere ([`Engine::delete_detaching`],
+/// [`Engine::flush_detaching`]). Its `charge` stays on pool `tenant` as bytes held outside until
+/// given back with [`Engine::release_outside`] after the object is dropped.
+#[derive(Debug)]
+pub struct Detached {
+    /// The pool charged for it.
+    pub tenant: TenantId,
+    /// The object itself.
+    pub object: Box<dyn Object>,
+    /// The bytes charged for it.
+    pub charge: u64,
 }
 
 /// An object and the bytes currently charged for it.
@@ -442,6 +469,72 @@ impl Engine {
             self.large_bytes -= charge;
             self.tenants[t].large_bytes -= charge;
         }
+    }
+
+    /// DEL of one key (as [`Engine::delete`]) that, when the key holds an object whose
+    /// [`Object::free_effort`] passes `min_effort`, takes the object out instead of dropping it,
+    /// for the caller to free off the request path (lazy freeing: UNLINK). The object's charge
+    /// stays on its pool as bytes held outside until the caller gives it back with
+    /// [`Engine::release_outside`] once the object is really freed, so the budget never counts
+    /// memory as free before it is.
+    pub fn delete_detaching(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        min_effort: usize,
+    ) -> (bool, Option<Detached>) {
+        let detached = match self.lookup_key(t.0 as usize, key, hash_key(key)) {
+            Some((p, h)) if self.store.is_obj(h) => {
+                let id = id_of(self.store.value(h));
+                let big = self.objects.cells[id as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.obj.free_effort() > min_effort);
+                if big && self.keep_object != Some(id) {
+                    self.detach_object(p, id)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        };
+        (self.delete(t, key), detached)
+    }
+
+    /// FLUSHDB of tenant `t` (as [`Engine::flush`]) that takes every object out for the caller
+    /// to free off the request path (FLUSHALL/FLUSHDB ASYNC); their charges stay on their pools
+    /// as with [`Engine::delete_detaching`]. Strings are freed in place (page slots, no
+    /// per-key deallocation).
+    pub fn flush_detaching(&mut self, t: TenantId) -> Vec<Detached> {
+        let mut out = Vec::new();
+        for p in self.members(t.0 as usize) {
+            let ids: Vec<u32> = self.tenants[p]
+                .all
+                .iter()
+                .filter(|&&h| self.store.is_obj(h))
+                .map(|&h| id_of(self.store.value(h)))
+                .collect();
+            for id in ids {
+                if self.keep_object != Some(id)
+                    && let Some(d) = self.detach_object(p, id)
+                {
+                    out.push(d);
+                }
+            }
+        }
+        self.flush(t);
+        out
+    }
+
+    /// Takes object `id` of pool `p` out of the table, leaving its slot to be recycled when its
+    /// item goes; its charge moves to the pool's bytes held outside.
+    fn detach_object(&mut self, p: usize, id: u32) -> Option<Detached> {
+        let cell = self.objects.cells[id as usize].take()?;
+        self.tenants[p].outside_bytes += cell.charge;
+        Some(Detached {
+            tenant: TenantId(p as u32),
+            object: cell.obj,
+            charge: cell.charge,
+        })
     }
 
     /// A key's type name (`string` or the object's), without touching it.

@@ -85,6 +85,23 @@ impl Engine {
         true
     }
 
+    /// Redis's `lfu-log-factor` and `lfu-decay-time`, changed at run time (CONFIG SET). Every
+    /// LFU counter keeps its value and follows the new parameters from its next access or decay
+    /// (as in Redis, where the two are read on each update).
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidConfig`] when a value is out of the configuration's range.
+    pub fn set_lfu_params(&mut self, log_factor: u32, decay_time: u32) -> Result<(), EngineError> {
+        let mut cfg = self.cfg.clone();
+        cfg.lfu_log_factor = log_factor;
+        cfg.lfu_decay_time = decay_time;
+        cfg.validate()
+            .map_err(|problems| EngineError::InvalidConfig { problems })?;
+        self.cfg.lfu_log_factor = log_factor;
+        self.cfg.lfu_decay_time = decay_time;
+        Ok(())
+    }
+
     /// Hyperbolic caching's clock: accesses (logical LRU clock) or milliseconds.
     pub(super) fn hyp_now(&self) -> u64 {
         match self.cfg.lru_clock {

@@ -8,12 +8,19 @@ use super::notify::{GENERIC, notify};
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
 use crate::glob::glob_match;
 
-/// `DEL / UNLINK key [key ...]`
+/// `DEL / UNLINK key [key ...]` (UNLINK, and DEL under `lazyfree-lazy-user-del`, free big
+/// objects in the background: exec/lazyfree)
 pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
+    let lazy = is(&a[0], "unlink") || super::lazyfree::user_del();
     let mut n = 0;
     for k in &a[1..] {
-        if ctx.eng.delete(t, k) {
+        let found = if lazy {
+            super::lazyfree::unlink(ctx.eng, t, k)
+        } else {
+            ctx.eng.delete(t, k)
+        };
+        if found {
             n += 1;
             notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", k);
         }
@@ -162,7 +169,15 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         let eng = &mut *ctx.eng;
         ctx.shared.touch_all_watched(t, |k| eng.exists(t, k));
     }
-    ctx.eng.flush(t);
+    let asynchronous = match a.get(1) {
+        Some(mode) => is(mode, "async"),
+        None => super::lazyfree::user_flush(),
+    };
+    if asynchronous {
+        super::lazyfree::flush_async(ctx.eng, t);
+    } else {
+        ctx.eng.flush(t);
+    }
     ctx.shared.blocking().signal_tenant(t);
     ctx.w.ok();
     Ok(())

@@ -27,6 +27,7 @@ pub mod geo;
 pub mod hll;
 pub mod keyspace;
 pub mod latency;
+pub mod lazyfree;
 pub mod longdouble;
 pub mod monitor;
 pub mod notify;

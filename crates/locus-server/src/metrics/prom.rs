@@ -489,6 +489,22 @@ impl Exposition {
             "Pages owned by some tenant.",
             None,
             one(V::U(st.pages_used)),
+        )?;
+        // Lazy freeing (exec/lazyfree): INFO memory's two fields, server-wide.
+        let (pending, freed) = crate::exec::lazyfree::counts(None);
+        gauge(
+            e,
+            "locus_lazyfree_pending_objects",
+            "Objects taken out by UNLINK or FLUSH ASYNC whose memory is not given back yet (INFO lazyfree_pending_objects).",
+            None,
+            one(V::U(pending)),
+        )?;
+        counter(
+            e,
+            "locus_lazyfreed_objects",
+            "Objects freed in the background since start or CONFIG RESETSTAT (INFO lazyfreed_objects).",
+            None,
+            one(V::U(freed)),
         )
     }
 

@@ -81,6 +81,8 @@ pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> A
         admin: AtomicBool::new(false),
         omem: AtomicU64::new(0),
         qbuf: AtomicU64::new(0),
+        qbuf_free: AtomicU64::new(0),
+        qbuf_cron: AtomicBool::new(false),
         tenant: AtomicU32::new(u32::MAX),
         owner: AtomicU32::new(u32::MAX),
         resp: AtomicU8::new(2),
@@ -240,8 +242,18 @@ async fn connection(
     let mut stop = StopSignal::new(&info, &shared, true);
     let mut scratch = Scratch::default();
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // The most the query buffer held since its last resize (server/querybuf).
+    let mut peak = 0;
+    let mut last_input = tokio::time::Instant::now();
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
+        if info.qbuf_cron.swap(false, Ordering::Relaxed) {
+            let idle = shared
+                .coarse_now_ms()
+                .saturating_sub(info.last_active_ms.load(Ordering::Relaxed));
+            querybuf::resize(&mut inbuf, &mut peak, idle);
+            querybuf::publish(&info, &inbuf);
+        }
         let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
             // A monitor is a stream of pushes like a subscriber (exec/monitor).
@@ -261,25 +273,39 @@ async fn connection(
                 if subscribed { out.pubsub } else { out.normal },
             )
         };
-        if inbuf.capacity() - inbuf.len() < READ_CHUNK {
-            inbuf.reserve(READ_CHUNK);
-        }
         let idle = async {
             if timeout.is_zero() {
                 std::future::pending::<()>().await;
             } else {
-                tokio::time::sleep(timeout).await;
+                // From the last input, not from this wait: a wake that read nothing (pub/sub,
+                // the query buffer's resize) does not put the timeout off.
+                tokio::time::sleep_until(last_input + timeout).await;
             }
         };
         // `biased`: the socket first, no random branch order per poll. A client that keeps the
         // socket busy still sees a kill or a shutdown: both are checked after every batch.
         // A kill, a shutdown or pub/sub messages end the wait (`stop`); messages alone read
         // nothing and only write them out below.
+        // The buffer grows (or is allocated again after an idle resize) only when input is there.
         let n = tokio::select! {
             biased;
-            r = sock.read_buf(&mut inbuf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(n) => Some(n),
+            r = sock.readable() => match r {
+                Err(_) => break,
+                Ok(()) => {
+                    if inbuf.capacity() - inbuf.len() < READ_CHUNK {
+                        inbuf.reserve(READ_CHUNK);
+                    }
+                    match sock.try_read_buf(&mut inbuf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            peak = peak.max(inbuf.len());
+                            last_input = tokio::time::Instant::now();
+                            Some(n)
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(0),
+                        Err(_) => break,
+                    }
+                }
             },
             () = &mut stop => None,
             () = idle => break,
@@ -337,6 +363,11 @@ async fn connection(
                 // A blocking command found nothing: the replies so far go out, then the
                 // connection waits for its key (the rest of the input waits too, as in Redis).
                 let limits = (out_limit, qbuf_limit);
+                // The blocking command is executed: its bytes leave the query buffer (CLIENT
+                // LIST's qbuf shows what waits behind it, as Redis's).
+                inbuf.drain(..consumed);
+                consumed = 0;
+                querybuf::publish(&info, &inbuf);
                 match wait_blocked(
                     &shared, &info, &mut sock, &mut inbuf, &mut out, limits, waiting,
                 )
@@ -368,10 +399,15 @@ async fn connection(
             break;
         }
         inbuf.drain(..consumed);
-        info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+        querybuf::publish(&info, &inbuf);
         if !st.close && inbuf.len() as u64 > qbuf_limit {
-            ReplyWriter::new(&mut out, st.proto)
-                .error("ERR Protocol error: client query buffer limit exceeded");
+            // As Redis: closed without a reply (its input cannot be trusted to end), and logged.
+            eprintln!(
+                "Closing client that reached max query buffer length: id={} addr={} qbuf={}",
+                info.id,
+                info.addr,
+                inbuf.len()
+            );
             st.close = true;
         }
         // Messages published to this client go after the replies of its own commands.
@@ -383,9 +419,8 @@ async fn connection(
         {
             break;
         }
-        if inbuf.is_empty() && inbuf.capacity() > 1 << 20 {
-            inbuf.shrink_to(READ_CHUNK);
-        }
+        // (A buffer grown by a big argument is trimmed by the tick task's resize within about a
+        // second: server/querybuf.)
         if st.close || info.killed() || shared.is_shutting_down() {
             break;
         }
@@ -456,6 +491,16 @@ async fn wait_blocked(
                     b.cancel(shared, info.id);
                     return Err(());
                 }
+                // The tick's query buffer resize: done here too (the flag must be cleared, or
+                // the wait would spin), with what the buffer holds now as its peak.
+                if info.qbuf_cron.swap(false, Ordering::Relaxed) {
+                    let idle = shared
+                        .coarse_now_ms()
+                        .saturating_sub(info.last_active_ms.load(Ordering::Relaxed));
+                    let mut peak = inbuf.len();
+                    querybuf::resize(inbuf, &mut peak, idle);
+                    querybuf::publish(info, inbuf);
+                }
                 info.take_inbox(out);
             }
             () = deadline => {
@@ -471,7 +516,7 @@ async fn wait_blocked(
                 Ok(n) => {
                     shared.stats().net_input_bytes.fetch_add(n as u64, Ordering::Relaxed);
                     crate::instant::count_input(info.tenant.load(Ordering::Relaxed), n as u64);
-                    info.qbuf.store(inbuf.len() as u64, Ordering::Relaxed);
+                    querybuf::publish(info, inbuf);
                     if inbuf.len() as u64 > qbuf_limit {
                         b.cancel(shared, info.id);
                         return Err(());
@@ -772,6 +817,8 @@ mod tests {
             admin: AtomicBool::new(false),
             omem: AtomicU64::new(0),
             qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
+            qbuf_cron: AtomicBool::new(false),
             tenant: AtomicU32::new(u32::MAX),
             owner: AtomicU32::new(u32::MAX),
             resp: AtomicU8::new(2),

@@ -49,6 +49,7 @@ mod conn;
 mod lock;
 mod memcache;
 mod pubsub;
+pub mod querybuf;
 mod tracking;
 
 pub use conn::{MAX_BATCH, OUTPUT_FLUSH, accept_loop};
@@ -157,6 +158,18 @@ impl CommandStats {
         &self.0[i.min(self.0.len() - 1)]
     }
 
+    /// CONFIG RESETSTAT: every counter back to 0.
+    pub fn reset(&self) {
+        for s in &self.0 {
+            for c in [&s.calls, &s.nanos, &s.rejected, &s.failed]
+                .into_iter()
+                .chain(&s.durations)
+            {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// `(name, counters)` of every command called or rejected at least once, in table order.
     pub fn used(&self) -> impl Iterator<Item = (&'static str, &CommandStat)> {
         exec::table::COMMANDS
@@ -204,6 +217,10 @@ pub struct ClientInfo {
     pub omem: AtomicU64,
     /// Input bytes received and not yet executed (CLIENT LIST `qbuf`).
     pub qbuf: AtomicU64,
+    /// Room left in the query buffer's allocation (CLIENT LIST `qbuf-free`: server/querybuf).
+    pub qbuf_free: AtomicU64,
+    /// The tick task asks the connection to resize its query buffer (server/querybuf).
+    pub qbuf_cron: AtomicBool,
     /// Tenant id (u32::MAX = none).
     pub tenant: AtomicU32,
     /// The tenant the connection is bound to (`ConnState::owner`; u32::MAX = none): who may
@@ -312,7 +329,9 @@ impl<'a> StopSignal<'a> {
 
     /// Stopped, or (when asked) pub/sub messages to write: either ends the wait for input.
     fn attention(&self) -> bool {
-        self.stopped() || (self.inbox && self.info.inbox_pending())
+        self.stopped()
+            || (self.inbox
+                && (self.info.inbox_pending() || self.info.qbuf_cron.load(Ordering::Relaxed)))
     }
 }
 
@@ -912,7 +931,7 @@ impl Shared {
             .fold((0, 0), |(o, q), c| {
                 (
                     o + c.omem.load(Ordering::Relaxed),
-                    q + c.qbuf.load(Ordering::Relaxed),
+                    q + c.qbuf.load(Ordering::Relaxed) + c.qbuf_free.load(Ordering::Relaxed),
                 )
             })
     }
@@ -944,7 +963,7 @@ impl Shared {
             self.tenancy.name(TenantId(tenant))
         };
         format!(
-            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
+            "id={} addr={} laddr={} fd=-1 name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem={} events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={} tenant={}\n",
             c.id,
             c.addr,
             c.laddr,
@@ -958,8 +977,11 @@ impl Shared {
             },
             c.db.load(Ordering::Relaxed),
             c.qbuf.load(Ordering::Relaxed),
+            c.qbuf_free.load(Ordering::Relaxed),
             c.omem.load(Ordering::Relaxed),
-            c.qbuf.load(Ordering::Relaxed) + c.omem.load(Ordering::Relaxed),
+            c.qbuf.load(Ordering::Relaxed)
+                + c.qbuf_free.load(Ordering::Relaxed)
+                + c.omem.load(Ordering::Relaxed),
             c.last_cmd_name(),
             c.user.lock(),
             c.resp.load(Ordering::Relaxed),
@@ -1047,6 +1069,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
         shared.refresh_coarse_clock();
+        querybuf::cron(&shared, hz);
         {
             let s = shared.stats();
             crate::instant::sample(
@@ -1068,6 +1091,7 @@ pub async fn tick_loop(shared: Arc<Shared>) {
         let began = std::time::Instant::now();
         // A CLIENT PAUSE in force holds its tenants' expiry; one that timed out releases it.
         exec::pause::sync_expiry(&mut eng);
+        crate::exec::lazyfree::settle(&mut eng);
         eng.run_active_expire(ACTIVE_EXPIRE_KEYS_PER_TICK);
         // LATENCY's `expire-cycle` event (the server's own log).
         crate::exec::latency::add_sample_if_needed(

@@ -1,7 +1,8 @@
 //! `COMMAND` (COUNT, INFO, DOCS, LIST, GETKEYS, HELP): the table as Redis clients read it.
 
 use crate::exec::table::{COMMANDS, CommandSpec};
-use crate::exec::{Args, CmdError, CmdResult, Ctx, key_positions, lookup, lower};
+use crate::exec::{Args, CmdError, CmdResult, Ctx, is, key_positions, lookup, lower};
+use crate::glob::glob_match;
 
 use super::{help, unknown_sub};
 
@@ -55,6 +56,48 @@ pub(super) fn command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     ctx.w.bulk(c.group.as_bytes());
 }
 
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]`: every command's
+/// name and its subcommands' (`config|get`), as Redis 7.0; a pattern matches either (case
+/// insensitively), a category a command's or its parent's; Locus has no modules.
+fn command_list(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    let filter = match a.len() {
+        2 => None,
+        5 if is(&a[2], "filterby") => {
+            let kind = lower(&a[3]);
+            if !["module", "aclcat", "pattern"].contains(&kind.as_str()) {
+                return Err(CmdError::Syntax);
+            }
+            Some((kind, &a[4]))
+        }
+        _ => return Err(CmdError::Syntax),
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for c in COMMANDS {
+        for name in std::iter::once(c.name).chain(c.subcommands.iter().copied()) {
+            let keep = match &filter {
+                None => true,
+                Some((kind, arg)) => match kind.as_str() {
+                    "aclcat" => c.acl.iter().any(|cat| {
+                        cat.trim_start_matches('@')
+                            .as_bytes()
+                            .eq_ignore_ascii_case(arg)
+                    }),
+                    "pattern" => glob_match(arg, name.as_bytes(), true),
+                    _ => false,
+                },
+            };
+            if keep {
+                names.push(name);
+            }
+        }
+    }
+    ctx.w.array(names.len());
+    for n in names {
+        ctx.w.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
 /// `COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | GETKEYS cmd args... | HELP]`
 pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 1 {
@@ -67,12 +110,7 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sub = lower(&a[1]);
     match sub.as_str() {
         "count" if a.len() == 2 => ctx.w.integer(COMMANDS.len() as i64),
-        "list" => {
-            ctx.w.array(COMMANDS.len());
-            for c in COMMANDS {
-                ctx.w.bulk(c.name.as_bytes());
-            }
-        }
+        "list" => command_list(ctx, a)?,
         "info" => {
             if a.len() == 2 {
                 ctx.w.array(COMMANDS.len());
@@ -115,7 +153,8 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 // MIGRATE's KEYS form: its empty key argument is no key.
                 .filter(|&k| !(c.name == "migrate" && rest[k].is_empty()))
                 .collect();
-            if keys.is_empty() {
+            // As Redis: a command whose keys are optional (EVAL with 0 keys) has none.
+            if keys.is_empty() && !crate::exec::table::has_flag(c.flags, "no_mandatory_keys") {
                 return Err(CmdError::msg("ERR The command has no key arguments"));
             }
             ctx.w.array(keys.len());

@@ -97,6 +97,11 @@ pub(super) fn config_params(
     ];
     params.extend(limits);
     params.extend(super::compat::params());
+    params.extend(
+        crate::exec::lazyfree::SETTINGS
+            .iter()
+            .map(|n| (*n, crate::exec::lazyfree::get(n).to_string())),
+    );
     params.extend(tier_params(eng));
     params
 }
@@ -204,7 +209,14 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "hz" => cand.server.hz = int_in(1, 500)? as u32,
         "proto-max-bulk-len" => cand.limits.proto_max_bulk_len = ByteSize(memory_value(name, v)?),
         "client-query-buffer-limit" => {
-            cand.limits.client_query_buffer_limit = ByteSize(memory_value(name, v)?)
+            let bytes = memory_value(name, v)?;
+            // Redis's range (the configuration file's check says the same in its words).
+            if !(1 << 20..=i64::MAX as u64).contains(&bytes) {
+                return Err(fail(
+                    "argument must be between 1048576 and 9223372036854775807 inclusive",
+                ));
+            }
+            cand.limits.client_query_buffer_limit = ByteSize(bytes)
         }
         "client-output-buffer-limit" => cand
             .limits
@@ -223,6 +235,18 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         // Process-wide, outside the configuration file: checked here, applied by `config_set`.
         "hll-sparse-max-bytes" => {
             hll_sparse_max_bytes(v).map_err(fail)?;
+        }
+        // Process-wide (exec/lazyfree.rs), applied by `config_set`.
+        _ if crate::exec::lazyfree::SETTINGS.contains(&name) => {
+            crate::exec::lazyfree::parse(name, v).map_err(|e| fail(&e))?;
+        }
+        // The engine's LFU counters (Redis's ranges within the engine's), applied by
+        // `config_set`.
+        "lfu-log-factor" => {
+            int_in(0, 1_000_000)?;
+        }
+        "lfu-decay-time" => {
+            int_in(0, 65_535)?;
         }
         // Process-wide (exec/slowlog.rs), applied by `config_set`.
         "slowlog-log-slower-than" => {
@@ -265,9 +289,9 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
         "replicaof" | "slaveof" => {
             return Err(fail("Locus has no replication: it is never a replica"));
         }
-        "lfu-log-factor" | "lfu-decay-time" | "maxmemory-eviction-tenacity" => {
-            // Accepted for client compatibility (test suites set them); Locus has no persistence
-            // and fixed LFU parameters.
+        "maxmemory-eviction-tenacity" => {
+            // Accepted for client compatibility (test suites set it): Locus's eviction has no
+            // tenacity to tune.
         }
         _ => {
             return Err(CmdError::msg(format!(
@@ -332,6 +356,26 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
             })?;
         }
     }
+    if named("lfu-log-factor") || named("lfu-decay-time") {
+        let pick = |n: &str, old: u32| {
+            pairs
+                .chunks(2)
+                .rev()
+                .find(|kv| is(&kv[0], n))
+                .and_then(|kv| crate::exec::parse_i64(&kv[1]))
+                .map_or(old, |v| v as u32)
+        };
+        let c = ctx.eng.config();
+        let (f, d) = (
+            pick("lfu-log-factor", c.lfu_log_factor),
+            pick("lfu-decay-time", c.lfu_decay_time),
+        );
+        ctx.eng.set_lfu_params(f, d).map_err(|e| {
+            CmdError::msg(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'lfu-log-factor') - {e}"
+            ))
+        })?;
+    }
     if named("notify-keyspace-events") {
         ctx.shared
             .set_notify_flags(ctx.eng, &cand.server.notify_keyspace_events);
@@ -353,6 +397,9 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
             && let Ok(v) = super::compat::check(&name, &String::from_utf8_lossy(&kv[1]))
         {
             super::compat::keep(&name, v);
+        }
+        if let Ok(on) = crate::exec::lazyfree::parse(&lower(&kv[0]), &kv[1]) {
+            crate::exec::lazyfree::set(&lower(&kv[0]), on);
         }
         if is(&kv[0], "hll-sparse-max-bytes")
             && let Ok(bytes) = hll_sparse_max_bytes(&kv[1])
@@ -460,7 +507,9 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "resetstat" if a.len() == 2 => {
             ctx.eng.reset_stats();
             crate::exec::latency::reset_command_stats(ctx.shared);
+            crate::exec::lazyfree::reset_stats();
             let s = &ctx.shared.stats();
+            s.commands.reset();
             for c in [
                 &s.total_commands,
                 &s.total_connections,

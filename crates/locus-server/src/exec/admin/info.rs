@@ -167,6 +167,12 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             obuf,
             qbuf,
         );
+        // Redis 7.0 lists both in its Memory section (exec/lazyfree).
+        let (lazy_pending, lazyfreed) = crate::exec::lazyfree::counts(scope);
+        let _ = write!(
+            out,
+            "lazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazyfreed}\r\n"
+        );
         // Scripting (exec/scripting): the Lua VMs and script caches of the tenants in scope.
         let lua = sh.scripts().stats(scope);
         let _ = write!(

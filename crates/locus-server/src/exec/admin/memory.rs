@@ -92,6 +92,13 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         return Ok(());
     }
+    // As Redis: a missing key is a nil before the policy is looked at.
+    let Some(o) = ctx.eng.object_info(t, &a[2]) else {
+        ctx.w.null();
+        return Ok(());
+    };
+    // The tenant's policy decides what its items' recency field holds (the engine keeps one
+    // field per item, as Redis: an LRU stamp or an LFU counter).
     let policy: Policy = ctx.eng.tenant_config(t).policy;
     if sub == "freq" && !policy.is_lfu() {
         return Err(CmdError::msg(
@@ -103,10 +110,6 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
         ));
     }
-    let Some(o) = ctx.eng.object_info(t, &a[2]) else {
-        ctx.w.null();
-        return Ok(());
-    };
     match sub.as_str() {
         "encoding" => {
             let obj_enc = match ctx.eng.peek_value(t, &a[2]) {

@@ -33,6 +33,10 @@ impl Object for List {
     fn len(&self) -> usize {
         List::len(self)
     }
+    // One allocation per quicklist node, as Redis counts a quicklist.
+    fn free_effort(&self) -> usize {
+        self.node_count()
+    }
     fn clone_object(&self) -> Box<dyn Object> {
         Box::new(self.clone())
     }

@@ -976,6 +976,12 @@ impl Object for Stream {
     fn len(&self) -> usize {
         usize::try_from(self.len).unwrap_or(usize::MAX)
     }
+    // Redis's estimate: one allocation per node, and per consumer group one plus its pending
+    // entries (the first group's count standing for every group's).
+    fn free_effort(&self) -> usize {
+        let pel = self.groups.values().next().map_or(0, |g| g.pel.len());
+        self.nodes.len() + self.groups.len() * (1 + pel)
+    }
     // A stream stays when its last entry goes (Redis keeps empty streams).
     fn is_empty(&self) -> bool {
         false
