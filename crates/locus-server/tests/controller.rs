@@ -291,8 +291,21 @@ fn targets_are_enforced_on_the_data_path() {
     let mut a = Client::connect(srv.handle.addr_of(Some("a")).unwrap());
     let mut b = Client::connect(srv.handle.addr_of(Some("b")).unwrap());
     let value = "x".repeat(2000);
-    // Tenant a floods the whole memory first (no targets yet for 4 requests, then 4 : 12).
-    for i in 0..2000 {
+    // Tenant a floods the whole memory first (no targets yet for 4 requests, then 4 : 12). The
+    // decision falls due after 4 requests and the tick task makes it: wait for it (on a loaded
+    // machine the tick may come after many more requests), then flood.
+    for i in 0..8 {
+        a.cmd(&["SET", &format!("a{i}"), &value], "+OK\r\n");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while srv.handle.with_engine(|e| e.targets()[0].is_none()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no decision within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for i in 8..2000 {
         a.cmd(&["SET", &format!("a{i}"), &value], "+OK\r\n");
     }
     for i in 0..2000 {
