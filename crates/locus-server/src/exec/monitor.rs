@@ -202,13 +202,7 @@ pub fn feed(ctx: &Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, before: bool) {
         ctx.conn.info.addr.to_string()
     };
     let mut text: Option<String> = None;
-    let limit = ctx
-        .shared
-        .config()
-        .limits
-        .client_output_buffer_limit
-        .pubsub
-        .hard;
+    let limit = ctx.shared.pubsub_hard_limit();
     let mut monitors = MONITORS.lock();
     let mut dropped = 0;
     monitors.retain(|m| {

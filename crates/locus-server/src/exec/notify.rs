@@ -108,12 +108,7 @@ pub fn notify(shared: &Shared, t: TenantId, db: u32, class: u32, event: &str, ke
     if flags & class == 0 || flags & (KEYSPACE | KEYEVENT) == 0 {
         return;
     }
-    let hard = shared
-        .config()
-        .limits
-        .client_output_buffer_limit
-        .pubsub
-        .hard;
+    let hard = shared.pubsub_hard_limit();
     let reg = shared.pubsub();
     let mut dropped = 0;
     if flags & KEYSPACE != 0 {

@@ -129,13 +129,7 @@ pub fn punsubscribe(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// caller's tenant only.
 pub fn publish(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let hard = ctx
-        .shared
-        .config()
-        .limits
-        .client_output_buffer_limit
-        .pubsub
-        .hard;
+    let hard = ctx.shared.pubsub_hard_limit();
     let (n, dropped) = ctx.shared.pubsub().publish(t, &a[1], &a[2], hard);
     if dropped > 0 {
         ctx.shared

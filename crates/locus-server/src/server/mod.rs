@@ -538,6 +538,13 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The hard output-buffer limit of the pubsub class (`client-output-buffer-limit pubsub`),
+    /// in bytes: what every message a client did not ask for (pub/sub, keyspace notifications,
+    /// tracking invalidations, MONITOR lines) may pile up to before the client is dropped.
+    pub fn pubsub_hard_limit(&self) -> u64 {
+        self.config().limits.client_output_buffer_limit.pubsub.hard
+    }
+
     /// The keyspace notification flags in force.
     pub fn notify_flags(&self) -> u32 {
         self.notify_flags.load(Ordering::Relaxed)

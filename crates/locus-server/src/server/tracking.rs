@@ -622,12 +622,7 @@ impl Tracking {
         if msgs.is_empty() {
             return;
         }
-        let hard = shared
-            .config()
-            .limits
-            .client_output_buffer_limit
-            .pubsub
-            .hard;
+        let hard = shared.pubsub_hard_limit();
         let current = self.current.load(Ordering::Relaxed);
         for (id, msg) in msgs {
             // Who gets it: the client, or its redirect target.
