@@ -43,10 +43,48 @@ struct Series {
 static EVENTS: LazyLock<Mutex<HashMap<(Owner, &'static str), Series>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// Per-subcommand histograms (`client|id`, ...): calls and duration buckets; the other commands
-/// use INFO commandstats' own counters.
-type SubHists = HashMap<String, (u64, [u64; LATENCY_BUCKETS])>;
-static SUBS: LazyLock<Mutex<SubHists>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// One subcommand's calls and duration buckets.
+struct SubHist {
+    calls: AtomicU64,
+    buckets: [AtomicU64; LATENCY_BUCKETS],
+}
+
+impl SubHist {
+    fn load(&self) -> (u64, Vec<u64>) {
+        (
+            self.calls.load(Ordering::Relaxed),
+            self.buckets
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .collect(),
+        )
+    }
+}
+
+/// Per-subcommand histograms (`client|id`, ...), one for every subcommand of the table, made
+/// once: recording a call is two atomic increments, with no lock and no allocation. The other
+/// commands use INFO commandstats' own counters.
+static SUBS: LazyLock<HashMap<&'static str, SubHist>> = LazyLock::new(|| {
+    super::table::COMMANDS
+        .iter()
+        .flat_map(|spec| spec.subcommands.iter().copied())
+        .map(|name| {
+            let hist = SubHist {
+                calls: AtomicU64::new(0),
+                buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            };
+            (name, hist)
+        })
+        .collect()
+});
+
+/// The table's `name|sub` entry of `spec` that the argument `sub` names, in any case.
+fn subcommand_of(spec: &CommandSpec, sub: &[u8]) -> Option<&'static str> {
+    let skip = spec.name.len() + 1;
+    spec.subcommands.iter().copied().find(|full| {
+        full.len() == skip + sub.len() && full.as_bytes()[skip..].eq_ignore_ascii_case(sub)
+    })
+}
 
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
@@ -80,14 +118,10 @@ pub fn add_sample_if_needed(owner: Owner, event: &'static str, ms: u64) {
 pub fn record(ctx: &Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, nanos: u64) {
     if !spec.subcommands.is_empty()
         && let Some(sub) = a.get(1)
+        && let Some(hist) = subcommand_of(spec, sub).and_then(|full| SUBS.get(full))
     {
-        let full = format!("{}|{}", spec.name, lower(sub));
-        if spec.subcommands.contains(&full.as_str()) {
-            let mut subs = SUBS.lock();
-            let e = subs.entry(full).or_insert((0, [0; LATENCY_BUCKETS]));
-            e.0 += 1;
-            e.1[latency_bucket(nanos)] += 1;
-        }
+        hist.calls.fetch_add(1, Ordering::Relaxed);
+        hist.buckets[latency_bucket(nanos)].fetch_add(1, Ordering::Relaxed);
     }
     if THRESHOLD_MS.load(Ordering::Relaxed) == 0 {
         return;
@@ -116,7 +150,12 @@ pub fn reset_command_stats(shared: &Shared) {
             b.store(0, Ordering::Relaxed);
         }
     }
-    SUBS.lock().clear();
+    for hist in SUBS.values() {
+        hist.calls.store(0, Ordering::Relaxed);
+        for b in &hist.buckets {
+            b.store(0, Ordering::Relaxed);
+        }
+    }
 }
 
 /// The events `scope` may see, merged by name: name -> series.
@@ -161,7 +200,11 @@ fn histogram(ctx: &mut Ctx<'_>, a: Args<'_, '_>) {
     // (name, calls, buckets) of every command or subcommand asked for (all when none is).
     let mut rows: Vec<(String, u64, Vec<u64>)> = Vec::new();
     if ctx.conn.scope().is_none() {
-        let subs = SUBS.lock().clone();
+        let sub_rows = |name: &str| {
+            SUBS.get(name)
+                .map(SubHist::load)
+                .filter(|(calls, _)| *calls > 0)
+        };
         let plain = |spec: &CommandSpec| {
             let c = ctx.shared.stats().commands.of(spec);
             let calls = c.calls.load(Ordering::Relaxed);
@@ -181,8 +224,8 @@ fn histogram(ctx: &mut Ctx<'_>, a: Args<'_, '_>) {
                 rows.extend(plain(spec));
             } else {
                 for sub in spec.subcommands {
-                    if let Some((calls, b)) = subs.get(*sub) {
-                        rows.push((sub.to_string(), *calls, b.to_vec()));
+                    if let Some((calls, b)) = sub_rows(sub) {
+                        rows.push((sub.to_string(), calls, b));
                     }
                 }
             }
@@ -197,8 +240,10 @@ fn histogram(ctx: &mut Ctx<'_>, a: Args<'_, '_>) {
                 if rows.iter().any(|r| r.0 == name) {
                     continue;
                 }
-                if let Some((calls, b)) = subs.get(&name) {
-                    rows.push((name, *calls, b.to_vec()));
+                if SUBS.contains_key(name.as_str()) {
+                    if let Some((calls, b)) = sub_rows(&name) {
+                        rows.push((name, calls, b));
+                    }
                 } else if let Some(spec) = super::lookup(name.as_bytes()) {
                     of_parent(spec, &mut rows);
                 }
