@@ -26,6 +26,7 @@ pub mod expire;
 pub mod geo;
 pub mod hll;
 pub mod keyspace;
+pub mod keyspecs;
 pub mod latency;
 pub mod lazyfree;
 pub mod longdouble;

@@ -310,7 +310,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("client", -2, [], 0, 0, 0, ["@slow"], "connection", "2.4.0", "A container for client connection commands.", None, connection::client, [ "client|id", "client|setname", "client|getname", "client|list", "client|info", "client|kill", "client|setinfo", "client|reply", "client|unblock", "client|no-evict", "client|no-touch", "client|help", "client|tracking", "client|caching", "client|getredir", "client|trackinginfo", "client|pause", "client|unpause" ]),
     cmd!("acl", -2, [], 0, 0, 0, ["@slow"], "server", "6.0.0", "A container for Access List Control commands.", None, connection::acl, ["acl|whoami", "acl|help"]),
     // server / admin
-    cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|help" ]),
+    cmd!("command", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@connection"], "server", "2.8.13", "Returns detailed information about all commands.", None, admin::command, [ "command|count", "command|info", "command|docs", "command|list", "command|getkeys", "command|getkeysandflags", "command|help" ]),
     cmd!("config", -2, [], 0, 0, 0, ["@slow"], "server", "2.0.0", "A container for server configuration commands.", None, admin::config, [ "config|get", "config|set", "config|resetstat", "config|rewrite", "config|help" ]),
     cmd!("info", -1, ["loading", "stale"], 0, 0, 0, ["@slow", "@dangerous"], "server", "1.0.0", "Returns information and statistics about the server.", None, admin::info),
     // scripting (exec/scripting)
