@@ -20,6 +20,7 @@
 pub mod admin;
 pub mod bitops;
 pub mod blocking;
+pub mod cluster;
 pub mod connection;
 pub mod dump;
 pub mod expire;
