@@ -20,12 +20,14 @@
 pub mod admin;
 pub mod bitops;
 pub mod blocking;
+pub mod cluster;
 pub mod connection;
 pub mod dump;
 pub mod expire;
 pub mod geo;
 pub mod hll;
 pub mod keyspace;
+pub mod keyspecs;
 pub mod latency;
 pub mod lazyfree;
 pub mod longdouble;

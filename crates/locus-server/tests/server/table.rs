@@ -136,12 +136,6 @@ impl Case {
 /// `CONFIG SET maxmemory-policy bogus` in Locus: Redis's list plus Locus's own policies.
 const BAD_POLICY: &str = "-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - argument(s) must be one of the following: volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction, allkeys-exact-lru, allkeys-hyperbolic\r\n";
 
-/// `COMMAND INFO get` in Locus, RESP2 (no key specs).
-const COMMAND_INFO_GET: &str = "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n";
-
-/// `COMMAND INFO get` in Locus, RESP3 (no key specs; tips, key specs, subcommands as arrays).
-const COMMAND_INFO_GET_RESP3: &str = "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n~3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*0\r\n*0\r\n";
-
 /// `COMMAND INFO get` in Redis 7.0.15, RESP2: GET's key spec (RO access; index 1; range lastkey 0, keystep 1, limit 0).
 const REDIS_COMMAND_INFO_GET: &str = "*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*3\r\n+@read\r\n+@string\r\n+@fast\r\n*0\r\n*1\r\n*6\r\n$5\r\nflags\r\n*2\r\n+RO\r\n+access\r\n$12\r\nbegin_search\r\n*4\r\n$4\r\ntype\r\n$5\r\nindex\r\n$4\r\nspec\r\n*2\r\n$5\r\nindex\r\n:1\r\n$9\r\nfind_keys\r\n*4\r\n$4\r\ntype\r\n$5\r\nrange\r\n$4\r\nspec\r\n*6\r\n$7\r\nlastkey\r\n:0\r\n$7\r\nkeystep\r\n:1\r\n$5\r\nlimit\r\n:0\r\n*0\r\n";
 
@@ -433,13 +427,8 @@ const CASES: &[Case] = &[
         .locus("the list also names allkeys-exact-lru and allkeys-hyperbolic"),
     c3(
         &["COMMAND", "INFO", "get"],
-        COMMAND_INFO_GET,
-        COMMAND_INFO_GET_RESP3,
-    )
-    .differs(
-        "no key specs (admin.rs command_info); tips, key specs, subcommands are sets in RESP3",
         REDIS_COMMAND_INFO_GET,
-        Some(REDIS_COMMAND_INFO_GET_RESP3),
+        REDIS_COMMAND_INFO_GET_RESP3,
     ),
     c3(
         &["COMMAND", "INFO", "nosuch"],

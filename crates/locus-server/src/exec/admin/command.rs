@@ -1,8 +1,11 @@
-//! `COMMAND` (COUNT, INFO, DOCS, LIST, GETKEYS, HELP): the table as Redis clients read it.
+//! `COMMAND` (COUNT, INFO, DOCS, LIST, GETKEYS, GETKEYSANDFLAGS, HELP): the table as Redis
+//! clients read it, with Redis 7.0's key specs ([`crate::exec::keyspecs`]).
 
+use crate::exec::keyspecs::{self, Begin, FLAG_NAMES, Find, KeySpec};
 use crate::exec::table::{COMMANDS, CommandSpec};
-use crate::exec::{Args, CmdError, CmdResult, Ctx, is, key_positions, lookup, lower};
+use crate::exec::{Args, CmdError, CmdResult, Ctx, is, lookup, lower};
 use crate::glob::glob_match;
+use locus_protocol::ReplyWriter;
 
 use super::{help, unknown_sub};
 
@@ -21,28 +24,165 @@ pub(super) fn command_info(ctx: &mut Ctx<'_>, c: &CommandSpec) {
     for a in c.acl {
         ctx.w.simple(a);
     }
-    ctx.w.array(0); // tips
-    ctx.w.array(0); // key specs
-    ctx.w.array(c.subcommands.len());
+    // Tips (Locus keeps none): an empty set, as Redis answers for a command without tips.
+    ctx.w.set(0);
+    write_key_specs(&mut ctx.w, keyspecs::specs_of(c.name));
+    // Subcommands: an array, or an empty set for a command without any (as Redis).
+    if c.subcommands.is_empty() {
+        ctx.w.set(0);
+    } else {
+        ctx.w.array(c.subcommands.len());
+    }
     for s in c.subcommands {
+        let specs = keyspecs::specs_of(s);
+        // A subcommand with keys: its own arity and key range (`object|encoding`: 3, 2 2 1).
+        let (first, last, step) = match specs.first() {
+            Some(KeySpec {
+                begin: Begin::Index(i),
+                find: Find::Range { last: 0, .. },
+                ..
+            }) => (*i, *i, 1),
+            _ => (0, 0, 0),
+        };
         ctx.w.array(10);
         ctx.w.bulk(s.as_bytes());
-        ctx.w.integer(-2);
+        ctx.w
+            .integer(i64::from(keyspecs::subcommand_arity(s).unwrap_or(-2)));
         ctx.w.set(c.flags.len());
         for f in c.flags {
             ctx.w.simple(f);
         }
-        ctx.w.integer(0);
-        ctx.w.integer(0);
-        ctx.w.integer(0);
+        ctx.w.integer(i64::from(first));
+        ctx.w.integer(i64::from(last));
+        ctx.w.integer(i64::from(step));
         ctx.w.set(c.acl.len());
         for a in c.acl {
             ctx.w.simple(a);
         }
-        ctx.w.array(0);
-        ctx.w.array(0);
-        ctx.w.array(0);
+        ctx.w.set(0);
+        write_key_specs(&mut ctx.w, specs);
+        ctx.w.set(0);
     }
+}
+
+/// Key flags as Redis writes them: a set of status strings (`RW`, `access`, ...).
+fn write_key_flags(w: &mut ReplyWriter<'_>, flags: u16) {
+    let names = FLAG_NAMES.iter().filter(|(bit, _)| flags & bit != 0);
+    w.set(names.clone().count());
+    for (_, name) in names {
+        w.simple(name);
+    }
+}
+
+/// `COMMAND INFO`'s key specifications: a set of maps (notes, flags, begin_search, find_keys).
+fn write_key_specs(w: &mut ReplyWriter<'_>, specs: &[KeySpec]) {
+    w.set(specs.len());
+    for s in specs {
+        w.map(3 + usize::from(s.notes.is_some()));
+        if let Some(n) = s.notes {
+            w.bulk(b"notes");
+            w.bulk(n.as_bytes());
+        }
+        w.bulk(b"flags");
+        write_key_flags(w, s.flags);
+        w.bulk(b"begin_search");
+        w.map(2);
+        w.bulk(b"type");
+        match s.begin {
+            Begin::Index(i) => {
+                w.bulk(b"index");
+                w.bulk(b"spec");
+                w.map(1);
+                w.bulk(b"index");
+                w.integer(i64::from(i));
+            }
+            Begin::Keyword(word, from) => {
+                w.bulk(b"keyword");
+                w.bulk(b"spec");
+                w.map(2);
+                w.bulk(b"keyword");
+                w.bulk(word.as_bytes());
+                w.bulk(b"startfrom");
+                w.integer(i64::from(from));
+            }
+            Begin::Unknown => {
+                w.bulk(b"unknown");
+                w.bulk(b"spec");
+                w.map(0);
+            }
+        }
+        w.bulk(b"find_keys");
+        w.map(2);
+        w.bulk(b"type");
+        let (kind, fields) = match s.find {
+            Find::Range { last, step, limit } => (
+                "range",
+                [("lastkey", last), ("keystep", step), ("limit", limit)],
+            ),
+            Find::Keynum { at, first, step } => (
+                "keynum",
+                [("keynumidx", at), ("firstkey", first), ("keystep", step)],
+            ),
+            Find::Unknown => {
+                w.bulk(b"unknown");
+                w.bulk(b"spec");
+                w.map(0);
+                continue;
+            }
+        };
+        w.bulk(kind.as_bytes());
+        w.bulk(b"spec");
+        w.map(3);
+        for (k, v) in fields {
+            w.bulk(k.as_bytes());
+            w.integer(i64::from(v));
+        }
+    }
+}
+
+/// `COMMAND GETKEYS cmd args...` and `COMMAND GETKEYSANDFLAGS cmd args...` (with each key's
+/// flags), as Redis 7.0: the command (or container subcommand) named, checked for keys and arity,
+/// then its keys by its key specs ([`keyspecs::find_keys`]).
+fn command_getkeys(ctx: &mut Ctx<'_>, rest: Args<'_, '_>, with_flags: bool) -> CmdResult {
+    let invalid = || CmdError::msg("ERR Invalid command specified");
+    let c = lookup(&rest[0]).ok_or_else(invalid)?;
+    // A container with a subcommand argument: the subcommand (Redis's lookupCommand).
+    let (name, arity) = if rest.len() >= 2 && !c.subcommands.is_empty() {
+        let full = format!("{}|{}", c.name, lower(&rest[1]));
+        let sub = c
+            .subcommands
+            .iter()
+            .find(|s| **s == full)
+            .ok_or_else(invalid)?;
+        (*sub, keyspecs::subcommand_arity(sub).unwrap_or(-2))
+    } else {
+        (c.name, c.arity)
+    };
+    if !keyspecs::has_keys(name) {
+        return Err(CmdError::msg("ERR The command has no key arguments"));
+    }
+    let argc = rest.len() as i32;
+    if (arity > 0 && argc != arity) || argc < -arity {
+        return Err(CmdError::msg(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let keys = keyspecs::find_keys(name, rest);
+    // As Redis: a command whose keys are optional (EVAL with 0 keys) has none.
+    if keys.is_empty() && !crate::exec::table::has_flag(c.flags, "no_mandatory_keys") {
+        return Err(CmdError::msg("ERR Invalid arguments specified for command"));
+    }
+    ctx.w.array(keys.len());
+    for (pos, flags) in keys {
+        if with_flags {
+            ctx.w.array(2);
+            ctx.w.bulk(&rest[pos]);
+            write_key_flags(&mut ctx.w, flags);
+        } else {
+            ctx.w.bulk(&rest[pos]);
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn command_docs(ctx: &mut Ctx<'_>, c: &CommandSpec) {
@@ -98,7 +238,8 @@ fn command_list(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// `COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | GETKEYS cmd args... | HELP]`
+/// `COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | GETKEYS cmd args... |
+/// GETKEYSANDFLAGS cmd args... | HELP]`
 pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 1 {
         ctx.w.array(COMMANDS.len());
@@ -138,30 +279,8 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 command_docs(ctx, c);
             }
         }
-        "getkeys" if a.len() >= 3 => {
-            let rest = &a[2..];
-            let c =
-                lookup(&rest[0]).ok_or_else(|| CmdError::msg("ERR Invalid command specified"))?;
-            let argc = rest.len() as i32;
-            if (c.arity > 0 && argc != c.arity) || (c.arity < 0 && argc < -c.arity) {
-                return Err(CmdError::msg(
-                    "ERR Invalid number of arguments specified for command",
-                ));
-            }
-            let keys: Vec<usize> = key_positions(c, rest.len())
-                .chain(crate::exec::counted_keys(c, rest))
-                // MIGRATE's KEYS form: its empty key argument is no key.
-                .filter(|&k| !(c.name == "migrate" && rest[k].is_empty()))
-                .collect();
-            // As Redis: a command whose keys are optional (EVAL with 0 keys) has none.
-            if keys.is_empty() && !crate::exec::table::has_flag(c.flags, "no_mandatory_keys") {
-                return Err(CmdError::msg("ERR The command has no key arguments"));
-            }
-            ctx.w.array(keys.len());
-            for k in keys {
-                ctx.w.bulk(&rest[k]);
-            }
-        }
+        "getkeys" if a.len() >= 4 => command_getkeys(ctx, &a[2..], false)?,
+        "getkeysandflags" if a.len() >= 4 => command_getkeys(ctx, &a[2..], true)?,
         "help" => help(
             ctx,
             &[
@@ -178,12 +297,15 @@ pub fn command(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 "    Return documentation details about multiple commands.",
                 "GETKEYS <full-command>",
                 "    Return the keys from a full command.",
+                "GETKEYSANDFLAGS <full-command>",
+                "    Return the keys and the access flags from a full command.",
                 "HELP",
                 "    Print this help.",
             ],
         ),
         "count" => return Err(CmdError::WrongArity("command|count".into())),
         "getkeys" => return Err(CmdError::WrongArity("command|getkeys".into())),
+        "getkeysandflags" => return Err(CmdError::WrongArity("command|getkeysandflags".into())),
         _ => return Err(unknown_sub("command", &a[1])),
     }
     Ok(())

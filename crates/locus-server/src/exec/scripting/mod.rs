@@ -466,7 +466,10 @@ fn script_call(
             "ERR Wrong number of args calling Redis command from script",
         );
     }
-    if has_flag(spec.flags, "noscript") || denied_in_script(spec.name) {
+    if has_flag(spec.flags, "noscript")
+        || denied_in_script(spec.name)
+        || crate::exec::cluster::noscript_subcommand(spec.name, argv.get(1).map(|a| &a[..]))
+    {
         return err_value(lua, "ERR This Redis command is not allowed from script");
     }
     if run.read_only && (spec.is_write || has_flag(spec.flags, "may_replicate")) {
