@@ -47,4 +47,12 @@ if ! python3 -c 'import redis, pytest, prometheus_client, pymemcache' >/dev/null
 else
   python3 -m pip install -q -r tests/requirements.txt >/dev/null 2>&1 || true
 fi
+# The Node and Go clients of tests/python/test_scripting_frameworks.py (pinned in tests/clients);
+# without node or go that test skips and says so.
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error) || echo "install-deps: npm ci in tests/clients failed" >&2
+fi
+if command -v go >/dev/null 2>&1; then
+  (cd tests/clients/go && go mod download) || echo "install-deps: go mod download in tests/clients/go failed" >&2
+fi
 echo "dependencies ok: $(redis-server --version | cut -d' ' -f3), python $(python3 -c 'import redis; print("redis-py", redis.__version__)')"

@@ -414,3 +414,21 @@ def test_xread_block_is_refused_from_scripts_and_sort_of_a_set_is_ordered(r):
     r.sadd("myset", *members)
     got = r.eval("return redis.call('sort',KEYS[1],'by','_')", 1, "myset")
     assert list(got) == sorted(members)
+
+
+def test_script_flush_keeps_functions_and_lazy_libraries(r):
+    """SCRIPT FLUSH drops the EVAL scripts (Locus replaces the tenant's Lua VM, as Redis its eval
+    VM) and leaves the function libraries callable; the libraries Lua code reads lazily (cjson,
+    cmsgpack, bit) are there again in the new VM, read-only as before."""
+    r.function_flush()
+    r.function_load("#!lua name=keep\nredis.register_function('keep_get', function(k) return redis.call('GET', k[1]) end)")
+    sha = r.script_load("return cjson.encode({1, 2})")
+    assert r.evalsha(sha, 0) == "[1,2]"
+    r.set("kf", "v")
+    assert r.script_flush()
+    assert r.script_exists(sha) == [False]
+    assert r.fcall("keep_get", 1, "kf") == "v"
+    assert r.eval("return cmsgpack.unpack(cmsgpack.pack(bit.band(7, 3)))", 0) == 3
+    with pytest.raises(redis.ResponseError, match="readonly table"):
+        r.eval("cjson.encode = nil", 0)
+    r.function_flush()

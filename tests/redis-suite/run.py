@@ -39,17 +39,13 @@ UNITS = [
     "unit/protocol", "unit/info-command", "unit/quit", "unit/other",
     "unit/sort", "unit/geo", "unit/slowlog",
     "unit/functions",
+    "unit/scripting",
     "unit/tracking",
     "unit/pause", "unit/introspection", "unit/latency-monitor",
     "unit/dump",
     "unit/lazyfree", "unit/querybuf", "unit/introspection-2",
 ]
 UNITS_LATER: dict[str, str] = {
-    "unit/scripting": "163 ok, 2 err (python3 tests/redis-suite/run.py --unit unit/scripting): "
-                      "'EVAL does not leak in the Lua stack' (run for EVAL and for functions) "
-                      "wants used_memory_lua under 100 KB after 10,000 runs; a fresh Locus VM "
-                      "holds 92 KB (its prelude and libraries), 72 KB after a collection, and the "
-                      "unit's earlier scripts push it past (issue #24)",
 }
 TAGS = "-needs:repl -needs:debug -needs:save -needs:pfdebug -needs:config-maxmemory -needs:reset"
 LINE = re.compile(r"^\[(ok|err|exception|skip|ignore|TIMEOUT)\]:?\s*(.*)$")

@@ -108,6 +108,18 @@ pub fn load_library(
     code: &[u8],
     replace: bool,
 ) -> Result<String, CmdError> {
+    let loaded = compile_and_register(vm, busy, code, replace);
+    // A load leaves its compile's garbage (and a replaced library): collected as a run's is.
+    vm.collect_garbage(false);
+    loaded
+}
+
+fn compile_and_register(
+    vm: &mut TenantVm,
+    busy: &super::busy::Busy,
+    code: &[u8],
+    replace: bool,
+) -> Result<String, CmdError> {
     let err = |m: String| CmdError::msg(format!("ERR {m}"));
     let (engine, name, end) = metadata(code).map_err(err)?;
     if !valid_name(&name) {

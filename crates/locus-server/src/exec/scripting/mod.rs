@@ -5,8 +5,8 @@
 //!   EVAL body numkeys k.. a..                      (engine lock held by the batch)
 //!     │ take the tenant's TenantVm out of `Scripts` (created on first use)
 //!     │ sha1(body) → cached function, or compile (shebang flags checked first)
-//!     │ KEYS/ARGV set; hidden.call = a scoped Rust closure over this Ctx
-//!     │ hidden.run(f) = xpcall(f, handler) ─► redis.call(...) ─► hidden.call
+//!     │ CURRENT = this Ctx and Run (hidden.call, made once per VM, reaches them there)
+//!     │ hidden.run(f, KEYS, ARGV) = xpcall(f, handler) ─► redis.call(...) ─► hidden.call
 //!     │                                          │ checks: arity, noscript, read-only, tenant
 //!     │                                          │ dispatch_spec(inner Ctx, args)   (the same
 //!     │                                          │   path a client's command takes: stats,
@@ -128,13 +128,32 @@ impl Scripts {
         self.vms.lock().insert(t, vm);
     }
 
-    /// SCRIPT FLUSH: the tenant's EVAL scripts (its function libraries stay).
+    /// SCRIPT FLUSH: the tenant's EVAL scripts go and its Lua VM is replaced by a new one, as
+    /// Redis replaces its scripting VM; the function libraries stay (reloaded from their code
+    /// into the new VM, so that they run as before). A new VM also gives back what the old one
+    /// keeps at its high-water mark after a collection: the Lua stacks a deep conversion or a
+    /// large `unpack` grew, mlua's reference slots. If a library cannot be reloaded (the VM cap),
+    /// the old VM stays with its scripts dropped.
     fn flush(&self, t: TenantId) {
-        if let Some(vm) = self.vms.lock().get_mut(&t) {
-            vm.scripts.clear();
-            vm.body_bytes = 0;
-            let _ = vm.lua.gc_collect();
-        }
+        let Some(mut old) = self.vms.lock().remove(&t) else {
+            return;
+        };
+        let fresh = TenantVm::new(self.busy.clone()).ok().and_then(|mut vm| {
+            for lib in old.libraries.libs.values() {
+                function::load_library(&mut vm, &self.busy, &lib.code, false).ok()?;
+            }
+            Some(vm)
+        });
+        let vm = match fresh {
+            Some(vm) => Box::new(vm),
+            None => {
+                old.scripts.clear();
+                old.body_bytes = 0;
+                old.collect_garbage(true);
+                old
+            }
+        };
+        self.vms.lock().insert(t, vm);
     }
 }
 
@@ -258,9 +277,6 @@ fn eval_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, by_sha: bool, ro: bool) -> C
     run_script(ctx, vm, &run, &func, keys, argv, false)
 }
 
-/// Runs between two garbage-collection steps (Redis: 50).
-const GC_EVERY: u32 = 50;
-
 /// One run's settings.
 pub(crate) struct Run {
     /// Writes are refused (`*_RO`, `no-writes`).
@@ -286,23 +302,6 @@ pub(crate) fn run_script(
     argv: Args<'_, '_>,
     as_function: bool,
 ) -> CmdResult {
-    let lua = &vm.lua;
-    let table_of = |items: Args<'_, '_>| -> mlua::Result<mlua::Table> {
-        let t = lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, k) in items.iter().enumerate() {
-            t.raw_set(i + 1, lua.create_string(&k[..])?)?;
-        }
-        Ok(t)
-    };
-    let (kt, at) = match (table_of(keys), table_of(argv)) {
-        (Ok(k), Ok(a)) => (k, a),
-        (Err(e), _) | (_, Err(e)) => return Err(lua_err(e)),
-    };
-    if !as_function {
-        vm.real.raw_set("KEYS", kt.clone()).map_err(lua_err)?;
-        vm.real.raw_set("ARGV", at.clone()).map_err(lua_err)?;
-    }
-    vm.resp.store(2, Ordering::Relaxed);
     // What a script may change on the connection and Redis keeps to the script: the database
     // (SELECT) and the protocol its calls see; blocking commands answer at once.
     let (db, tenant, proto, deny, script) = (
@@ -316,24 +315,33 @@ pub(crate) fn run_script(
     ctx.conn.block.script = true;
     let busy = ctx.shared.scripts().busy();
     busy.start(as_function);
+    vm.resp.store(2, Ordering::Relaxed);
     let cell = RefCell::new(&mut *ctx);
-    let resp = vm.resp.clone();
-    let outcome: mlua::Result<(bool, Vec<u8>)> = lua.scope(|scope| {
-        let call = scope.create_function(|lua, (args, n): (mlua::Table, usize)| {
-            let mut c = cell.borrow_mut();
-            let resp3 = resp.load(Ordering::Relaxed) == 3;
-            script_call(lua, &mut c, run, &args, n, resp3)
-        })?;
-        vm.hidden.raw_set("call", call)?;
-        let (ok, v): (bool, Value) = if as_function {
-            vm.runf.call((func.clone(), kt, at))?
-        } else {
-            vm.run.call(func.clone())?
+    let result: mlua::Result<(bool, Value)> = {
+        let current = Current {
+            ctx: &cell,
+            run,
+            resp: &vm.resp,
         };
-        vm.hidden.raw_set("call", Value::Nil)?;
-        let resp3 = resp.load(Ordering::Relaxed) == 3;
+        let _set = CurrentGuard::set(&current);
+        let runner = if as_function { &vm.runf } else { &vm.run };
+        // One protected call builds KEYS and ARGV with Lua's C API and calls the runner: mlua's
+        // table and string helpers would each leave two C closures of garbage under a memory
+        // limit (their protection), about 1 KB a run.
+        // SAFETY: the closure only pushes values and calls; a Lua error (out of memory) unwinds
+        // through it by longjmp, and it owns nothing to drop. The stack has LUA_MINSTACK free
+        // slots; it uses three at most beyond the two arguments.
+        unsafe {
+            vm.lua.exec_raw((runner, func), |state| {
+                push_array(state, keys);
+                push_array(state, argv);
+                mlua::ffi::lua_call(state, 3, 2);
+            })
+        }
+    };
+    let resp3 = vm.resp.load(Ordering::Relaxed) == 3;
+    let outcome: mlua::Result<(bool, Vec<u8>)> = result.map(|(ok, v)| {
         let mut out = Vec::new();
-        let c = cell.borrow();
         let mut w = ReplyWriter::new(&mut out, proto);
         if ok {
             convert::lua_to_resp(&mut w, &v, resp3, 0);
@@ -346,8 +354,7 @@ pub(crate) fn run_script(
         } else {
             w.error(&raised_error(&v, &run.name));
         }
-        drop(c);
-        Ok((ok, out))
+        (ok, out)
     });
     busy.end();
     let ctx = cell.into_inner();
@@ -356,18 +363,7 @@ pub(crate) fn run_script(
     ctx.conn.proto = proto;
     ctx.conn.block.deny = deny;
     ctx.conn.block.script = script;
-    if !as_function {
-        let _ = vm.real.raw_set("KEYS", Value::Nil);
-        let _ = vm.real.raw_set("ARGV", Value::Nil);
-    }
-    // A full collection every GC_EVERY runs keeps each run's garbage (KEYS, ARGV, replies) from
-    // piling up between Lua's own cycles (Redis steps its collector as often); Lua 5.1 has no
-    // emergency collection, so a VM near its cap also collects at once.
-    vm.runs += 1;
-    if vm.runs >= GC_EVERY || vm.lua.used_memory() > vm::LUA_MEMORY_CAP / 2 {
-        vm.runs = 0;
-        let _ = vm.lua.gc_collect();
-    }
+    vm.collect_garbage(false);
     let (ok, out) = outcome.map_err(lua_err)?;
     if !ok || out.first() == Some(&b'-') {
         // A raised error, or an error table returned: the error line without its '-' and CRLF,
@@ -377,6 +373,73 @@ pub(crate) fn run_script(
     }
     ctx.w.raw(&out);
     Ok(())
+}
+
+/// Pushes a Lua array of `items` (KEYS or ARGV) with the C API.
+///
+/// # Safety
+/// Inside a protected call with two free stack slots.
+unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: Args<'_, '_>) {
+    use mlua::ffi;
+    // SAFETY: the caller's contract; the strings are copied by Lua.
+    unsafe {
+        ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
+}
+
+/// The command a script runs in, for `hidden.call` (a function made once per VM).
+struct Current<'a, 'b, 'c> {
+    ctx: &'a RefCell<&'b mut Ctx<'c>>,
+    run: &'a Run,
+    resp: &'a std::sync::atomic::AtomicU8,
+}
+
+thread_local! {
+    /// The running script's [`Current`] on this thread, type-erased; null between runs. A
+    /// script cannot start another (EVAL and FCALL are `noscript`), so runs never nest.
+    static CURRENT: std::cell::Cell<*const ()> = const { std::cell::Cell::new(std::ptr::null()) };
+}
+
+/// Sets [`CURRENT`] for one run and clears it however the run ends.
+struct CurrentGuard(*const ());
+
+impl CurrentGuard {
+    fn set(cur: &Current<'_, '_, '_>) -> CurrentGuard {
+        let p = std::ptr::from_ref(cur).cast::<()>();
+        let prev = CURRENT.with(|c| c.replace(p));
+        CurrentGuard(prev)
+    }
+}
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(self.0));
+    }
+}
+
+/// `hidden.call`: `redis.call` / `redis.pcall` of the running script (an error value outside
+/// a run: a function kept by a library and called at load time has no command to run in).
+pub(crate) fn call_current(lua: &Lua, args: &mlua::Table, n: usize) -> mlua::Result<(Value, bool)> {
+    let p = CURRENT.with(std::cell::Cell::get);
+    if p.is_null() {
+        return err_value(
+            lua,
+            "ERR redis.call can only be used while a script or function runs",
+        );
+    }
+    // SAFETY: `p` was set by run_script from a `Current` that outlives the run (its guard
+    // clears it before the `Current` goes), and this callback runs only inside that run, on
+    // this thread.
+    let cur = unsafe { &*p.cast::<Current<'_, '_, '_>>() };
+    let Ok(mut c) = cur.ctx.try_borrow_mut() else {
+        return err_value(lua, "ERR redis.call reentered");
+    };
+    let resp3 = cur.resp.load(Ordering::Relaxed) == 3;
+    script_call(lua, &mut c, cur.run, args, n, resp3)
 }
 
 /// The reply for an error a script raised: `{err=..., source=..., line=...}` from the handler,

@@ -11,10 +11,13 @@
 --   hidden.log(level, s)  -> nothing
 --   hidden.setresp(n)     -> nothing
 --   hidden.known(name)    -> whether the command exists (redis.acl_check_cmd)
+--   hidden.lib(name)      -> the library `name` (bit, cjson, cmsgpack), built on first use
+--   hidden.lazy           the names hidden.lib builds
 -- and receives from here:
 --   hidden.globals        the read-only proxy that becomes the thread's global table
---   hidden.run(f)         xpcall of an EVAL body with the error handler
+--   hidden.run(f, k, a)   xpcall of an EVAL body with the error handler, KEYS = k, ARGV = a
 --   hidden.runf(f, k, a)  the same for a function called with (KEYS, ARGV)
+-- A run allocates only what the script needs (KEYS, ARGV, its own values): no closure per run.
 local hidden = ...
 local real = _G
 local error, type, tostring, select, rawset, rawget, setmetatable, getmetatable, xpcall, pcall =
@@ -150,12 +153,26 @@ local function handler(e)
   return e
 end
 
-hidden.run = function(f)
-  return xpcall(f, handler)
+hidden.run = function(f, keys, args)
+  rawset(real, 'KEYS', keys)
+  rawset(real, 'ARGV', args)
+  local ok, v = xpcall(f, handler)
+  rawset(real, 'KEYS', nil)
+  rawset(real, 'ARGV', nil)
+  return ok, v
 end
 
+-- xpcall passes no arguments in Lua 5.1: the function and its (KEYS, ARGV) wait in upvalues of
+-- one closure made here, not in a new closure per call.
+local cur_f, cur_keys, cur_args
+local function call_current()
+  return cur_f(cur_keys, cur_args)
+end
 hidden.runf = function(f, keys, args)
-  return xpcall(function() return f(keys, args) end, handler)
+  cur_f, cur_keys, cur_args = f, keys, args
+  local ok, v = xpcall(call_current, handler)
+  cur_f, cur_keys, cur_args = nil, nil, nil
+  return ok, v
 end
 
 -- Read-only tables. A protected table is an empty proxy whose reads go to the real table and
@@ -223,9 +240,18 @@ for _, name in pairs({ 'redis', 'string', 'math', 'table', 'coroutine', 'cjson',
   if type(lib) == 'table' then rawset(real, name, (protect(lib))) end
 end
 
--- Reading an undefined global is an error (Redis 7), writing any global too.
+-- Reading an undefined global is an error (Redis 7), writing any global too. The libraries
+-- of hidden.lazy are built, protected and kept on their first read (a script cannot tell: the
+-- globals it sees are a proxy, whose pairs() and rawget() show nothing either way).
+local lazy = hidden.lazy
 setmetatable(real, {
   __index = function(_, k)
+    if lazy[k] then
+      local lib = (protect(hidden.lib(k)))
+      rawset(real, k, lib)
+      lazy[k] = nil
+      return lib
+    end
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end,
 })

@@ -6,7 +6,8 @@
 //!   ├── lua: Lua 5.1 state (mlua, vendored), allocations capped at `LUA_MEMORY_CAP`
 //!   ├── real globals: the libraries, `redis`, KEYS/ARGV (set per call, raw)
 //!   │     └── the thread's global table is a read-only proxy of it (prelude.lua)
-//!   ├── hidden: the Rust primitives the prelude wraps (hidden.call is set per run)
+//!   ├── hidden: the Rust primitives the prelude wraps (hidden.call reaches the running
+//!   │     command through `super::CURRENT`)
 //!   └── scripts: sha1 hex → (body, compiled function, shebang flags)
 //! ```
 
@@ -212,8 +213,8 @@ pub struct TenantVm {
     pub resp: Arc<AtomicU8>,
     /// Bytes of script bodies held (INFO `used_memory_scripts_eval`).
     pub body_bytes: usize,
-    /// Runs since the last garbage-collection step.
-    pub runs: u32,
+    /// Bytes in use after the last full garbage collection (see [`TenantVm::collect_garbage`]).
+    pub gc_base: usize,
     /// The function libraries (FUNCTION, FCALL).
     pub libraries: super::function::Libraries,
     /// `hidden.load_library`.
@@ -248,8 +249,22 @@ impl TenantVm {
             },
         )?;
         let real = lua.globals();
-        super::libs::load(&lua, &real)?;
         let hidden = lua.create_table()?;
+        hidden.raw_set(
+            "lib",
+            lua.create_function(|lua, name: String| super::libs::build(lua, &name))?,
+        )?;
+        let lazy = lua.create_table()?;
+        for name in super::libs::LAZY {
+            lazy.raw_set(name, true)?;
+        }
+        hidden.raw_set("lazy", lazy)?;
+        hidden.raw_set(
+            "call",
+            lua.create_function(|lua, (args, n): (Table, usize)| {
+                super::call_current(lua, &args, n)
+            })?,
+        )?;
         let resp = Arc::new(AtomicU8::new(2));
         hidden.raw_set(
             "sha1hex",
@@ -302,7 +317,7 @@ impl TenantVm {
         let run: Function = hidden.raw_get("run")?;
         let runf: Function = hidden.raw_get("runf")?;
         let load_library: Function = hidden.raw_get("load_library")?;
-        Ok(TenantVm {
+        let mut vm = TenantVm {
             scripts: HashMap::new(),
             hidden,
             real,
@@ -310,11 +325,30 @@ impl TenantVm {
             runf,
             resp,
             body_bytes: 0,
-            runs: 0,
+            gc_base: 0,
             libraries: super::function::Libraries::default(),
             load_library,
             lua,
-        })
+        };
+        // The prelude's compiled top level and its temporaries (about a quarter of a new VM's
+        // bytes) are garbage now.
+        vm.collect_garbage(true);
+        Ok(vm)
+    }
+
+    /// Called after each run and each library load: a full collection once the VM has grown by
+    /// a quarter of what it held after the last one (at least [`GC_SLACK`]), or when it nears
+    /// its cap (Lua 5.1 has no emergency collection), or when `now`. The garbage a run leaves
+    /// (KEYS, ARGV, replies, a loaded library's compile) is thus bounded by the slack, whatever
+    /// the rate of runs, and a large live heap is not traversed more often than its size
+    /// warrants (Lua's own incremental collector keeps running between these).
+    pub fn collect_garbage(&mut self, now: bool) {
+        let used = self.lua.used_memory();
+        let slack = GC_SLACK.max(self.gc_base / 4);
+        if now || used > self.gc_base + slack || used > LUA_MEMORY_CAP / 2 {
+            let _ = self.lua.gc_collect();
+            self.gc_base = self.lua.used_memory();
+        }
     }
 
     /// Compiles `body` (its shebang already checked: Lua code starts at `code_from`) under the
@@ -340,6 +374,10 @@ impl TenantVm {
         self.lua.used_memory()
     }
 }
+
+/// Least growth of a VM between two full collections (see [`TenantVm::collect_garbage`]): about
+/// 40 runs of a short script.
+pub const GC_SLACK: usize = 16 << 10;
 
 /// The registry slot of prelude.lua's `hidden.call_stub`.
 const CALL_STUB: &str = "locus.call_stub";
