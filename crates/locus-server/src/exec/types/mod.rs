@@ -16,7 +16,7 @@ pub mod packed;
 pub mod quicklist;
 pub mod set;
 // Sorted sets.
-pub mod skiplist;
+pub mod ztree;
 // Streams.
 pub mod stream;
 pub mod zset;

@@ -6,12 +6,13 @@
 //! A small sorted set (at most `zset-max-listpack-entries` members, none longer than
 //! `zset-max-listpack-value` bytes) is one packed buffer of member, score, member, score in
 //! (score, member) order (Redis's `listpack`; a score is stored as an integer of 0-7 bytes when
-//! it is one, else as the 8 bytes of the double). A larger one is a [`SkipList`] (`skiplist`).
+//! it is one, else as the 8 bytes of the double). A larger one is a [`ZTree`], an
+//! order-statistic B+ tree with a member index (OBJECT ENCODING says `skiplist`, as Redis does).
 //! Conversion is one way, as in Redis; the STORE forms build their result in the encoding its
 //! size calls for.
 //!
 //! Every range command reduces to ranks: a score or lex bound is the count of members before
-//! it (O(log n) on the skiplist), and a range is the ranks between two such counts. Scores are
+//! it (O(log n) on the tree), and a range is the ranks between two such counts. Scores are
 //! printed as Redis 7.0 prints doubles (`%.17g`, `inf`, `-inf`); in RESP3 they are doubles and
 //! (member, score) pairs are nested arrays where Redis 7.0 nests them. Each write reports its
 //! own WATCH touch and keyspace event, and only when it changed something, as Redis does.
@@ -29,7 +30,7 @@ use super::hash::{rand_args, random_picks, scan_args};
 use super::list::mpop_args;
 use super::packed::Packed;
 use super::set::{Member, Set};
-use super::skiplist::SkipList;
+use super::ztree::ZTree;
 use super::{alloc, check_type, peek, read, touched, write};
 
 /// `zset-max-listpack-entries`.
@@ -138,8 +139,8 @@ fn reply_score(w: &mut ReplyWriter<'_>, v: f64) {
 pub enum Zset {
     /// Member, score, member, score ... in order, in one buffer.
     Packed(Packed),
-    /// A skiplist with a member index.
-    Skip(Box<SkipList>),
+    /// An order-statistic B+ tree with a member index (the `skiplist` encoding).
+    Skip(Box<ZTree>),
 }
 
 impl Default for Zset {
@@ -199,10 +200,10 @@ impl Zset {
                 p.grow_bound(2 * count, bytes + SCORE_MAX * count)
             }
             Zset::Packed(p) => {
-                // Converts: a boxed skiplist of every member, old and new.
-                alloc::heap(size_of::<SkipList>())
-                    + SkipList::new().charge()
-                    + SkipList::new().grow_bound(self.len() + count, p.bytes() + bytes)
+                // Converts: a boxed tree of every member, old and new.
+                alloc::heap(size_of::<ZTree>())
+                    + ZTree::new().charge()
+                    + ZTree::new().grow_bound(self.len() + count, p.bytes() + bytes)
             }
             Zset::Skip(s) => s.grow_bound(count, bytes),
         }
@@ -210,7 +211,7 @@ impl Zset {
 
     fn convert(&mut self) {
         if let Zset::Packed(p) = self {
-            let mut s = SkipList::new();
+            let mut s = ZTree::new();
             for (_, m, sc) in Self::packed_pairs(p) {
                 s.insert(m, sc);
             }
@@ -269,10 +270,15 @@ impl Zset {
             Some(o)
                 if o == score && (o != 0.0 || o.is_sign_negative() == score.is_sign_negative()) => {
             }
-            Some(_) => {
-                self.remove(member);
-                self.insert(member, score);
-            }
+            Some(_) => match self {
+                Zset::Skip(s) => {
+                    s.set_score(member, score);
+                }
+                Zset::Packed(_) => {
+                    self.remove(member);
+                    self.insert(member, score);
+                }
+            },
             None => self.insert(member, score),
         }
         old
@@ -415,7 +421,7 @@ impl Object for Zset {
     fn charge(&self) -> u64 {
         match self {
             Zset::Packed(p) => p.charge(),
-            Zset::Skip(s) => alloc::heap(size_of::<SkipList>()) + s.charge(),
+            Zset::Skip(s) => alloc::heap(size_of::<ZTree>()) + s.charge(),
         }
     }
     fn len(&self) -> usize {
@@ -1884,8 +1890,8 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 }
 
 /// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a packed sorted set whole in one call
-/// (cursor 0), as Redis answers for a listpack; a skiplist `COUNT` node slots a call (see
-/// [`SkipList::scan_slots`]), so a large sorted set is never copied whole under the engine lock.
+/// (cursor 0), as Redis answers for a listpack; a large one `COUNT` member slots a call (see
+/// [`ZTree::scan_slots`]), so a large sorted set is never copied whole under the engine lock.
 pub fn zscan(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let sa = scan_args(a, 2)?;
     let t = ctx.t()?;
