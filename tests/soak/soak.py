@@ -16,6 +16,13 @@ What runs (all on 127.0.0.1, every loop bounded by the deadline):
   write, in order, applied or not (a cut pipeline runs a prefix; a write in it may meet OOM).
 * one slow reader (tenant `slow`): pipelines hundreds of GETs of 48-64 KiB values and reads the
   replies a few KiB at a time; now and then closes with most replies unread.
+* one hostile process (tenant `hostile`, capped at 8 MiB; `--hostile 0` leaves it out), doing the
+  floods of issue #27 at a smaller scale, in turn: connections each sending megabytes of a
+  declared 500 MB bulk; connections sending `*1000000` and hundreds of KiB of one-byte
+  arguments; a MULTI queuing SETs without EXEC. Its half-sent requests are charged to its own
+  budget, so the server closes the connections past it (a round in which none was closed, or
+  in which the queued SETs were never refused, is a failure: `hostile`), while every other
+  check above runs on the other tenants.
 * in this process: a control thread (`LOCUS.CONTROLLER RUN`, switching between kredis and mpart,
   `LOCUS.TENANT <t> SET maxmemory-policy|maxmemory-samples|maxmemory`, `CONFIG SET
   maxmemory-policy|maxmemory-samples`), and a sampler (INFO and /proc/<pid>/status every second).
@@ -31,7 +38,7 @@ served after its TTL), `counter` (INCR not +1 from a possible value), `append` (
 tenant `keep`, noeviction with about 1 MiB of data under an 8 MiB floor, while its policy stayed
 noeviction; also its evictions counter above 0 at the end), `error` (an error reply that is
 not expected: OOM is expected only while the tenant's policy may be noeviction or volatile-*),
-`timeout`, `disconnect`, `budget` (used_memory > maxmemory), `crash`. `--self-test` injects a
+`timeout`, `disconnect`, `hostile` (see above), `budget` (used_memory > maxmemory), `crash`. `--self-test` injects a
 corrupted value, another tenant's value, a stale version and a lost key behind the owners' backs
 and passes only if the checker reports all four.
 
@@ -85,7 +92,9 @@ POLICIES_C = ("allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "v
 # Initial policy of each tenant (the config below); the control thread changes them.
 INITIAL_POLICY = {"a": "allkeys-lru", "b": "allkeys-lfu", "c": "volatile-lru",
                   "d": "allkeys-random", "e": "allkeys-lru", "f": "volatile-ttl",
-                  "keep": "noeviction", "slow": "allkeys-lru"}
+                  "keep": "noeviction", "slow": "allkeys-lru", "hostile": "allkeys-lru"}
+# The hostile tenant's own cap: what its floods may hold at most.
+HOSTILE_CAP = 8 * MiB
 TENANTS = tuple(INITIAL_POLICY)
 
 
@@ -660,6 +669,107 @@ class SlowReader(Worker):
             k.acc = k.acc + [(spec, None)]
 
 
+# ============================================================================== hostile tenant
+
+
+class HostileWorker(Worker):
+    """Tenant `hostile` floods the server with half-sent requests and an unbounded MULTI
+    (issue #27), scaled to the soak's memory; each round checks that the server bounded it."""
+
+    def run(self):
+        rounds = {"bulk": 0, "multibulk": 0, "multi": 0, "closed": 0, "refused": 0}
+        floods = (self.bulk_flood, self.multibulk_flood, self.multi_flood)
+        i = 0
+        while self.running():
+            name = floods[i % len(floods)].__name__.split("_")[0]
+            floods[i % len(floods)](rounds)
+            rounds[name] += 1
+            i += 1
+            self.stop.wait(0.5)  # a pause between floods: the machine is small and shared
+        self.counts.update(rounds)
+        self.done()
+
+    def open_flood(self, n: int, header: bytes, chunk: bytes, per_conn: int):
+        """`n` connections that each send `header` then `per_conn` bytes of `chunk`s, round
+        robin; returns (sockets, bytes sent, how many the server closed)."""
+        conns, sent, dead = [], 0, set()
+        try:
+            for _ in range(n):
+                s = socket.create_connection(("127.0.0.1", self.ports["hostile"]), timeout=REPLY_TIMEOUT_S)
+                s.sendall(header)
+                conns.append(s)
+            for _ in range(per_conn // len(chunk)):
+                if not self.running():
+                    break
+                for j, s in enumerate(conns):
+                    if j in dead:
+                        continue
+                    try:
+                        s.sendall(chunk)
+                        sent += len(chunk)
+                    except OSError:
+                        dead.add(j)
+            for j, s in enumerate(conns):
+                if j not in dead:
+                    s.settimeout(0.05)
+                    try:
+                        if s.recv(4096) == b"":
+                            dead.add(j)
+                    except socket.timeout:
+                        pass
+                    except OSError:
+                        dead.add(j)
+        finally:
+            for s in conns:
+                if self.rng.random() < 0.5:  # RST, as close_hard
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                s.close()
+        return sent, len(dead)
+
+    def judge(self, what: str, sent: int, closed: int, rounds: dict):
+        rounds["closed"] += closed
+        # Far more than the tenant's cap was sent: the server must have closed some of it.
+        if self.running() and sent > 3 * HOSTILE_CAP and closed == 0:
+            self.fail("hostile", f"{what}: {sent / MiB:.0f} MiB of half-sent requests held, "
+                                 f"no connection closed (tenant cap {HOSTILE_CAP / MiB:.0f} MiB)")
+
+    def bulk_flood(self, rounds: dict):
+        header = b"*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$524288000\r\n"
+        sent, closed = self.open_flood(12, header, b"z" * (256 * 1024), 4 * MiB)
+        self.judge("declared 500 MB bulks", sent, closed, rounds)
+
+    def multibulk_flood(self, rounds: dict):
+        arg = b"$1\r\na\r\n"
+        chunk = arg * (64 * 1024 // len(arg))
+        sent, closed = self.open_flood(24, b"*1000000\r\n$3\r\nDEL\r\n", chunk, 1280 * 1024)
+        self.judge("*1000000 of one-byte arguments", sent, closed, rounds)
+
+    def multi_flood(self, rounds: dict):
+        c = None
+        try:
+            c = Raw(self.ports["hostile"], timeout=REPLY_TIMEOUT_S)
+            c.call("MULTI")
+            refused = 0
+            for base in range(0, 200_000, 10_000):
+                if not self.running():
+                    break
+                c.send(b"".join(encode("SET", f"q:{i}", "v" * 32) for i in range(base, base + 10_000)))
+                for _ in range(10_000):
+                    if isinstance(c.read(), RespError):
+                        refused += 1
+                if refused:
+                    break
+            rounds["refused"] += refused
+            if self.running() and not refused:
+                self.fail("hostile", "MULTI: 200,000 queued SETs and none refused (tenant cap "
+                                     f"{HOSTILE_CAP / MiB:.0f} MiB)")
+        except (OSError, Closed) as e:
+            self.fail("hostile", f"MULTI flood: {type(e).__name__} {e}")
+        finally:
+            if c:
+                c.close()
+
+
 def run_worker(cls, wid, args, ports, q, t0, deadline, stop):
     w = cls(wid, args, ports, q, t0, deadline, stop)
     try:
@@ -726,6 +836,12 @@ name = "slow"
 port = {ports["slow"]}
 policy = "{INITIAL_POLICY["slow"]}"
 min = "4MiB"
+
+[[tenant]]
+name = "hostile"
+port = {ports["hostile"]}
+policy = "{INITIAL_POLICY["hostile"]}"
+max = "{HOSTILE_CAP // MiB}MiB"
 """
 
 
@@ -1002,6 +1118,7 @@ def parse_args(argv=None):
                     help="output directory (default target/soak)")
     ap.add_argument("--workers", type=int, default=3, help="load processes (default 3)")
     ap.add_argument("--slow-readers", type=int, default=1)
+    ap.add_argument("--hostile", type=int, default=1, help="hostile tenant processes (default 1)")
     ap.add_argument("--chaos", type=int, default=1, help="connect/disconnect processes (default 1)")
     ap.add_argument("--keys", type=int, default=6000, help="keys per load process per tenant")
     ap.add_argument("--keep-keys", type=int, default=400, help="keys per load process in tenant keep")
@@ -1052,7 +1169,8 @@ def main(argv=None) -> int:
     deadline = t0 + args.duration
     procs = []
     wid = 0
-    for cls, n in ((LoadWorker, args.workers), (ChaosWorker, args.chaos), (SlowReader, args.slow_readers)):
+    for cls, n in ((LoadWorker, args.workers), (ChaosWorker, args.chaos), (SlowReader, args.slow_readers),
+                   (HostileWorker, args.hostile)):
         for _ in range(n):
             p = ctx.Process(target=run_worker, args=(cls, wid, args, ports, q, t0, deadline, stop),
                             name=f"{cls.__name__}-{wid}", daemon=True)

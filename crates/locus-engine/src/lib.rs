@@ -111,6 +111,7 @@ pub use engine::{ClassPoolStats, MAX_CLASS_POOLS};
 pub use engine::{Detached, LAZYFREE_THRESHOLD};
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
+pub use store::META_PREFIX;
 pub use tier::{PromotionMode, SlowBackend, TenantTierStats, Tier, TierConfig, TierStats};
 
 /// Bytes of the header every item carries in its chunk (key and value follow it): an item of

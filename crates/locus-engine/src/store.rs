@@ -13,9 +13,11 @@
 //! * `lru`: Redis's object clock (24-bit seconds, or logical time) or the LFU field
 //!   `minutes << 8 | counter`, depending on the pool's policy.
 //! * `pos`: the item's position in its pool's dense sampling array (O(1) swap-remove).
-//! * `klen`: 29 bits of key length, bit 29 = the value is an object (a hash, list, set or sorted
-//!   set living outside the pages; the value bytes are its id), bit 30 = has a TTL (the expiry
-//!   lives in a side table), bit 31 = live.
+//! * `klen`: 28 bits of key length, bit 28 = the value starts with a protocol's metadata
+//!   prefix of [`META_PREFIX`] bytes (memcached's flags and CAS) that readers of the value do
+//!   not see, bit 29 = the value is an object (a hash, list, set or sorted set living outside
+//!   the pages; the value bytes are its id), bit 30 = has a TTL (the expiry lives in a side
+//!   table), bit 31 = live.
 //!
 //! A handle is `page_id << slot_bits | slot` in a `u32`; items never move while they live.
 
@@ -27,9 +29,13 @@ pub(crate) const HDR: usize = 16;
 const LIVE: u32 = 1 << 31;
 const TTL: u32 = 1 << 30;
 const OBJ: u32 = 1 << 29;
-const KLEN_MASK: u32 = OBJ - 1;
+const META: u32 = 1 << 28;
+const KLEN_MASK: u32 = META - 1;
 /// Keys must be shorter than this (the key length shares its word with the flags).
-pub(crate) const MAX_KEY_LEN: usize = OBJ as usize;
+pub(crate) const MAX_KEY_LEN: usize = META as usize;
+/// Bytes of the metadata prefix of an item stored with one (`Engine::set_with_meta`): the
+/// memcached face's flags, CAS and state.
+pub const META_PREFIX: usize = 13;
 
 /// One page: its buffer (allocated lazily, kept while the page id is reused; a window of the
 /// slow tier's mapping with a `file:` or `numa:` backend) and its slab state.
@@ -166,6 +172,21 @@ impl Store {
         wr(b, o + 8, w | OBJ);
     }
 
+    /// Whether the item's value starts with a metadata prefix (see [`META_PREFIX`]).
+    #[inline]
+    pub(crate) fn has_meta(&self, h: u32) -> bool {
+        let (b, o) = self.loc(h);
+        rd(b, o + 8) & META != 0
+    }
+
+    /// Marks (or unmarks) a live item's value as starting with a metadata prefix.
+    #[inline]
+    pub(crate) fn set_meta_flag(&mut self, h: u32, on: bool) {
+        let (b, o) = self.loc_mut(h);
+        let w = rd(b, o + 8);
+        wr(b, o + 8, if on { w | META } else { w & !META });
+    }
+
     #[inline]
     pub(crate) fn lru(&self, h: u32) -> u32 {
         let (b, o) = self.loc(h);
@@ -197,15 +218,28 @@ impl Store {
         &b[o + HDR..o + HDR + klen]
     }
 
+    /// The value of a live item, without its metadata prefix when it has one.
     #[inline]
     pub(crate) fn value(&self, h: u32) -> &[u8] {
+        let (b, o) = self.loc(h);
+        let w = rd(b, o + 8);
+        let klen = (w & KLEN_MASK) as usize;
+        let vlen = rd(b, o + 12) as usize;
+        let skip = if w & META != 0 { META_PREFIX } else { 0 };
+        &b[o + HDR + klen + skip..o + HDR + klen + vlen]
+    }
+
+    /// The value of a live item with its metadata prefix, if any.
+    #[inline]
+    pub(crate) fn raw_value(&self, h: u32) -> &[u8] {
         let (b, o) = self.loc(h);
         let klen = (rd(b, o + 8) & KLEN_MASK) as usize;
         let vlen = rd(b, o + 12) as usize;
         &b[o + HDR + klen..o + HDR + klen + vlen]
     }
 
-    /// The value bytes of a live item, for edits in place (its length stays).
+    /// The value bytes of a live item with its metadata prefix, if any, for edits in place (its
+    /// length stays).
     #[inline]
     pub(crate) fn value_mut(&mut self, h: u32) -> &mut [u8] {
         let (b, o) = self.loc_mut(h);

@@ -22,7 +22,17 @@ pub struct Limits {
     pub max_array_len: usize,
     /// Longest inline command line, and longest `*N`/`$N` header line (Redis: 64 KiB).
     pub max_inline_len: usize,
+    /// The client has not authenticated where authentication is required: at most
+    /// [`UNAUTHENTICATED_MAX_ARRAY_LEN`] elements of at most [`UNAUTHENTICATED_MAX_BULK_LEN`]
+    /// bytes each, as Redis limits them (so a client that cannot log in cannot make the server
+    /// hold megabytes).
+    pub unauthenticated: bool,
 }
+
+/// Redis's limit on the elements of an unauthenticated client's request.
+pub const UNAUTHENTICATED_MAX_ARRAY_LEN: i64 = 10;
+/// Redis's limit on each bulk of an unauthenticated client's request.
+pub const UNAUTHENTICATED_MAX_BULK_LEN: i64 = 16384;
 
 /// Redis's `proto-max-bulk-len` default: 512 MB.
 pub const DEFAULT_MAX_BULK_LEN: usize = 512 * 1024 * 1024;
@@ -37,6 +47,7 @@ impl Default for Limits {
             max_bulk_len: DEFAULT_MAX_BULK_LEN,
             max_array_len: DEFAULT_MAX_ARRAY_LEN,
             max_inline_len: DEFAULT_MAX_INLINE_LEN,
+            unauthenticated: false,
         }
     }
 }
@@ -65,6 +76,12 @@ pub enum ProtocolError {
     /// `$N` with N not an integer, negative or larger than the bulk limit.
     #[error("ERR Protocol error: invalid bulk length")]
     InvalidBulkLength,
+    /// `*N` over Redis's limit for a client that has not authenticated.
+    #[error("ERR Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// `$N` over Redis's limit for a client that has not authenticated.
+    #[error("ERR Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
     /// An element of a multibulk request that is not a bulk string.
     #[error("ERR Protocol error: expected '$', got '{}'", *.0 as char)]
     ExpectedDollar(u8),
@@ -284,35 +301,72 @@ fn header_number_general(
     Ok(Some((n, cr)))
 }
 
+/// How far an incomplete multibulk request was checked: the next call resumes there instead of
+/// walking (and collecting) its elements again, so a request that arrives in many reads costs
+/// time in proportion to its bytes, not to their square (see [`resume_multibulk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pending {
+    /// Elements the request declares (0: its header is not read yet).
+    declared: usize,
+    /// Elements complete so far.
+    done: usize,
+    /// Bytes from the request's start to the end of the last complete element (0: none read).
+    offset: usize,
+}
+
+/// The end of a multibulk walk.
+enum Walk {
+    /// The request ends after this many bytes.
+    Complete(usize),
+    /// More bytes are needed; the walk got this far.
+    Incomplete(Pending),
+}
+
+/// Walks the multibulk request at the start of `buf` from `from` (the header first when
+/// `from.offset` is 0), calling `push` with each complete element, and checking every limit
+/// on the way.
 #[inline]
-fn parse_multibulk<'a>(
+fn walk_multibulk<'a>(
     buf: &'a [u8],
     limits: &Limits,
-    args: &mut Vec<Cow<'a, [u8]>>,
-) -> Result<Option<usize>, ProtocolError> {
-    let Some((n, cr)) = header_number(
-        buf,
-        1,
-        limits.max_inline_len,
-        ProtocolError::TooBigMultibulkCount,
-        ProtocolError::InvalidMultibulkLength,
-    )?
-    else {
-        return Ok(None);
+    from: Pending,
+    mut push: impl FnMut(&'a [u8]),
+) -> Result<Walk, ProtocolError> {
+    let (n, mut pos, done) = if from.offset == 0 {
+        let Some((n, cr)) = header_number(
+            buf,
+            1,
+            limits.max_inline_len,
+            ProtocolError::TooBigMultibulkCount,
+            ProtocolError::InvalidMultibulkLength,
+        )?
+        else {
+            return Ok(Walk::Incomplete(Pending::default()));
+        };
+        let pos = cr + 2;
+        if n <= 0 {
+            return Ok(Walk::Complete(pos));
+        }
+        if n as u64 > limits.max_array_len as u64 {
+            return Err(ProtocolError::InvalidMultibulkLength);
+        }
+        if limits.unauthenticated && n > UNAUTHENTICATED_MAX_ARRAY_LEN {
+            return Err(ProtocolError::UnauthenticatedMultibulkLength);
+        }
+        (n as usize, pos, 0)
+    } else {
+        (from.declared, from.offset, from.done)
     };
-    let mut pos = cr + 2;
-    if n <= 0 {
-        return Ok(Some(pos));
-    }
-    if n as u64 > limits.max_array_len as u64 {
-        return Err(ProtocolError::InvalidMultibulkLength);
-    }
-    let n = n as usize;
-    // Reserve no more than the bytes present could possibly hold (each element >= 4 bytes).
-    args.reserve(n.min((buf.len() - pos) / 4 + 1));
-    for _ in 0..n {
+    let incomplete = |done, offset| {
+        Ok(Walk::Incomplete(Pending {
+            declared: n,
+            done,
+            offset,
+        }))
+    };
+    for i in done..n {
         let Some(&first) = buf.get(pos) else {
-            return Ok(None);
+            return incomplete(i, pos);
         };
         if first != b'$' {
             return Err(ProtocolError::ExpectedDollar(first));
@@ -325,24 +379,60 @@ fn parse_multibulk<'a>(
             ProtocolError::InvalidBulkLength,
         )?
         else {
-            return Ok(None);
+            return incomplete(i, pos);
         };
         if len < 0 || len as u64 > limits.max_bulk_len as u64 {
             return Err(ProtocolError::InvalidBulkLength);
+        }
+        if limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK_LEN {
+            return Err(ProtocolError::UnauthenticatedBulkLength);
         }
         let len = len as usize;
         let start = cr + 2;
         let end = start + len;
         if buf.len() < end + 2 {
-            return Ok(None);
+            return incomplete(i, pos);
         }
         if &buf[end..end + 2] != b"\r\n" {
             return Err(ProtocolError::MissingCrlf);
         }
-        args.push(Cow::Borrowed(&buf[start..end]));
+        push(&buf[start..end]);
         pos = end + 2;
     }
-    Ok(Some(pos))
+    Ok(Walk::Complete(pos))
+}
+
+#[inline]
+fn parse_multibulk<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    args: &mut Vec<Cow<'a, [u8]>>,
+) -> Result<Option<usize>, ProtocolError> {
+    match walk_multibulk(buf, limits, Pending::default(), |a| {
+        args.push(Cow::Borrowed(a));
+    })? {
+        Walk::Complete(n) => Ok(Some(n)),
+        Walk::Incomplete(_) => Ok(None),
+    }
+}
+
+/// Checks, without collecting anything, whether the multibulk request at the start of `buf` is
+/// complete, resuming from `pending` (start from `Pending::default()`) and advancing it. `true`
+/// when the request is complete or fails a limit: [`parse_into`] then parses it (or reports its
+/// error); `false` when more bytes are needed. Only the bytes after `pending` are looked at, so
+/// `buf` must start with the same request each time (more bytes after it are fine). An error
+/// is left for [`parse_into`], which finds the same one.
+pub fn resume_multibulk(buf: &[u8], limits: &Limits, pending: &mut Pending) -> bool {
+    if buf.first() != Some(&b'*') || (pending.offset > 0 && pending.offset > buf.len()) {
+        return true;
+    }
+    match walk_multibulk(buf, limits, *pending, |_| {}) {
+        Ok(Walk::Incomplete(p)) => {
+            *pending = p;
+            false
+        }
+        Ok(Walk::Complete(_)) | Err(_) => true,
+    }
 }
 
 fn parse_inline<'a>(
@@ -677,10 +767,54 @@ mod tests {
             max_bulk_len: 3,
             max_array_len: 2,
             max_inline_len: 16,
+            unauthenticated: false,
         };
         assert!(parse(b"*3\r\n", &l).is_err());
         assert!(parse(b"*1\r\n$4\r\n", &l).is_err());
         assert!(parse(b"*1\r\n$3\r\nabc\r\n", &l).unwrap().is_some());
         assert_eq!(parse(&[b'x'; 17], &l), Err(ProtocolError::TooBigInline));
+    }
+
+    #[test]
+    fn unauthenticated_requests_are_small() {
+        let l = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let eleven = [&b"*11\r\n"[..], &b"$1\r\na\r\n".repeat(11)].concat();
+        assert_eq!(
+            parse(&eleven, &l),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        assert!(parse(&eleven, &Limits::default()).unwrap().is_some());
+        assert_eq!(
+            parse(b"*1\r\n$16385\r\n", &l),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+        assert_eq!(parse(b"*1\r\n$16384\r\n", &l), Ok(None));
+    }
+
+    #[test]
+    fn an_incomplete_request_resumes_where_it_stopped() {
+        let l = Limits::default();
+        let whole = [&b"*4\r\n$3\r\nDEL\r\n"[..], &b"$2\r\nk1\r\n".repeat(3)].concat();
+        // Fed a byte at a time: incomplete until the last byte, then parse_into takes it.
+        let mut p = Pending::default();
+        for end in 1..whole.len() {
+            assert!(!resume_multibulk(&whole[..end], &l, &mut p), "{end}");
+        }
+        assert!(resume_multibulk(&whole, &l, &mut p));
+        let (cmd, n) = parse(&whole, &l).unwrap().unwrap();
+        assert_eq!((cmd.args.len(), n), (4, whole.len()));
+        // An error found on the way is left for parse_into: resume says "go ahead".
+        let mut p = Pending::default();
+        assert!(!resume_multibulk(b"*2\r\n$1\r\na\r\n", &l, &mut p));
+        assert!(resume_multibulk(b"*2\r\n$1\r\na\r\nX", &l, &mut p));
+        assert_eq!(
+            parse(b"*2\r\n$1\r\na\r\nX", &l),
+            Err(ProtocolError::ExpectedDollar(b'X'))
+        );
+        // Not a multibulk request: nothing to resume.
+        assert!(resume_multibulk(b"PING", &l, &mut Pending::default()));
     }
 }

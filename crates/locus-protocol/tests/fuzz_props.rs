@@ -35,6 +35,7 @@ const LIMITS: Limits = Limits {
     max_bulk_len: 64,
     max_array_len: 8,
     max_inline_len: 128,
+    unauthenticated: false,
 };
 
 /// Limits small enough that random inputs of at most 300 bytes exceed each of them many times over.
@@ -42,6 +43,7 @@ const SMALL: Limits = Limits {
     max_bulk_len: 16,
     max_array_len: 4,
     max_inline_len: 8,
+    unauthenticated: false,
 };
 
 /// Characters of the longest `*N`/`$N` line `string2ll` accepts (a sign and 19 digits, or leading

@@ -135,6 +135,14 @@ impl Server {
         }
         cfg.install_controller(&mut engine)?;
         let tenancy = Tenancy::new(&cfg, &ids);
+        // Snapshot files of older builds held memcached items in another form (snapshot).
+        snapshot::set_memcached_tenants(
+            cfg.tenant_sections()
+                .iter()
+                .filter(|s| cfg.memcached.port.is_some() || s.memcached_port.is_some())
+                .map(|s| s.name.clone())
+                .collect(),
+        );
         let load_report = (cfg.snapshot.enabled() && cfg.snapshot.load).then(|| {
             let named: Vec<(TenantId, String)> =
                 tenancy.names.iter().map(|(n, t)| (*t, n.clone())).collect();

@@ -23,12 +23,41 @@ impl Engine {
         }
     }
 
-    /// The value for edits in place of its bytes (its length cannot change), without touching,
-    /// counting or telling the controller; lazy expiry still applies. For per-item metadata a
-    /// protocol keeps inside the value (memcached's fetched and stale bits).
-    pub fn peek_mut(&mut self, t: TenantId, key: &[u8]) -> Option<&mut [u8]> {
+    /// The metadata prefix of a string stored with one ([`Engine::set_with_meta`]) for edits in
+    /// place, without touching, counting or telling the controller; lazy expiry still applies.
+    /// `None` for a missing key, an object or a string stored without one. For per-item
+    /// metadata a protocol keeps beside the value (memcached's fetched and stale bits).
+    pub fn peek_meta_mut(&mut self, t: TenantId, key: &[u8]) -> Option<&mut [u8]> {
         let (_, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
-        Some(self.store.value_mut(h))
+        if self.store.is_obj(h) || !self.store.has_meta(h) {
+            return None;
+        }
+        Some(&mut self.store.value_mut(h)[..crate::store::META_PREFIX])
+    }
+
+    /// A string as GET reads it (touched, counted, seen by the controller), with its metadata
+    /// prefix when it was stored with one ([`Engine::set_with_meta`]): `(prefix, value)`.
+    /// `None` for a missing key or an object.
+    pub fn get_with_meta(&mut self, t: TenantId, key: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
+        if !matches!(self.get_value(t, key), Some(ValueRef::Str(_))) {
+            return None;
+        }
+        self.peek_with_meta(t, key)
+    }
+
+    /// As [`Engine::get_with_meta`], without touching or counting (lazy expiry still applies).
+    pub fn peek_with_meta(&mut self, t: TenantId, key: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
+        let (_, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;
+        if self.store.is_obj(h) {
+            return None;
+        }
+        let raw = self.store.raw_value(h);
+        Some(if self.store.has_meta(h) {
+            let (m, v) = raw.split_at(crate::store::META_PREFIX);
+            (Some(m), v)
+        } else {
+            (None, raw)
+        })
     }
 
     /// Whether the key exists (no touch).
@@ -49,6 +78,41 @@ impl Engine {
         value: &[u8],
         opts: SetOptions,
     ) -> Result<bool, EngineError> {
+        self.set_maybe_meta(t, key, value, opts, false)
+    }
+
+    /// SET of a value whose first [`crate::META_PREFIX`] bytes are a protocol's metadata
+    /// (memcached's flags and CAS): stored and charged with the value, invisible to every
+    /// reader of the value ([`Engine::get`], [`Engine::peek`], ...), read with
+    /// [`Engine::get_with_meta`]. A later [`Engine::set`] of the key stores it without.
+    ///
+    /// # Errors
+    /// As [`Engine::set`]; [`EngineError::ItemTooLarge`] too when `value` is shorter than the
+    /// prefix.
+    pub fn set_with_meta(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+    ) -> Result<bool, EngineError> {
+        if value.len() < crate::store::META_PREFIX {
+            return Err(EngineError::ItemTooLarge {
+                size: value.len() as u64,
+                max: self.max_item_size(),
+            });
+        }
+        self.set_maybe_meta(t, key, value, opts, true)
+    }
+
+    fn set_maybe_meta(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+        meta: bool,
+    ) -> Result<bool, EngineError> {
         if self.control_due {
             self.run_controller();
         }
@@ -62,7 +126,7 @@ impl Engine {
         } else {
             ti
         };
-        let mut r = self.set_inner(t, p, key, value, opts);
+        let mut r = self.set_inner(t, p, key, value, opts, meta);
         if r == Err(EngineError::OutOfMemory) && self.drops_instead_of_refusing(p) {
             r = self.drop_write(t, p, key, value);
         }
@@ -126,6 +190,7 @@ impl Engine {
         key: &[u8],
         value: &[u8],
         opts: SetOptions,
+        meta: bool,
     ) -> Result<bool, EngineError> {
         let size = (HDR + key.len()) as u64 + value.len() as u64;
         if key.len() >= crate::store::MAX_KEY_LEN {
@@ -171,6 +236,7 @@ impl Engine {
         if let Some(h) = same_class {
             let (_, old_vlen) = self.store.lens(h);
             self.store.rewrite_value(h, value);
+            self.store.set_meta_flag(h, meta);
             self.store.set_lru(h, lru);
             let tn = &mut self.tenants[ti];
             tn.item_bytes = tn.item_bytes - old_vlen as u64 + value.len() as u64;
@@ -201,6 +267,9 @@ impl Engine {
                 self.unlink_item(op, o, true);
             }
             self.link_item(ti, h, hash, key, value, lru, new_exp);
+            if meta {
+                self.store.set_meta_flag(h, true);
+            }
             if old.is_none() && !self.enforce_item_caps(ti) {
                 if let Some(n) = self.find(ti, key, hash) {
                     self.unlink_item(ti, n, true);
@@ -497,7 +566,9 @@ impl Engine {
         if nx && self.lookup_key(lead, to, th).is_some() {
             return Ok(false);
         }
-        let value = self.store.value(h).to_vec();
+        // With its metadata prefix, if any: the renamed key keeps it.
+        let value = self.store.raw_value(h).to_vec();
+        let meta = self.store.has_meta(h);
         let exp = self.expiry(ti, h);
         let lru = self.store.lru(h);
         let size = (HDR + to.len() + value.len()) as u64;
@@ -531,6 +602,9 @@ impl Engine {
         if obj {
             self.store.set_obj_flag(nh);
         }
+        if meta {
+            self.store.set_meta_flag(nh, true);
+        }
         Ok(true)
     }
 
@@ -555,7 +629,7 @@ impl Engine {
         Some(ObjectInfo {
             idle_ms,
             lfu_freq,
-            value_len: self.store.lens(h).1,
+            value_len: self.store.value(h).len(),
             charged_bytes: u64::from(self.store.pages[pi].chunk) + self.object_charge(h),
             expire_at_ms: self.expiry(ti, h),
         })

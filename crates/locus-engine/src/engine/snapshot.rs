@@ -55,6 +55,8 @@ pub struct ItemMeta {
     pub expire_at_ms: Option<u64>,
     /// The policy's recency field (see [`RecencyKind`]): Redis's 24-bit `lru` field.
     pub stamp: u32,
+    /// A string's metadata prefix ([`Engine::set_with_meta`]), if it was stored with one.
+    pub prefix: Option<[u8; crate::store::META_PREFIX]>,
 }
 
 impl Engine {
@@ -86,6 +88,7 @@ impl Engine {
             let meta = ItemMeta {
                 expire_at_ms: self.expiry(ti, h),
                 stamp: self.store.lru(h),
+                prefix: self.meta_prefix(h),
             };
             f(self.store.key(h), self.value_ref(h), meta);
         };
@@ -133,7 +136,15 @@ impl Engine {
                 let p = self
                     .find_key(t.0 as usize, key, hash_key(key))
                     .map_or(t.0 as usize, |(p, _)| p);
-                self.set_inner(t, p, key, v, opts)?;
+                match meta.prefix {
+                    Some(m) => {
+                        let raw = [&m[..], v].concat();
+                        self.set_inner(t, p, key, &raw, opts, true)?;
+                    }
+                    None => {
+                        self.set_inner(t, p, key, v, opts, false)?;
+                    }
+                }
             }
             RestoreValue::Obj(obj) => {
                 self.obj_store(t, key, obj, false)?;
@@ -144,6 +155,16 @@ impl Engine {
         }
         self.restamp(t, key, meta.stamp, stamp_kind);
         Ok(true)
+    }
+
+    /// Item `h`'s metadata prefix, if it was stored with one.
+    fn meta_prefix(&self, h: u32) -> Option<[u8; crate::store::META_PREFIX]> {
+        if self.store.is_obj(h) || !self.store.has_meta(h) {
+            return None;
+        }
+        self.store.raw_value(h)[..crate::store::META_PREFIX]
+            .try_into()
+            .ok()
     }
 
     /// Gives `key` the recency stamp `stamp` when it reads the same way in this tenant.
@@ -263,6 +284,7 @@ impl Engine {
             let meta = ItemMeta {
                 expire_at_ms: eng.expiry(ti, h),
                 stamp: eng.store.lru(h),
+                prefix: eng.meta_prefix(h),
             };
             let cold = eng.coldness_at(ti, clock, meta.stamp);
             f(eng.store.key(h), eng.value_ref(h), meta, cold);

@@ -5,7 +5,12 @@
 use libfuzzer_sys::fuzz_target;
 use locus_protocol::{Limits, parse};
 
-const LIMITS: Limits = Limits { max_bulk_len: 1024, max_array_len: 64, max_inline_len: 512 };
+const LIMITS: Limits = Limits {
+    max_bulk_len: 1024,
+    max_array_len: 64,
+    max_inline_len: 512,
+    unauthenticated: false,
+};
 
 fuzz_target!(|data: &[u8]| {
     let mut pos = 0;

@@ -211,6 +211,7 @@ impl LimitsSection {
             max_bulk_len: usize::try_from(self.proto_max_bulk_len.0).unwrap_or(usize::MAX),
             max_array_len: usize::try_from(self.max_array_len).unwrap_or(usize::MAX),
             max_inline_len: usize::try_from(self.max_inline_len.0).unwrap_or(usize::MAX),
+            unauthenticated: false,
         }
     }
 }

@@ -232,7 +232,7 @@ pub fn step(eng: &mut Engine, mc: &McState, crawl: &mut Crawl, out: &mut Vec<u8>
                 let Some(info) = eng.object_info(t, key) else {
                     continue;
                 };
-                let Some((meta, _)) = eng.peek(t, key).and_then(item::decode) else {
+                let Some((meta, _)) = eng.peek_with_meta(t, key).map(item::decode) else {
                     continue;
                 };
                 w.metadump_line(&MetadumpItem {

@@ -256,7 +256,8 @@ pub(super) fn reply_unless<'w>(
 
 /// The class of the item stored under `key`, if any (for per-class counters).
 pub(super) fn stored_class(eng: &mut Engine, t: TenantId, key: &[u8]) -> Option<ClassId> {
-    let len = eng.peek(t, key)?.len();
+    let (prefix, data) = eng.peek_with_meta(t, key)?;
+    let len = prefix.map_or(0, <[u8]>::len) + data.len();
     eng.class_for(key.len(), len)
 }
 
@@ -280,7 +281,15 @@ fn get_one(
     });
     // The item is served as it was, then touched (a negative exptime: served once, then gone).
     let expired_before = cx.eng.expired_count(t);
-    let fetched = match cx.eng.get(t, key).and_then(item::decode) {
+    let fetched = match cx.eng.get_with_meta(t, key).map(item::decode) {
+        Some((meta, data)) if meta.cas == 0 => {
+            // Written over RESP: given a header (flags 0, its own CAS unique) at this first read.
+            let data = data.to_vec();
+            let meta = adopt(cx.eng, mt, t, key, &data);
+            w.value(key, meta.flags, &data, with_cas.then_some(meta.cas));
+            mt.detail.record(key, DetailOp::Get(true));
+            false
+        }
         Some((meta, data)) => {
             w.value(key, meta.flags, data, with_cas.then_some(meta.cas));
             mt.detail.record(key, DetailOp::Get(true));
@@ -297,7 +306,7 @@ fn get_one(
             return;
         }
     };
-    if !fetched && let Some(v) = cx.eng.peek_mut(t, key) {
+    if !fetched && let Some(v) = cx.eng.peek_meta_mut(t, key) {
         item::set_state(v, item::FETCHED);
     }
     match touch_exp {
@@ -384,7 +393,7 @@ pub(super) fn put(
     };
     // The item is laid out in this thread's scratch buffer (the engine copies it into its
     // chunk), so a store allocates nothing.
-    let stored = item::with_encoded(meta, parts, |value| eng.set(t, key, value, opts));
+    let stored = item::with_encoded(meta, parts, |value| eng.set_with_meta(t, key, value, opts));
     match stored {
         Ok(_) => {
             Counters::bump(&mt.counters.total_items);
@@ -408,14 +417,34 @@ pub(super) fn put(
 
 /// The current item of `key`, copied (`None`: missing or not a memcached item).
 pub(super) fn load(eng: &mut Engine, t: TenantId, key: &[u8]) -> Option<(Meta, Vec<u8>)> {
-    let (meta, data) = item::decode(eng.peek(t, key)?)?;
+    let (meta, data) = item::decode(eng.peek_with_meta(t, key)?);
     Some((meta, data.to_vec()))
 }
 
 /// The current item's header of `key` (`None`: missing or not a memcached item), its data
 /// untouched.
 fn load_meta(eng: &mut Engine, t: TenantId, key: &[u8]) -> Option<Meta> {
-    item::decode(eng.peek(t, key)?).map(|(meta, _)| meta)
+    eng.peek_with_meta(t, key).map(|v| item::decode(v).0)
+}
+
+/// Gives a value the RESP face wrote (no header: CAS 0) a header, so that memcached sees it as
+/// an item of its own: flags 0, a new CAS unique; its data and TTL stay (the caller marks it
+/// fetched). Returns the header; when the budget cannot take the 13 bytes, the value stays
+/// as it was and reads with CAS 0 (a `cas` against it answers EXISTS).
+pub(super) fn adopt(eng: &mut Engine, mt: &McTenant, t: TenantId, key: &[u8], data: &[u8]) -> Meta {
+    let meta = Meta {
+        flags: 0,
+        cas: mt.next_cas(),
+        state: 0,
+    };
+    let opts = SetOptions {
+        expire: Expire::Keep,
+        ..SetOptions::default()
+    };
+    match item::with_encoded(meta, &[data], |v| eng.set_with_meta(t, key, v, opts)) {
+        Ok(_) => meta,
+        Err(_) => Meta::default(),
+    }
 }
 
 /// `set`/`add`/`replace`/`append`/`prepend`/`cas`.
@@ -458,7 +487,8 @@ fn store_command(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, s: &Store<'_>) {
             reply_unless(s.noreply, w, ReplyWriter::not_found);
             return;
         }
-        (StoreMode::Cas, Some((old, _))) if Some(old.cas) != s.cas => {
+        // CAS 0: a value the RESP face wrote since (or no memcached read gave it a unique).
+        (StoreMode::Cas, Some((old, _))) if old.cas == 0 || Some(old.cas) != s.cas => {
             Counters::bump(&mt.counters.cas_badval);
             let c = class();
             mt.class_op(c, |c| c.cas_badval += 1);

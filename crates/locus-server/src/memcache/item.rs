@@ -1,10 +1,17 @@
-//! A memcached item as the engine stores it: a 13-byte header before the data, and memcached's
-//! expiration-time rules.
+//! A memcached item as the engine stores it: a 13-byte header before the data, kept by the engine
+//! as the value's metadata prefix (`Engine::set_with_meta`), so the RESP face reads the data
+//! alone; and memcached's expiration-time rules.
 //!
 //! ```text
-//!   value = [ client flags: u32 LE | CAS unique: u64 LE | state: u8 ][ data ... ]
+//!   stored = [ client flags: u32 LE | CAS unique: u64 LE | state: u8 ][ data ... ]
 //!   state bits: FETCHED (h, me fetch=yes), STALE (md I / ms I: X), WIN_SENT (W given: Z)
 //! ```
+//!
+//! One value, two protocols: a RESP `GET` of a memcached-set key returns its data, byte for
+//! byte; a memcached `get` of a RESP-set key is a hit with flags 0 (the key is given a header
+//! with a CAS unique of its own at that first read, its bytes and TTL unchanged: `exec::adopt`);
+//! a RESP write of the key stores it without header again (its flags go back to 0, its CAS
+//! unique changes).
 
 /// Bytes of the header before the data.
 pub const HEADER: usize = 13;
@@ -75,32 +82,42 @@ pub fn with_encoded<R>(meta: Meta, parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) 
     })
 }
 
-/// Splits a stored value into its header and data; `None` for a value that is not a memcached
-/// item (shorter than the header: written through another protocol).
-pub fn decode(v: &[u8]) -> Option<(Meta, &[u8])> {
-    if v.len() < HEADER {
-        return None;
-    }
-    let flags = u32::from_le_bytes(v[0..4].try_into().ok()?);
-    let cas = u64::from_le_bytes(v[4..12].try_into().ok()?);
-    Some((
-        Meta {
-            flags,
-            cas,
-            state: v[12],
-        },
-        &v[HEADER..],
-    ))
+/// Reads an item as the engine gives it (`Engine::get_with_meta`): its header (the engine keeps
+/// it as the value's metadata prefix) and data. A value stored without one (written through the
+/// RESP face) reads as flags 0 and CAS 0: no CAS unique yet (see `exec::adopt`).
+pub fn decode<'a>((prefix, data): (Option<&[u8]>, &'a [u8])) -> (Meta, &'a [u8]) {
+    let meta = prefix.and_then(header).unwrap_or_default();
+    (meta, data)
 }
 
-/// Sets bits of the state byte of a stored value in place (see `Engine::peek_mut`).
+/// The fields of a header.
+fn header(v: &[u8]) -> Option<Meta> {
+    let flags = u32::from_le_bytes(v.get(0..4)?.try_into().ok()?);
+    let cas = u64::from_le_bytes(v.get(4..12)?.try_into().ok()?);
+    Some(Meta {
+        flags,
+        cas,
+        state: *v.get(12)?,
+    })
+}
+
+/// Splits a value in the form older builds stored (header then data, no mark telling it from a
+/// value the RESP face wrote; snapshot files of format 1): `None` when it cannot be one (too
+/// short, or a state byte or CAS unique no older build wrote: see `snapshot`'s loader).
+pub fn decode_legacy(v: &[u8]) -> Option<(Meta, &[u8])> {
+    let meta = header(v.get(..HEADER)?)?;
+    let state_ok = meta.state & !(FETCHED | STALE | WIN_SENT) == 0;
+    (state_ok && meta.cas != 0 && meta.cas >> 32 == 0).then_some((meta, &v[HEADER..]))
+}
+
+/// Sets bits of the state byte of a header in place (see `Engine::peek_meta_mut`).
 pub fn set_state(v: &mut [u8], bits: u8) {
     if let Some(s) = v.get_mut(12) {
         *s |= bits;
     }
 }
 
-/// Clears bits of the state byte of a stored value in place.
+/// Clears bits of the state byte of a header in place.
 pub fn clear_state(v: &mut [u8], bits: u8) {
     if let Some(s) = v.get_mut(12) {
         *s &= !bits;
@@ -191,12 +208,35 @@ mod tests {
         };
         let v = encode(m, &[b"ab", b"cd"]);
         assert_eq!(v.len(), HEADER + 4);
-        assert_eq!(decode(&v), Some((m, &b"abcd"[..])));
-        assert_eq!(decode(b"short"), None);
+        let (h, d) = v.split_at(HEADER);
+        assert_eq!(decode((Some(h), d)), (m, &b"abcd"[..]));
+        // A value without header (the RESP face's): flags 0, no CAS unique yet.
+        assert_eq!(decode((None, b"abcd")), (Meta::default(), &b"abcd"[..]));
         let mut v = v;
         set_state(&mut v, FETCHED);
         clear_state(&mut v, STALE);
-        assert_eq!(decode(&v).unwrap().0.state, FETCHED);
+        assert_eq!(decode((Some(&v[..HEADER]), b"")).0.state, FETCHED);
+    }
+
+    #[test]
+    fn legacy_values_are_told_by_their_header() {
+        let m = Meta {
+            flags: 2,
+            cas: 41,
+            state: FETCHED,
+        };
+        let v = encode(m, &[b"hello"]);
+        assert_eq!(decode_legacy(&v), Some((m, &b"hello"[..])));
+        // Too short, CAS 0 or past 2^32, unknown state bits: not an item of an older build.
+        assert_eq!(decode_legacy(b"short"), None);
+        assert_eq!(decode_legacy(b"a value written over RESP"), None);
+        for bad in [
+            Meta { cas: 0, ..m },
+            Meta { cas: 1 << 32, ..m },
+            Meta { state: 8, ..m },
+        ] {
+            assert_eq!(decode_legacy(&encode(bad, &[b"x"])), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -149,9 +149,14 @@ fn mg(
     let ttl = ttl_left(cx.eng, t, key, now);
     let Some((meta, data)) = cx
         .eng
-        .get(t, key)
-        .and_then(item::decode)
+        .get_with_meta(t, key)
+        .map(item::decode)
         .map(|(m, d)| (m, d.to_vec()))
+        .map(|(m, d)| match m.cas {
+            // Written over RESP: given a header at this first read (exec::adopt).
+            0 => (exec::adopt(cx.eng, mt, t, key, &d), d),
+            _ => (m, d),
+        })
     else {
         // A T with a past time removed it.
         if !f.quiet() {
@@ -196,7 +201,7 @@ fn mg(
     let fetched = if f.has(b'u') { 0 } else { item::FETCHED };
     let set = fetched | if win { item::WIN_SENT } else { 0 };
     if meta.state & set != set
-        && let Some(v) = cx.eng.peek_mut(t, key)
+        && let Some(v) = cx.eng.peek_meta_mut(t, key)
     {
         item::set_state(v, set);
     }

@@ -346,7 +346,11 @@ fn cachedump(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, class: &[u8], limit: O
         cursor = cx.eng.scan(t, cursor, 256, &mut keys);
         for k in &keys {
             seen += 1;
-            let Some(len) = cx.eng.peek(t, k).map(<[u8]>::len) else {
+            let Some((bytes, len)) = cx
+                .eng
+                .peek_with_meta(t, k)
+                .map(|(p, d)| (d.len(), p.map_or(0, <[u8]>::len) + d.len()))
+            else {
                 continue;
             };
             if cx.eng.class_for(k.len(), len).map(|c| u64::from(c.0) + 1) != Some(class) {
@@ -356,7 +360,6 @@ fn cachedump(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, class: &[u8], limit: O
                 Some(Some(at)) => at / 1000,
                 _ => 0,
             };
-            let bytes = len.saturating_sub(super::item::HEADER);
             let mut line = b"ITEM ".to_vec();
             line.extend_from_slice(k);
             line.extend_from_slice(format!(" [{bytes} b; {exp} s]").as_bytes());

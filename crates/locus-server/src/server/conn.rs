@@ -127,6 +127,9 @@ struct Scratch {
     ends: Vec<usize>,
     /// The batch stopped before a command a CLIENT PAUSE holds: the pause's end (exec/pause).
     paused: Option<std::time::Instant>,
+    /// How far the incomplete multibulk request at the start of the unconsumed input was checked
+    /// (server/querybuf: a request sent in many reads is walked once, not once per read).
+    pending: Option<locus_protocol::request::Pending>,
 }
 
 /// Empties `v` and returns it with another lifetime, keeping its allocation: the in-place
@@ -246,6 +249,8 @@ async fn connection(
     let mut peak = 0;
     let mut last_input = tokio::time::Instant::now();
     let mut out: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    // The query buffer's charge to the tenant (server/querybuf).
+    let mut charge = querybuf::Charge::default();
     loop {
         if info.qbuf_cron.swap(false, Ordering::Relaxed) {
             let idle = shared
@@ -253,6 +258,7 @@ async fn connection(
                 .saturating_sub(info.last_active_ms.load(Ordering::Relaxed));
             querybuf::resize(&mut inbuf, &mut peak, idle);
             querybuf::publish(&info, &inbuf);
+            charge.sync(&shared, qbuf_tenant(&st), inbuf.capacity(), inbuf.len());
         }
         let (timeout, limits, qbuf_limit, out_limit) = {
             let c = shared.config();
@@ -410,6 +416,18 @@ async fn connection(
             );
             st.close = true;
         }
+        if !st.close && !charge.sync(&shared, qbuf_tenant(&st), inbuf.capacity(), inbuf.len()) {
+            // Its tenant's budget cannot hold what it sent: closed as the query buffer limit
+            // closes a client (server/querybuf).
+            eprintln!(
+                "Closing client whose query buffer its tenant's memory cannot hold: id={} addr={} qbuf={} tenant={}",
+                info.id,
+                info.addr,
+                inbuf.len(),
+                info.tenant.load(Ordering::Relaxed)
+            );
+            st.close = true;
+        }
         // Messages published to this client go after the replies of its own commands.
         info.take_inbox(&mut out);
         if !out.is_empty()
@@ -426,6 +444,7 @@ async fn connection(
         }
     }
     *info.waker.lock() = None;
+    charge.release(&shared);
     if !st.multi_charged.is_empty() {
         // A transaction left queued: its charge goes back to its tenants, and the queue's
         // memory to the allocator.
@@ -541,12 +560,26 @@ fn process(
     out: &mut Vec<u8>,
     scratch: &mut Scratch,
 ) -> usize {
+    // As Redis: a client that has not authenticated where it must may send only small requests.
+    let limits = &locus_protocol::Limits {
+        unauthenticated: !st.authenticated,
+        ..*limits
+    };
+    // The request at the start was found incomplete before: only its new bytes are checked.
+    if let Some(p) = scratch.pending.as_mut()
+        && !locus_protocol::request::resume_multibulk(buf, limits, p)
+    {
+        return 0;
+    }
+    scratch.pending = None;
     let mut args = recycle(std::mem::take(&mut scratch.args));
     let slots = &mut scratch.slots;
     slots.clear();
     let ends = &mut scratch.ends;
     ends.clear();
     let mut pos = 0;
+    // Where an incomplete request starts, when the batch ends there.
+    let mut incomplete = None;
     while pos < buf.len() {
         let mark = args.len();
         match parse_into(&buf[pos..], limits, &mut args) {
@@ -561,7 +594,18 @@ fn process(
                     }
                 }
             }
-            Ok(None) => break,
+            Ok(None) => {
+                incomplete = Some(pos);
+                break;
+            }
+            Err(
+                locus_protocol::ProtocolError::UnauthenticatedMultibulkLength
+                | locus_protocol::ProtocolError::UnauthenticatedBulkLength,
+            ) if !slots.is_empty() => {
+                // A command before it (AUTH, HELLO) may log the client in: it runs first and
+                // the request is parsed again afterwards, under the limits that then apply.
+                break;
+            }
             Err(e) => {
                 // Every protocol error closes the connection after its reply, as Redis's
                 // `setProtocolError` does, even where the framing is known (unbalanced quotes
@@ -780,8 +824,28 @@ fn process(
             .store(shared.coarse_now_ms(), Ordering::Relaxed);
     }
     scratch.args = recycle(args);
+    if scratch.args.capacity() > ARGS_KEEP {
+        // A request of very many arguments does not keep its vector (server/querybuf).
+        scratch.args = Vec::new();
+    }
+    if let Some(at) = incomplete.filter(|&at| at == pos) {
+        // The batch ends at an incomplete request: the next call starts there and resumes.
+        let mut p = locus_protocol::request::Pending::default();
+        if !locus_protocol::request::resume_multibulk(&buf[at..], limits, &mut p) {
+            scratch.pending = Some(p);
+        }
+    }
     pos
 }
+
+/// The tenant a connection's query buffer is charged to: the one its commands run in (none for
+/// the admin or a client not logged in).
+fn qbuf_tenant(st: &ConnState) -> Option<locus_engine::TenantId> {
+    st.scope().flatten()
+}
+
+/// Most argument slots a connection keeps between batches.
+const ARGS_KEEP: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {

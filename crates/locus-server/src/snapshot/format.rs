@@ -9,6 +9,13 @@ pub const MAGIC: &[u8; 8] = b"LOCUSNAP";
 pub const VERSION: u16 = 1;
 /// Record tag: a string.
 pub const TAG_STRING: u8 = 1;
+/// Record tag: a string with the memcached face's 13-byte header (flags, CAS unique, state)
+/// before its bytes (`Engine::set_with_meta`).
+pub const TAG_STRING_META: u8 = 16;
+/// Header flag: memcached items are [`TAG_STRING_META`] records. A file without it was written
+/// by an older build, which stored a memcached item as a [`TAG_STRING`] with the header inside
+/// the value: the loader tells those by their header (`memcache::item::decode_legacy`).
+pub const FLAG_META_RECORDS: u8 = 1;
 /// Record tag: the end of the file (its body is the number of item records).
 pub const TAG_END: u8 = 0xFF;
 /// `expire_at_ms` of an item without a TTL.
@@ -83,6 +90,8 @@ pub struct Header {
     pub recency: u8,
     /// When the snapshot was taken (clock ms).
     pub created_ms: u64,
+    /// [`FLAG_META_RECORDS`] (files of older builds: 0).
+    pub flags: u8,
 }
 
 /// Writes the header.
@@ -91,7 +100,7 @@ pub fn write_header(w: &mut impl Write, h: &Header) -> io::Result<()> {
     b.extend_from_slice(MAGIC);
     b.extend_from_slice(&VERSION.to_le_bytes());
     b.push(h.recency);
-    b.push(0);
+    b.push(h.flags);
     b.extend_from_slice(&h.created_ms.to_le_bytes());
     let name = h.tenant.as_bytes();
     let len = u16::try_from(name.len())
@@ -206,6 +215,7 @@ impl<R: Read> Reader<R> {
         let header = Header {
             tenant,
             recency: fixed[10],
+            flags: fixed[11],
             created_ms: u64::from_le_bytes(fixed[12..20].try_into().unwrap_or_default()),
         };
         let offset = 22 + rest.len() as u64;

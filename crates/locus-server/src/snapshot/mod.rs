@@ -12,7 +12,7 @@
 //! # Format (version 1, all integers little-endian)
 //!
 //! ```text
-//! header  "LOCUSNAP" | version u16 | recency kind u8 | 0 u8 | created_ms u64
+//! header  "LOCUSNAP" | version u16 | recency kind u8 | flags u8 | created_ms u64
 //!         | name_len u16 | tenant name | crc32c(every header byte before it) u32
 //! record  tag u8 | body_len u32 | body | crc32c(tag, body_len, body) u32
 //! item    body = key_len u32 | key | expire_at_ms u64 (u64::MAX: no TTL) | stamp u32 | value
@@ -20,6 +20,12 @@
 //!           tag 2 hash:   value = n u32 | n x (field_len u32 | field | value_len u32 | value)
 //!           tag 3 list:   value = n u32 | n x (len u32 | element), head first
 //!           (tags 4 set and 5 sorted set: not yet, see `types.rs`)
+//!           tag 16 memcached item: value = its 13-byte header (flags, CAS, state) | data
+//! flags   bit 0: memcached items are tag 16 records. Files without it (older builds) held a
+//!         memcached item as a tag 1 string with the header inside the value, indistinguishable
+//!         from a RESP value; in a tenant a memcached listener reaches, such a string whose
+//!         first 13 bytes read as a header an older build wrote (a CAS unique from 1 to 2^32 - 1,
+//!         known state bits) is loaded as the memcached item it was.
 //! end     tag 0xFF, body = number of item records u64; nothing may follow it
 //! ```
 //!
@@ -75,7 +81,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use locus_engine::{Engine, ItemMeta, RecencyKind, RestoreValue, TenantId, ValueRef};
 use parking_lot::Mutex;
 
-use format::{Body, Header, Reader, TAG_END, TAG_STRING};
+use format::{Body, FLAG_META_RECORDS, Header, Reader, TAG_END, TAG_STRING, TAG_STRING_META};
+
+/// Tenants a memcached listener reaches (set at start-up): only their files of older builds are
+/// read for memcached items in the old form (see the module's format notes).
+static LEGACY_MEMCACHED: parking_lot::Mutex<Vec<String>> = parking_lot::Mutex::new(Vec::new());
+
+/// Names the tenants a memcached listener reaches, for loading files of older builds.
+pub fn set_memcached_tenants(names: Vec<String>) {
+    *LEGACY_MEMCACHED.lock() = names;
+}
+
+/// Whether a file with `header` may hold memcached items in the old form.
+fn legacy_memcached(header: &Header) -> bool {
+    header.flags & FLAG_META_RECORDS == 0 && LEGACY_MEMCACHED.lock().contains(&header.tenant)
+}
 
 /// A failed BGSAVE is retried by a save point only after this long (Redis's
 /// `CONFIG_BGSAVE_RETRY_DELAY`).
@@ -172,6 +192,7 @@ impl FileWriter {
             tenant: name.to_string(),
             recency: recency.code(),
             created_ms,
+            flags: FLAG_META_RECORDS,
         };
         if let Err(e) = format::write_header(&mut w, &header) {
             drop(w);
@@ -266,10 +287,17 @@ fn encode_item(
     body.clear();
     format::item_head(body, key, meta.expire_at_ms, meta.stamp);
     let tag = match value {
-        ValueRef::Str(v) => {
-            body.extend_from_slice(v);
-            TAG_STRING
-        }
+        ValueRef::Str(v) => match meta.prefix {
+            Some(m) => {
+                body.extend_from_slice(&m);
+                body.extend_from_slice(v);
+                TAG_STRING_META
+            }
+            None => {
+                body.extend_from_slice(v);
+                TAG_STRING
+            }
+        },
         ValueRef::Obj(o) => {
             let codec = types::codec_for(o.type_name());
             codec
@@ -499,7 +527,8 @@ pub fn load_from(
         });
     }
     let kind = RecencyKind::from_code(header.recency).unwrap_or(RecencyKind::Logical);
-    let r = load_records(eng, t, &mut reader, kind);
+    let legacy = legacy_memcached(&header);
+    let r = load_records(eng, t, &mut reader, kind, legacy);
     if r.is_err() {
         eng.flush(t);
     }
@@ -509,17 +538,42 @@ pub fn load_from(
 /// One item record decoded: key, value, metadata.
 type Decoded<'a> = (&'a [u8], RestoreValue<'a>, ItemMeta);
 
-/// Decodes the item record `tag`/`buf` found at byte `at`.
-fn decode_item(tag: u8, buf: &[u8], at: u64) -> Result<Decoded<'_>, format::FormatError> {
+/// Decodes the item record `tag`/`buf` found at byte `at`; `legacy`: a file of an older build
+/// of a tenant a memcached listener reaches (see the module's format notes).
+fn decode_item(
+    tag: u8,
+    buf: &[u8],
+    at: u64,
+    legacy: bool,
+) -> Result<Decoded<'_>, format::FormatError> {
     let bad = |what: String| format::FormatError { offset: at, what };
     let mut body = Body::new(buf);
     let (key, expire_at_ms, stamp) = format::read_item_head(&mut body).map_err(bad)?;
-    let meta = ItemMeta {
+    let mut meta = ItemMeta {
         expire_at_ms,
         stamp,
+        prefix: None,
     };
+    let header = |v: &[u8]| v[..locus_engine::META_PREFIX].try_into().ok();
     let value = if tag == TAG_STRING {
-        RestoreValue::Str(body.remaining())
+        let v = body.remaining();
+        match legacy
+            .then(|| crate::memcache::item::decode_legacy(v))
+            .flatten()
+        {
+            Some((_, data)) => {
+                meta.prefix = header(v);
+                RestoreValue::Str(data)
+            }
+            None => RestoreValue::Str(v),
+        }
+    } else if tag == TAG_STRING_META {
+        let v = body.remaining();
+        if v.len() < locus_engine::META_PREFIX {
+            return Err(bad("memcached item shorter than its header".to_string()));
+        }
+        meta.prefix = header(v);
+        RestoreValue::Str(&v[locus_engine::META_PREFIX..])
     } else {
         let codec =
             types::codec_of_tag(tag).ok_or_else(|| bad(format!("unknown record tag {tag}")))?;
@@ -535,11 +589,12 @@ fn load_records(
     t: TenantId,
     reader: &mut Reader<impl Read>,
     kind: RecencyKind,
+    legacy: bool,
 ) -> Result<Loaded, format::FormatError> {
     let mut buf = Vec::new();
     let mut done = Loaded::default();
     while let Some((tag, at)) = reader.next(&mut buf)? {
-        let (key, value, meta) = decode_item(tag, &buf, at)?;
+        let (key, value, meta) = decode_item(tag, &buf, at, legacy)?;
         let stored = eng.restore(t, key, value, meta, kind);
         count_restore(&mut done, stored)
             .map_err(|what| format::FormatError { offset: at, what })?;
@@ -572,6 +627,8 @@ fn count_restore(
 pub struct ReadItems {
     /// The records' bodies with their tags and offsets, in file order.
     records: Vec<(u8, Vec<u8>, u64)>,
+    /// A file of an older build that may hold memcached items in the old form.
+    legacy: bool,
 }
 
 /// Reads and checks tenant `name`'s file at `path` (every record, the checksums, the end
@@ -589,13 +646,14 @@ pub fn read_items(path: &Path, name: &str) -> Result<ReadItems, format::FormatEr
             header.tenant
         )));
     }
+    let legacy = legacy_memcached(&header);
     let mut records = Vec::new();
     let mut buf = Vec::new();
     while let Some((tag, at)) = reader.next(&mut buf)? {
-        decode_item(tag, &buf, at)?;
+        decode_item(tag, &buf, at, legacy)?;
         records.push((tag, std::mem::take(&mut buf), at));
     }
-    Ok(ReadItems { records })
+    Ok(ReadItems { records, legacy })
 }
 
 impl ReadItems {
@@ -635,7 +693,7 @@ impl ReadItems {
         let end = range.end.min(self.records.len());
         for (tag, buf, at) in &self.records[range.start.min(end)..end] {
             // Checked by `read_items`.
-            let Ok((key, value, meta)) = decode_item(*tag, buf, *at) else {
+            let Ok((key, value, meta)) = decode_item(*tag, buf, *at, self.legacy) else {
                 continue;
             };
             if skip(eng, key) {
@@ -1189,6 +1247,67 @@ mod tests {
             v
         };
         assert_eq!(stamps(&a, t), stamps(&b, tb));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn memcached_items_keep_their_header_and_old_files_are_read() {
+        use crate::memcache::item::{self, Meta};
+        let d = dir("memcached");
+        let (mut a, t) = engine();
+        let meta = Meta {
+            flags: 42,
+            cas: 7,
+            state: item::FETCHED,
+        };
+        let stored = item::encode(meta, &[b"data"]);
+        a.set_with_meta(t, b"mc", &stored, SetOptions::default())
+            .unwrap();
+        a.set(t, b"resp", &stored, SetOptions::default()).unwrap();
+        write_tenant(&a, t, "default", &d).unwrap();
+        let (mut b, tb) = engine();
+        load_tenant(&mut b, tb, "default", &file_path(&d, "default")).unwrap();
+        // The header stays beside the value; a RESP value that looks like one stays a value.
+        let (h, v) = b.peek_with_meta(tb, b"mc").unwrap();
+        assert_eq!(item::decode((h, v)), (meta, &b"data"[..]));
+        assert_eq!(b.peek_with_meta(tb, b"resp").unwrap(), (None, &stored[..]));
+        // A file of an older build: the memcached item is a string with the header inside.
+        let mut f = Vec::new();
+        let header = Header {
+            tenant: "default".to_string(),
+            recency: RecencyKind::Logical.code(),
+            created_ms: 0,
+            flags: 0,
+        };
+        format::write_header(&mut f, &header).unwrap();
+        let mut body = Vec::new();
+        for (k, v) in [
+            (&b"old"[..], &stored[..]),
+            (b"text", b"a value written over RESP"),
+        ] {
+            body.clear();
+            format::item_head(&mut body, k, None, 0);
+            body.extend_from_slice(v);
+            format::write_record(&mut f, TAG_STRING, &body).unwrap();
+        }
+        format::write_record(&mut f, TAG_END, &2u64.to_le_bytes()).unwrap();
+        let load = |b: &mut Engine, tb| load_from(b, tb, "default", &f[..], f.len() as u64);
+        // Where no memcached listener reaches the tenant: strings, as written.
+        let (mut b, tb) = engine();
+        load(&mut b, tb).unwrap();
+        assert_eq!(b.peek_with_meta(tb, b"old").unwrap(), (None, &stored[..]));
+        // Where one does: the old item is told by its header.
+        set_memcached_tenants(vec!["default".to_string()]);
+        let (mut b, tb) = engine();
+        load(&mut b, tb).unwrap();
+        set_memcached_tenants(Vec::new());
+        let (h, v) = b.peek_with_meta(tb, b"old").unwrap();
+        assert_eq!(item::decode((h, v)), (meta, &b"data"[..]));
+        assert_eq!(b.get(tb, b"old"), Some(&b"data"[..]));
+        assert_eq!(
+            b.peek_with_meta(tb, b"text").unwrap(),
+            (None, &b"a value written over RESP"[..])
+        );
         let _ = fs::remove_dir_all(&d);
     }
 
