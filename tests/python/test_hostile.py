@@ -240,7 +240,9 @@ def queue_sets(port: int, n: int, tag: str, chunk: int = 20_000):
         want = min(n, base + chunk) - base
         got = 0
         while got < want:
-            buf += s.recv(1 << 20)
+            data = s.recv(1 << 20)
+            assert data, f"the server closed the connection after {queued + refused_n} replies"
+            buf += data
             lines = buf.split(b"\r\n")
             buf = lines.pop()
             got += len(lines)
