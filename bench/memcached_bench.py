@@ -316,7 +316,7 @@ def main() -> int:
                 for kind, res in results.items():
                     tput.setdefault((kind, division), []).append(res)
                     print(f"repeat {r + 1} {kind} {describe(division)}: {res['tps']:.0f} req/s "
-                          f"(server {res['server_cpu']:.2f} / client {res['client_cpu']:.2f} "
+                          f"(server {res['server_cpu']:.3f} / client {res['client_cpu']:.2f} "
                           f"CPU s per 100k ops, {a.slices} slices)", file=sys.stderr)
         for kind in servers:
             if not a.skip_throughput and a.slices <= 1:
@@ -328,7 +328,7 @@ def main() -> int:
                         srv.stop()
                     tput.setdefault((kind, division), []).append(res)
                     print(f"repeat {r + 1} {kind} {describe(division)}: {res['tps']:.0f} req/s "
-                          f"(server {res['server_cpu']:.2f} / client {res['client_cpu']:.2f} "
+                          f"(server {res['server_cpu']:.3f} / client {res['client_cpu']:.2f} "
                           f"CPU s per 100k ops)", file=sys.stderr)
             if not a.skip_memory:
                 srv = Server(kind, a.maxmemory_mb, work, variants)
@@ -356,7 +356,7 @@ def main() -> int:
             print(f"| {kind} | {describe(division)} | "
                   f"{mmm([x['tps'] for x in runs], '{:.0f}')} | "
                   f"{statistics.median(x['kps'] for x in runs):.0f} | "
-                  f"{mmm([x['server_cpu'] for x in runs], '{:.2f}')} | "
+                  f"{mmm([x['server_cpu'] for x in runs], '{:.3f}')} | "
                   f"{mmm([x['client_cpu'] for x in runs], '{:.2f}')} |")
         if "memcached" in servers:
             for kind in (k for k in servers if k != "memcached"):
@@ -368,7 +368,7 @@ def main() -> int:
                     lo_cpu = statistics.median(x["server_cpu"] for x in tput[(kind, division)])
                     mc_cpu = statistics.median(x["server_cpu"] for x in tput[("memcached", division)])
                     print(f"{kind} / memcached server CPU per request (median), "
-                          f"{describe(division)}: {lo_cpu / mc_cpu:.2f}x")
+                          f"{describe(division)}: {lo_cpu / mc_cpu:.3f}x")
     if mem:
         print(f"\n| server | RSS per item, {a.items:,} x {a.value_bytes} B (min / median / max) |")
         print("|---|---|")

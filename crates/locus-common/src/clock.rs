@@ -4,6 +4,7 @@
 //! milliseconds since the Unix epoch for [`SystemClock`], and milliseconds since an arbitrary
 //! origin for [`VirtualClock`] (a simulation starts wherever its trace starts).
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -35,10 +36,57 @@ impl Clock for SystemClock {
     }
 
     fn now_us(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_micros() as u64)
-            .unwrap_or(0)
+        match PINNED_US.with(Cell::get) {
+            0 => wall_us(),
+            pinned => pinned,
+        }
+    }
+}
+
+thread_local! {
+    /// The time [`SystemClock`] reports on this thread while a [`PinnedTime`] lives (0: none).
+    static PINNED_US: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The wall clock in microseconds since the Unix epoch (0 before it).
+fn wall_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() * 1_000_000 + u64::from(d.subsec_micros()))
+        .unwrap_or(0)
+}
+
+/// Holds [`SystemClock`] still on the current thread: until it is dropped, every read of a
+/// `SystemClock` on this thread returns the time it was pinned at. A server pins the clock for
+/// one batch of requests read from a socket and run under one engine lock hold, so that the
+/// engine's several reads per request (its LRU stamp, the slab controller's access time, a TTL
+/// check) cost a thread-local load instead of a clock read each; the batch is bounded, and the
+/// engine's view of time stays non-decreasing because nobody else uses the engine meanwhile.
+/// memcached itself reads its clock once a second. Pins nest (the inner one wins until dropped);
+/// other threads are not affected.
+#[derive(Debug)]
+#[must_use = "the clock is pinned only while the guard lives"]
+pub struct PinnedTime {
+    prev: u64,
+}
+
+impl PinnedTime {
+    /// Pins this thread's [`SystemClock`] to the wall clock's current time.
+    pub fn now() -> Self {
+        Self::at_us(wall_us().max(1))
+    }
+
+    /// Pins this thread's [`SystemClock`] to `us` microseconds since the Unix epoch (0 unpins).
+    pub fn at_us(us: u64) -> Self {
+        Self {
+            prev: PINNED_US.with(|p| p.replace(us)),
+        }
+    }
+}
+
+impl Drop for PinnedTime {
+    fn drop(&mut self) {
+        PINNED_US.with(|p| p.set(self.prev));
     }
 }
 
@@ -94,6 +142,31 @@ impl Clock for VirtualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinned_system_clock_stands_still_on_its_thread_only() {
+        let c = SystemClock;
+        let before = c.now_us();
+        {
+            let _outer = PinnedTime::at_us(5_000_000);
+            assert_eq!(c.now_us(), 5_000_000);
+            assert_eq!(c.now_ms(), 5_000);
+            {
+                let _inner = PinnedTime::at_us(7_000_000);
+                assert_eq!(c.now_ms(), 7_000);
+            }
+            assert_eq!(c.now_ms(), 5_000, "the outer pin is back");
+            let other = std::thread::spawn(|| SystemClock.now_us()).join().unwrap();
+            assert!(other >= before, "another thread reads the wall clock");
+        }
+        assert!(c.now_us() >= before, "unpinned: the wall clock again");
+        let pinned = PinnedTime::now();
+        let t = c.now_us();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(c.now_us(), t);
+        drop(pinned);
+        assert!(c.now_us() > t);
+    }
 
     #[test]
     fn virtual_clock_is_shared_and_monotone() {

@@ -27,7 +27,7 @@ pub mod settings;
 pub mod size;
 pub mod zipf;
 
-pub use clock::{Clock, SharedClock, SystemClock, VirtualClock};
+pub use clock::{Clock, PinnedTime, SharedClock, SystemClock, VirtualClock};
 pub use hash::{hash_key, hash_key_seeded};
 pub use rng::Rng;
 pub use settings::{SettingError, setting_text, settings_from_toml};

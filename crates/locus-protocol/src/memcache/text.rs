@@ -7,7 +7,9 @@
 //! report is the one reported here; see the module docs of [`super`] for the rules shared by all
 //! commands (ignored extra tokens, `noreply`, numbers, keys).
 
-use super::token::{Line, Split, Tokens, is_valid_key, parse_i32, parse_u32, parse_u64};
+use super::token::{
+    KEY_MAX_LENGTH, Line, Split, Tokens, is_valid_key, parse_i32, parse_u32, parse_u64,
+};
 use super::{ErrorKind, MemcacheError, MemcacheLimits, Recovery, Request};
 
 /// Which storage command.
@@ -271,15 +273,25 @@ pub(crate) fn data_block(buf: &[u8], n: usize, vlen: usize) -> Option<Result<&[u
 }
 
 /// The keys from token `first` on, all valid, or `bad format` for the whole request.
+///
+/// One pass over the bytes (this runs for every `get`): spaces separate the keys, and each key
+/// must pass [`is_valid_key`] (no control byte or DEL, at most [`KEY_MAX_LENGTH`] bytes).
 fn keys<'a>(s: &Split<'a>, first: usize, n: usize) -> Result<Keys<'a>, MemcacheError> {
     let raw = s.rest(first);
     let mut count = 0;
-    for k in Tokens::new(raw) {
-        if !is_valid_key(k) {
+    let mut len = 0;
+    for &b in raw {
+        if b == b' ' {
+            count += usize::from(len > 0);
+            len = 0;
+        } else if b < b' ' || b == 0x7f || len == KEY_MAX_LENGTH {
             return Err(MemcacheError::keep(ErrorKind::BadFormat, n, false));
+        } else {
+            len += 1;
         }
-        count += 1;
     }
+    count += usize::from(len > 0);
+    debug_assert!(Tokens::new(raw).all(is_valid_key));
     Ok(Keys { raw, count })
 }
 
@@ -989,6 +1001,35 @@ mod tests {
             err(b"HTTP/1.1\r\n"),
             keep(ErrorKind::UnknownCommand, 10, false)
         );
+    }
+
+    #[test]
+    fn get_keys_are_checked_as_tokens() {
+        let get = |line: &[u8]| -> Result<usize, ErrorKind> {
+            let mut buf = line.to_vec();
+            buf.extend(b"\r\n");
+            match crate::memcache::parse(&buf, &MemcacheLimits::default()) {
+                Ok(Some((Request::Get { keys, .. }, _))) => {
+                    assert_eq!(keys.len(), keys.iter().count());
+                    assert!(keys.iter().all(is_valid_key));
+                    Ok(keys.len())
+                }
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => Err(e.kind),
+            }
+        };
+        assert_eq!(get(b"get a"), Ok(1));
+        assert_eq!(get(b"get a  b   c "), Ok(3));
+        assert_eq!(get(b"get a a"), Ok(2));
+        let mut k250 = b"get x ".to_vec();
+        k250.extend([b'k'; 250]);
+        assert_eq!(get(&k250), Ok(2));
+        k250.push(b'k');
+        assert_eq!(get(&k250), Err(ErrorKind::BadFormat));
+        assert_eq!(get(b"get a b\x7f"), Err(ErrorKind::BadFormat));
+        assert_eq!(get(b"get a\tb"), Err(ErrorKind::BadFormat));
+        assert_eq!(get(b"get a \x01"), Err(ErrorKind::BadFormat));
+        assert_eq!(get("get caf\u{e9}".as_bytes()), Ok(1));
     }
 
     #[test]

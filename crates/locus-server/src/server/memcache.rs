@@ -3,6 +3,7 @@
 //! execute up to [`MAX_BATCH`] of them under one engine lock, write the replies; a data block a
 //! refused storage command declared is swallowed as it arrives, as memcached's `conn_swallow`.
 
+use locus_common::PinnedTime;
 use locus_protocol::memcache::{self, AuthStep, ErrorKind, ReplyWriter as McWriter};
 
 use super::conn::{READ_CHUNK, flush, register};
@@ -307,10 +308,15 @@ fn process(
     let mut pos = 0;
     let mut eng: Option<crate::server::EngineGuard<'_>> = None;
     let mut slow_before = 0;
-    // The clock is read once a batch (the batch runs under one lock hold; memcached's own
-    // clock ticks once a second).
+    // The clock is read once a batch, once the lock is held: the batch runs under one lock
+    // hold, and every engine read of the clock in it (LRU stamps, the slab controller's access
+    // times, TTL checks) gets that time from the pin. memcached's own clock ticks once a second.
+    let mut pin: Option<PinnedTime> = None;
     let mut now_ms = None;
     let mut done = 0;
+    // Commands parsed, added to the server's total once a batch (one atomic add on a line
+    // every worker writes, not one a request).
+    let mut commands = 0u64;
     while pos < buf.len() && done < MAX_BATCH && !conn.close && conn.crawl.is_none() {
         if mc.auth && conn.listener.bound.is_none() {
             match authenticate(mc, conn, &buf[pos..], out) {
@@ -327,11 +333,12 @@ fn process(
             Ok(Some((req, n))) => {
                 pos += n;
                 done += 1;
-                shared
-                    .stats()
-                    .total_commands
-                    .fetch_add(1, Ordering::Relaxed);
-                let eng = eng.get_or_insert_with(|| lock_counting(shared, &mut slow_before));
+                commands += 1;
+                let eng = eng.get_or_insert_with(|| {
+                    let g = lock_counting(shared, &mut slow_before);
+                    pin = Some(PinnedTime::now());
+                    g
+                });
                 let now_ms = *now_ms.get_or_insert_with(|| eng.now_ms());
                 let start = out.len();
                 let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -392,6 +399,13 @@ fn process(
             Counters::bump(&m.counters.conn_yields);
         }
     }
+    if commands > 0 {
+        shared
+            .stats()
+            .total_commands
+            .fetch_add(commands, Ordering::Relaxed);
+    }
+    drop(pin);
     if let Some(g) = eng.take() {
         let slow = if shared.tier_delay_ns() > 0 {
             crate::tiers::slow_accesses(&g).saturating_sub(slow_before)
