@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from conftest import no_retry
-from harness import HOST, Raw, free_ports, wait_until
+from harness import HOST, Raw, encode, free_ports, wait_until
 
 QUIET = 0.3  # seconds a negative check waits for a message that must not come
 
@@ -356,6 +356,72 @@ def test_evicted_tracked_keys_are_invalidated(start_server):
             msg = push(me)
             assert msg[0] == "invalidate"
             got.update(msg[1])
+
+
+def _reply_after_pushes(c: Raw):
+    """Reads up to and including the next reply that is not a push: (the pushes before it, it)."""
+    pushes = []
+    while True:
+        while not c.buf:
+            c._fill()
+        is_push = c.buf[:1] == b">"
+        v = c.read()
+        if not is_push:
+            return pushes, v
+        pushes.append(_dec(v))
+
+
+def test_eviction_invalidation_precedes_the_reply(start_server):
+    """The invalidation of a tracked key evicted for a command reaches the client before that
+    command's reply (Redis's 'Tracking invalidation message of eviction keys should be before
+    response'), while the command's own writes are told after it. Redis lets the write that
+    passes maxmemory run and evicts before the next command; Locus evicts during the write that
+    needs the room. So each step is a transaction that ends with INFO stats (no other connection
+    runs a command meanwhile: in Redis any command may evict): the step whose INFO shows the
+    eviction must have brought the invalidation before its EXEC reply, no other step any."""
+    srv = start_server(maxmemory=64 * 1024 * 1024, policy="volatile-random")
+    with resp3(srv.port) as me, Raw(srv.port) as other:
+        def evicted(info: bytes) -> int:
+            return int(re.search(rb"evicted_keys:(\d+)", info).group(1))
+
+        def mem(field: str) -> int:
+            m = re.search(rb"\r\n" + field.encode() + rb":(\d+)", other.call("INFO", "memory"))
+            return int(m.group(1)) if m else 0
+
+        assert me.call("CLIENT", "TRACKING", "ON") == "OK"
+        # The only volatile key (400 KB, built by SETBIT: no big query buffer), read by `me`.
+        assert me.call("SETBIT", "volatile-key", 400 * 1024 * 8 - 1, 1) == 0
+        assert me.call("EXPIRE", "volatile-key", 10000) == 1
+        assert len(me.call("GET", "volatile-key")) == 400 * 1024
+        assert me.call("SET", "mine", "1") == "OK"
+        assert me.call("GET", "mine") == b"1"
+        before = evicted(other.call("INFO", "stats"))
+        # 100 KB of room: a 300 KB key passes it, and only the volatile key may go for it.
+        used = mem("used_memory") - mem("mem_not_counted_for_evict")
+        assert other.call("CONFIG", "SET", "maxmemory", str(used + 100 * 1024)) == "OK"
+        steps = [("SETBIT", "big-key", 300 * 1024 * 8 - 1, 0), ("PING",), ("GETBIT", "big-key", 0)]
+        evicting = []
+        for cmd in steps:
+            me.send(encode("MULTI") + encode(*cmd) + encode("INFO", "stats") + encode("EXEC"))
+            pushes = []
+            for _ in range(4):  # +OK, +QUEUED, +QUEUED, the EXEC array
+                got, reply = _reply_after_pushes(me)
+                pushes += got
+            assert isinstance(reply, list) and len(reply) == 2, (cmd[0], reply)
+            assert not isinstance(reply[0], Exception), f"{cmd[0]}: {reply[0]}"
+            now = evicted(reply[1])
+            if now > before:
+                evicting.append(cmd[0])
+                assert pushes == [["invalidate", ["volatile-key"]]], (cmd[0], pushes)
+            else:
+                assert pushes == [], (cmd[0], pushes)
+            before = now
+        assert len(evicting) == 1, evicting
+        assert other.call("EXISTS", "volatile-key") == 0
+        # The command's own write is told after its reply, as before.
+        assert me.call("SET", "mine", "2") == "OK"
+        assert push(me) == ["invalidate", ["mine"]]
+        assert me.nothing_within(QUIET)
 
 
 # ------------------------------------------------------------------------------------ tenancy

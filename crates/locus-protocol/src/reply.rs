@@ -248,6 +248,12 @@ impl<'a> ReplyWriter<'a> {
     pub fn raw(&mut self, bytes: &[u8]) {
         self.out.extend_from_slice(bytes);
     }
+
+    /// Inserts pre-encoded bytes at byte `at` (at most [`ReplyWriter::len`]), ahead of what was
+    /// written from there: an out-of-band message that must precede a reply already encoded.
+    pub fn insert_raw(&mut self, at: usize, bytes: &[u8]) {
+        self.out.splice(at..at, bytes.iter().copied());
+    }
 }
 
 /// Formats a double the way Redis's RESP3 double reply does for finite values it can print

@@ -142,9 +142,13 @@ fn db_of(shared: &Shared, t: TenantId) -> u32 {
 /// clients that track them).
 pub fn publish_key_events(shared: &Shared, eng: &mut Engine) {
     for ev in eng.take_key_events() {
-        shared
-            .tracking()
-            .invalidate(shared, ev.tenant, &ev.key, false);
+        // An evicted key's invalidation precedes the running command's reply (server/tracking).
+        match ev.kind {
+            KeyEventKind::Expired => shared
+                .tracking()
+                .invalidate(shared, ev.tenant, &ev.key, false),
+            KeyEventKind::Evicted => shared.tracking().evicted(shared, ev.tenant, &ev.key),
+        }
         let (class, name) = match ev.kind {
             KeyEventKind::Expired => (EXPIRED, "expired"),
             KeyEventKind::Evicted => (EVICTED, "evicted"),

@@ -116,9 +116,11 @@ fn key_events(shared: &Shared, eng: &mut Engine) {
 
 /// After each command a connection ran (the connection loop, when some client tracks or this
 /// one does): drops table keys past the bound, settles the tables' memory charge, sends the
-/// BCAST keys the command wrote, appends to its reply what it caused for its own client, and
-/// ends a CLIENT CACHING that applied to this command. `found`: the command's table position.
-pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>) {
+/// BCAST keys the command wrote, gives its own client what it caused (the invalidations of keys
+/// evicted for it before its reply, which starts at byte `reply_start` of the writer, the rest
+/// after), and ends a CLIENT CACHING that applied to this command. `found`: the command's
+/// table position.
+pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>, reply_start: usize) {
     let sh = ctx.shared;
     let tr = sh.tracking();
     let id = ctx.conn.info.id;
@@ -133,7 +135,7 @@ pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>) {
             tr.closing(sh, id);
         }
     }
-    tr.release_held(id, &mut ctx.w);
+    tr.release_held(id, &mut ctx.w, reply_start);
     tr.set_current(0);
     let is_client = found.is_some_and(|i| super::table::COMMANDS[i].name == "client");
     if ctx.conn.multi.is_none() && !is_client {
@@ -146,7 +148,8 @@ pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>) {
 pub fn after_rerun(ctx: &mut Ctx<'_>, prev: u64) {
     let tr = ctx.shared.tracking();
     tr.flush_bcast(ctx.shared);
-    tr.release_held(ctx.conn.info.id, &mut ctx.w);
+    // The served client's reply is alone in its own buffer (exec/blocking): it starts at 0.
+    tr.release_held(ctx.conn.info.id, &mut ctx.w, 0);
     tr.set_current(prev);
 }
 

@@ -755,9 +755,9 @@ fn process(
                                 exec::blocking::serve(ctx.eng, ctx.shared);
                             }
                             // Invalidations this command caused for its own client follow its
-                            // reply.
+                            // reply (those of keys evicted for it precede it).
                             if ctx.shared.tracking().active() || ctx.conn.tracking.on {
-                                exec::tracking::after_command(&mut ctx, found);
+                                exec::tracking::after_command(&mut ctx, found, start);
                             }
                             if ctx.conn.block.waiting.is_some() || ctx.conn.migrate.is_some() {
                                 // This client blocked (or MIGRATE waits for the network): nothing

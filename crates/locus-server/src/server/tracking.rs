@@ -10,7 +10,10 @@
 //!        command (one message per prefix, as Redis sends them from beforeSleep)
 //!  delivery: RESP3 push `>2 invalidate [keys]` to the client (or its REDIRECT target), or a
 //!  `message __redis__:invalidate [keys]` to a RESP2 redirect target in subscribed mode; to the
-//!  client whose command is running it is held and follows that command's reply
+//!  client whose command is running it is held and follows that command's reply, except the
+//!  invalidation of a key the engine evicted to make room for the command: that one goes
+//!  before the reply (Redis evicts before it runs a command, so its invalidations precede the
+//!  reply, while those of the command's own writes and of the keys it found expired follow it)
 //! ```
 //!
 //! Tenancy: the table, the prefixes and their counts are per tenant (keys are tenant-scoped), so
@@ -141,8 +144,9 @@ pub struct Tracking {
     /// Tracking turned the engine's key-event record on (given back once nobody tracks).
     recording: AtomicBool,
     inner: Mutex<Inner>,
-    /// Messages for a client whose command is running, by client id.
-    held: Mutex<Vec<(u64, Vec<u8>)>>,
+    /// Messages for a client whose command is running, by client id: (id, before the reply,
+    /// the encoded message).
+    held: Mutex<Vec<(u64, bool, Vec<u8>)>>,
 }
 
 impl Default for Tracking {
@@ -339,16 +343,28 @@ impl Tracking {
     }
 
     /// `key` of tenant `t` changed: by the running command when `by_command` (NOLOOP applies to
-    /// its client), else by expiry or eviction.
+    /// its client), else by expiry.
     pub fn invalidate(&self, shared: &Shared, t: TenantId, key: &[u8], by_command: bool) {
-        if !self.active() {
-            return;
-        }
         let writer = if by_command {
             self.current.load(Ordering::Relaxed)
         } else {
             0
         };
+        self.invalidate_as(shared, t, key, writer, false);
+    }
+
+    /// The engine evicted `key` of tenant `t` (to make room for the running command, if any):
+    /// the running command's client is told before its reply.
+    pub fn evicted(&self, shared: &Shared, t: TenantId, key: &[u8]) {
+        self.invalidate_as(shared, t, key, 0, true);
+    }
+
+    /// `key` of tenant `t` changed, written by client `writer` (0: nobody); `early`: what is
+    /// held for the running command's client goes before its reply.
+    fn invalidate_as(&self, shared: &Shared, t: TenantId, key: &[u8], writer: u64, early: bool) {
+        if !self.active() {
+            return;
+        }
         let mut out = Vec::new();
         {
             let mut inner = self.inner.lock();
@@ -397,7 +413,7 @@ impl Tracking {
                 out.push((id, Msg::Keys(vec![key.to_vec()])));
             }
         }
-        self.send(shared, t.0, out);
+        self.send(shared, t.0, out, early);
     }
 
     /// FLUSHDB / FLUSHALL of tenant `t`: its table empties and every tracking client tied to it
@@ -432,7 +448,7 @@ impl Tracking {
                 }
             }
         }
-        self.send(shared, t.0, out);
+        self.send(shared, t.0, out, false);
     }
 
     /// Sends the BCAST keys waiting under every prefix: one message per prefix and client,
@@ -474,7 +490,7 @@ impl Tracking {
             }
         }
         for (t, out) in per_tenant {
-            self.send(shared, t, out);
+            self.send(shared, t, out, false);
         }
     }
 
@@ -535,7 +551,7 @@ impl Tracking {
                 }
             }
         }
-        self.send(shared, t, out);
+        self.send(shared, t, out, false);
         dropped
     }
 
@@ -577,20 +593,29 @@ impl Tracking {
         }
     }
 
-    /// Moves what was held for client `id` while its command ran to `out` (after its reply).
-    pub fn release_held(&self, id: u64, out: &mut ReplyWriter<'_>) {
+    /// Moves what was held for client `id` while its command ran to `out`, whose reply to that
+    /// command starts at byte `reply_start`: the invalidations of keys evicted for the command
+    /// before the reply (in the order they came), the rest after it.
+    pub fn release_held(&self, id: u64, out: &mut ReplyWriter<'_>, reply_start: usize) {
         let mut held = self.held.lock();
         if held.is_empty() {
             return;
         }
-        held.retain(|(hid, bytes)| {
-            if *hid == id {
-                out.raw(bytes);
-                false
-            } else {
-                true
+        let mut before = Vec::new();
+        held.retain(|(hid, early, bytes)| {
+            if *hid != id {
+                return true;
             }
+            if *early {
+                before.extend_from_slice(bytes);
+            } else {
+                out.raw(bytes);
+            }
+            false
         });
+        if !before.is_empty() {
+            out.insert_raw(reply_start.min(out.len()), &before);
+        }
     }
 
     /// INFO: (tracking clients, keys, items, prefixes) of the tenants `scope` may see.
@@ -617,13 +642,13 @@ impl Tracking {
         self.inner.lock().tables.get(&t.0).map_or(0, |tb| tb.bytes)
     }
 
-    /// Delivers `msgs` (tracking client id, message) about keys of tenant `t`.
-    fn send(&self, shared: &Shared, t: u32, msgs: Vec<(u64, Msg)>) {
+    /// Delivers `msgs` (tracking client id, message) about keys of tenant `t`; `early`: held
+    /// ones go before the running command's reply.
+    fn send(&self, shared: &Shared, t: u32, msgs: Vec<(u64, Msg)>, early: bool) {
         if msgs.is_empty() {
             return;
         }
         let hard = shared.pubsub_hard_limit();
-        let current = self.current.load(Ordering::Relaxed);
         for (id, msg) in msgs {
             // Who gets it: the client, or its redirect target.
             let (client, redirect) = {
@@ -648,10 +673,10 @@ impl Tracking {
                             self.deliver(
                                 shared,
                                 &client,
-                                current,
                                 hard,
                                 &Msg::Broken(redirect),
                                 false,
+                                early,
                             );
                         }
                         continue;
@@ -662,24 +687,25 @@ impl Tracking {
             };
             let resp3 = target.resp.load(Ordering::Relaxed) == 3;
             if resp3 {
-                self.deliver(shared, &target, current, hard, &msg, false);
+                self.deliver(shared, &target, hard, &msg, false, early);
             } else if redirected && shared.pubsub().is_subscriber(target.id) {
-                self.deliver(shared, &target, current, hard, &msg, true);
+                self.deliver(shared, &target, hard, &msg, true, early);
             }
             // A RESP2 client without a redirect cannot be told (Redis sends nothing either).
         }
     }
 
-    /// Writes `msg` for `target`: held when its own command is running, else to its inbox (within
-    /// the pubsub class's hard output limit: past it the client is disconnected, as a subscriber).
+    /// Writes `msg` for `target`: held when its own command is running (to go before its reply
+    /// when `early`, else after), else to its inbox (within the pubsub class's hard output
+    /// limit: past it the client is disconnected, as a subscriber).
     fn deliver(
         &self,
         shared: &Shared,
         target: &ClientInfo,
-        current: u64,
         hard: u64,
         msg: &Msg,
         pubsub: bool,
+        early: bool,
     ) {
         let write = |w: &mut ReplyWriter<'_>| {
             match msg {
@@ -709,7 +735,7 @@ impl Tracking {
                 _ => w.null(),
             }
         };
-        if target.id == current {
+        if target.id == self.current.load(Ordering::Relaxed) {
             let proto = if target.resp.load(Ordering::Relaxed) == 3 {
                 ProtocolVersion::Resp3
             } else {
@@ -717,7 +743,7 @@ impl Tracking {
             };
             let mut bytes = Vec::new();
             write(&mut ReplyWriter::new(&mut bytes, proto));
-            self.held.lock().push((target.id, bytes));
+            self.held.lock().push((target.id, early, bytes));
         } else if !target.deliver(hard, write) {
             shared
                 .stats()
