@@ -173,6 +173,9 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             out,
             "lazyfree_pending_objects:{lazy_pending}\r\nlazyfreed_objects:{lazyfreed}\r\n"
         );
+        // Redis leaves replication and AOF buffers out of what maxmemory bounds; everything in
+        // Locus's used_memory (query buffers included) counts toward the budget.
+        out.push_str("mem_not_counted_for_evict:0\r\n");
         // Scripting (exec/scripting): the Lua VMs and script caches of the tenants in scope.
         let lua = sh.scripts().stats(scope);
         let _ = write!(
