@@ -21,9 +21,13 @@ the wall time of the call as the client saw it; both as min / median / max in mi
 the ratio of the medians (Locus / Redis). A reply that differs between the two servers (as a
 sorted list for the unordered replies) stops the run.
 
+With `--calls K` a measurement is K calls pipelined on one connection and the figures are per
+call, in microseconds: for the cases both servers answer in microseconds (a difference whose
+first key is named again), where one call is below commandstats' 1 µs resolution.
+
 Usage:
   bench/multikey.py [--repeats 3] [--counts 2,10,200,400] [--commands SINTER,ZUNION,...]
-                    [--json FILE]
+                    [--shapes alt,one] [--calls 1] [--json FILE]
 
 Needs redis-server on PATH (or REDIS_SERVER) and target/release/locus (or LOCUS_BIN).
 """
@@ -111,20 +115,25 @@ def usec(c, cmd: str) -> int:
     return 0
 
 
-def one_run(srv: Server, args: list):
+def one_run(srv: Server, args: list, calls: int = 1):
+    """(server ms, wall ms, reply) of one call, or per call of `calls` pipelined ones."""
     # Redis's unions over hundreds of keys take minutes on a loaded machine.
     c = Conn(srv.port, timeout=900)
     try:
         before = usec(c, args[0])
         t0 = time.perf_counter()
-        reply = c.call(*args)
+        if calls == 1:
+            replies = [c.call(*args)]
+        else:
+            replies = c.pipeline(encode(*args) * calls, calls)
         wall = time.perf_counter() - t0
         after = usec(c, args[0])
     finally:
         c.close()
-    if isinstance(reply, RespError):
-        raise BenchError(f"{srv.label}: {args[0]} answered {reply}")
-    return (after - before) / 1000.0, wall * 1000.0, reply
+    for reply in replies:
+        if isinstance(reply, RespError):
+            raise BenchError(f"{srv.label}: {args[0]} answered {reply}")
+    return (after - before) / 1000.0 / calls, wall * 1000.0 / calls, replies[0]
 
 
 def normal(kind: str, reply):
@@ -140,6 +149,7 @@ def main():
     ap.add_argument("--commands", default=",".join(COMMANDS))
     ap.add_argument("--shapes", default="alt,one")
     ap.add_argument("--case-budget", type=float, default=30.0)
+    ap.add_argument("--calls", type=int, default=1)
     ap.add_argument("--json", default=None)
     opts = ap.parse_args()
     counts = [int(x) for x in opts.counts.split(",")]
@@ -153,7 +163,8 @@ def main():
     with Server("locus", GiB, label="locus") as locus, Server("redis", GiB, label="redis") as redis:
         for srv in (locus, redis):
             load(srv)
-        print("| command | N | keys | runs | Locus ms (server) | Redis ms (server) | ratio | Locus ms (wall) | Redis ms (wall) |")
+        unit, scale, fmt = ("µs", 1000.0, "{:.2f}") if opts.calls > 1 else ("ms", 1.0, "{:.1f}")
+        print(f"| command | N | keys | runs | Locus {unit} (server) | Redis {unit} (server) | ratio | Locus {unit} (wall) | Redis {unit} (wall) |")
         print("|---|---:|---|---:|---|---|---:|---|---|")
         for cmd in cmds:
             for n in counts:
@@ -164,7 +175,7 @@ def main():
                     spent = 0.0
                     for _ in range(opts.repeats):
                         for srv in (locus, redis):
-                            srv_ms, wall_ms, reply = one_run(srv, args)
+                            srv_ms, wall_ms, reply = one_run(srv, args, opts.calls)
                             res[srv.label][0].append(srv_ms)
                             res[srv.label][1].append(wall_ms)
                             replies[srv.label] = normal(COMMANDS[cmd][3], reply)
@@ -180,9 +191,10 @@ def main():
                                  "locus_server_ms": res["locus"][0], "redis_server_ms": res["redis"][0],
                                  "locus_wall_ms": res["locus"][1], "redis_wall_ms": res["redis"][1],
                                  "ratio": ratio})
-                    print(f"| {cmd} | {n} | {shape} | {len(res['locus'][0])} | {mmm(res['locus'][0], '{:.1f}')} | "
-                          f"{mmm(res['redis'][0], '{:.1f}')} | {ratio:.2f} | "
-                          f"{mmm(res['locus'][1], '{:.1f}')} | {mmm(res['redis'][1], '{:.1f}')} |", flush=True)
+                    sc = {k: ([x * scale for x in v[0]], [x * scale for x in v[1]]) for k, v in res.items()}
+                    print(f"| {cmd} | {n} | {shape} | {len(res['locus'][0])} | {mmm(sc['locus'][0], fmt)} | "
+                          f"{mmm(sc['redis'][0], fmt)} | {ratio:.2f} | "
+                          f"{mmm(sc['locus'][1], fmt)} | {mmm(sc['redis'][1], fmt)} |", flush=True)
     worst = max(rows, key=lambda r: r["ratio"])
     print(f"\nworst ratio {worst['ratio']:.2f} ({worst['command']} N={worst['n']} {worst['shape']}); "
           f"{time.monotonic() - started:.0f} s in all")

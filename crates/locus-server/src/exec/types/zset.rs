@@ -1526,7 +1526,9 @@ fn fold(agg: Agg, mut acc: f64, v: f64, weights: &[f64], same: Option<f64>) -> f
 
 /// A parsed ZUNION/ZINTER/ZDIFF/ZINTERCARD: its keys (checked), weights and options.
 struct SetOpReq<'x> {
-    keys: Vec<&'x [u8]>,
+    /// The distinct keys, in the order first named, and each key argument's index among them.
+    uniq: Vec<&'x [u8]>,
+    at: Vec<usize>,
     weights: Vec<f64>,
     agg: Agg,
     withscores: bool,
@@ -1556,11 +1558,14 @@ fn parse_setop<'x>(
     let n = n as usize;
     let t = ctx.t()?;
     let keys: Vec<&[u8]> = a[at + 1..at + 1 + n].iter().map(|k| &k[..]).collect();
-    for k in &keys {
+    // Each distinct key checked once, in the order first named (as set algebra's lookup).
+    let (uniq, at_uniq) = super::set::distinct(&keys);
+    for k in &uniq {
         check_input(ctx, t, k)?;
     }
     let mut q = SetOpReq {
-        keys,
+        uniq,
+        at: at_uniq,
         weights: vec![1.0; n],
         agg: Agg::Sum,
         withscores: false,
@@ -1783,17 +1788,17 @@ fn run_setop<R>(
     card: bool,
     f: impl FnOnce(&[Scored<'_>], usize) -> R,
 ) -> R {
-    let (uniq, at) = super::set::distinct(&q.keys);
-    let inputs = borrow_inputs(eng, t, &uniq);
+    let (uniq, at) = (&q.uniq, &q.at);
+    let inputs = borrow_inputs(eng, t, uniq);
     let (mut out, count) = match op {
-        SetOp::Inter => inter_scored(&groups(&inputs, &at, &q.weights), q.agg, card, q.limit),
+        SetOp::Inter => inter_scored(&groups(&inputs, at, &q.weights), q.agg, card, q.limit),
         SetOp::Union => {
-            let v = union_scored(&groups(&inputs, &at, &q.weights), q.agg);
+            let v = union_scored(&groups(&inputs, at, &q.weights), q.agg);
             let n = v.len();
             (v, n)
         }
         SetOp::Diff => {
-            let v = diff_scored(&inputs, &at);
+            let v = diff_scored(&inputs, at);
             let n = v.len();
             (v, n)
         }
