@@ -456,15 +456,19 @@ impl Engine {
         }
     }
 
-    /// Objects a tenant's pages name (FLUSH frees them with the pages).
-    pub(super) fn free_tenant_objects(&mut self, t: usize) {
-        let ids: Vec<u32> = self.tenants[t]
+    /// The ids of the objects pool `p`'s items name.
+    fn object_ids(&self, p: usize) -> Vec<u32> {
+        self.tenants[p]
             .all
             .iter()
             .filter(|&&h| self.store.is_obj(h))
             .map(|&h| id_of(self.store.value(h)))
-            .collect();
-        for id in ids {
+            .collect()
+    }
+
+    /// Objects a tenant's pages name (FLUSH frees them with the pages).
+    pub(super) fn free_tenant_objects(&mut self, t: usize) {
+        for id in self.object_ids(t) {
             let charge = self.objects.remove(id);
             self.large_bytes -= charge;
             self.tenants[t].large_bytes -= charge;
@@ -507,13 +511,7 @@ impl Engine {
     pub fn flush_detaching(&mut self, t: TenantId) -> Vec<Detached> {
         let mut out = Vec::new();
         for p in self.members(t.0 as usize) {
-            let ids: Vec<u32> = self.tenants[p]
-                .all
-                .iter()
-                .filter(|&&h| self.store.is_obj(h))
-                .map(|&h| id_of(self.store.value(h)))
-                .collect();
-            for id in ids {
+            for id in self.object_ids(p) {
                 if self.keep_object != Some(id)
                     && let Some(d) = self.detach_object(p, id)
                 {
