@@ -748,6 +748,22 @@ enum Op {
 /// The distinct keys of `keys` (in order of first appearance) and, for each key argument, the
 /// position of its key among them: a key named twice is one object, read once.
 pub fn distinct<'k>(keys: &[&'k [u8]]) -> (Vec<&'k [u8]>, Vec<usize>) {
+    // A few keys (the usual call) are compared pairwise: cheaper than building a keyed hash map
+    // for them. Longer lists (up to a million names) hash, so the work stays linear.
+    if keys.len() <= 8 {
+        let mut uniq: Vec<&[u8]> = Vec::with_capacity(keys.len());
+        let at = keys
+            .iter()
+            .map(|&k| match uniq.iter().position(|&u| u == k) {
+                Some(i) => i,
+                None => {
+                    uniq.push(k);
+                    uniq.len() - 1
+                }
+            })
+            .collect();
+        return (uniq, at);
+    }
     let mut seen: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len().min(1 << 16));
     let mut uniq = Vec::new();
     let at = keys
@@ -908,15 +924,18 @@ fn compute<R>(
     limit: usize,
     f: impl FnOnce(Outcome<'_>) -> R,
 ) -> R {
+    // A later key naming the first set removes every member (Redis's `sameset`): nothing to read.
+    if op == Op::Diff && at[1..].contains(&at[0]) {
+        return f(Outcome::Members(Vec::new()));
+    }
     let sets = borrow_sets(eng, t, uniq);
     let out = match op {
         Op::Inter => Outcome::Members(inter(&sets, limit)),
         Op::Union => Outcome::Built(union(&sets)),
         Op::Diff => {
-            // A later key naming the first set removes every member (Redis's `sameset`).
             let first = at[0];
             match sets[first] {
-                Some(s) if !at[1..].contains(&first) => {
+                Some(s) => {
                     let others: Vec<&Set> = sets
                         .iter()
                         .enumerate()
@@ -951,10 +970,14 @@ fn algebra_store(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op, event: &str) -> Cmd
     let dst = &a[1][..];
     let (uniq, at) = lookup(ctx, t, &keys_from(a, 2))?;
     let result = compute(ctx.eng, t, &uniq, &at, op, 0, |out: Outcome<'_>| {
-        out.into_set()
+        (out.len() > 0).then(|| out.into_set())
     });
-    let n = result.len();
-    let existed = super::store(ctx, t, dst, Box::new(result))?;
+    let n = result.as_ref().map_or(0, Set::len);
+    // An empty result deletes the destination, as Redis does; no object is built for it.
+    let existed = match result {
+        Some(set) => super::store(ctx, t, dst, Box::new(set))?,
+        None => ctx.eng.delete(t, dst),
+    };
     if n > 0 {
         touched(ctx, t, dst);
         events(ctx, t, dst, event, false);
