@@ -26,7 +26,7 @@ then:
   box sees.
 
 Prints markdown tables of min / median / max over the repeats and the Locus / memcached ratio of
-the medians. Only the standard library; servers are stopped by the PIDs this script started.
+the medians (for `--mixed-sets`, also the ratios repeat by repeat, min / median / max). Only the standard library; servers are stopped by the PIDs this script started.
 """
 
 from __future__ import annotations
