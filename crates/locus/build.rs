@@ -11,7 +11,8 @@
 //!   whole at every start.
 //!
 //! Both only for release-like profiles of x86_64 Linux with glibc, linked by rustc's default
-//! `rust-lld` (the first is an lld option); `LOCUS_LINK_LAYOUT=0` leaves both out, and a
+//! `rust-lld` (the first is an lld option; rustc 1.90 and later, checked with `rustc -vV`);
+//! `LOCUS_LINK_LAYOUT=0` leaves both out, and a
 //! `-C linker`/`link-self-contained` in RUSTFLAGS (another linker) does too. DT_RELR needs glibc
 //! 2.36 or later where the binary runs.
 
@@ -29,6 +30,7 @@ fn main() {
         || var("PROFILE") != "release"
         || rustflags.contains("linker")
         || rustflags.contains("link-self-contained")
+        || !links_with_rust_lld(&var("RUSTC"))
     {
         return;
     }
@@ -41,4 +43,21 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
     println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
+}
+
+/// Whether this rustc links x86_64 Linux binaries with its own `rust-lld` by default (1.90 and
+/// later): the workspace builds with 1.88 too, whose default is the system's `cc` and GNU ld,
+/// which has no `--symbol-ordering-file`.
+fn links_with_rust_lld(rustc: &str) -> bool {
+    let rustc = if rustc.is_empty() { "rustc" } else { rustc };
+    let Ok(out) = std::process::Command::new(rustc).arg("-vV").output() else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let minor = text
+        .lines()
+        .find_map(|l| l.strip_prefix("release: 1."))
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    minor.is_some_and(|m| m >= 90)
 }
