@@ -301,7 +301,7 @@ mod tests {
             notify::after_write(&mut ctx, spec, &args);
         }
         match ran {
-            Ok(()) => settle_write(&mut ctx, spec, &args, 0),
+            Ok(()) => settle_write(ctx.fx, &mut ctx, spec, &args, 0),
             Err(e) => {
                 ctx.w.truncate(0);
                 ctx.w.error(&e.wire());

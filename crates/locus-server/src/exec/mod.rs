@@ -345,9 +345,12 @@ fn run_counted(
     if in_multi && !transaction::runs_inside_multi(spec.name) {
         return transaction::queue(ctx, args, spec);
     }
+    // The dispatcher is the server's: its own bookkeeping reads the server directly (static
+    // calls on the hot path); what it does for the handler goes through the same sink calls.
+    let srv = ctx.shared();
     // `new` keyspace events: which of a write's keys exist before it (only while asked for).
     let existed: Vec<bool> = match ctx.tenant {
-        Some(t) if spec.is_write && ctx.fx.notify_flags() & notify::NEW != 0 => {
+        Some(t) if spec.is_write && srv.notify_flags() & notify::NEW != 0 => {
             key_positions(spec, args.len())
                 .map(|k| ctx.eng.exists(t, &args[k]))
                 .collect()
@@ -370,13 +373,9 @@ fn run_counted(
     if monitored {
         monitor::feed(ctx, spec, args, false);
     }
-    ctx.shared()
-        .stats()
-        .commands
-        .of(spec)
-        .record(took.as_nanos() as u64);
+    srv.stats().commands.of(spec).record(took.as_nanos() as u64);
     slowlog::record(ctx, spec, args, took);
-    if ctx.fx.notify_flags() != 0 {
+    if srv.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {
             notify::new_keys(ctx, spec, args, &existed);
         }
@@ -387,10 +386,10 @@ fn run_counted(
             notify::after_write(ctx, spec, args);
         }
         // Keys this command found expired or evicted (reads expire too).
-        notify::publish_key_events(ctx.shared(), ctx.eng);
-    } else if ctx.shared().tracking().active() {
+        notify::publish_key_events(srv, ctx.eng);
+    } else if srv.tracking().active() {
         // Their invalidations (CLIENT TRACKING).
-        notify::publish_key_events(ctx.shared(), ctx.eng);
+        notify::publish_key_events(srv, ctx.eng);
     }
     // The keys a tracking client read (after the invalidations of the keys the read found
     // expired, as Redis expires them before it remembers them).
@@ -398,14 +397,16 @@ fn run_counted(
         tracking::after(ctx, spec, args);
     }
     ran?;
-    settle_write(ctx, spec, args, reply_start);
+    settle_write(srv, ctx, spec, args, reply_start);
     Ok(())
 }
 
-/// The bookkeeping of a command that succeeded, through its effects sink only: the change
-/// count, the dumped tenants' keys, the blocked clients of its keys, WATCH and encodings.
-/// `reply_start` is where its reply began in `ctx.w`.
-pub(crate) fn settle_write(
+/// The bookkeeping of a command that succeeded, through an effects sink only (`fx`: the server
+/// here, statically dispatched; a recorder in tests): the change count, the dumped tenants'
+/// keys, the blocked clients of its keys, WATCH and encodings. `reply_start` is where its reply
+/// began in `ctx.w`.
+pub(crate) fn settle_write<E: Effects + ?Sized>(
+    fx: &E,
     ctx: &mut Ctx<'_>,
     spec: &CommandSpec,
     args: Args<'_, '_>,
@@ -415,29 +416,29 @@ pub(crate) fn settle_write(
     // changed something; the commands that report their own writes count each change they
     // make (`Shared::key_changed`), so a SETBIT that sets a bit already set counts nothing.
     if spec.is_write && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start)) {
-        ctx.fx.note_write();
+        fx.note_write();
     }
     if spec.is_write {
         // A dumped tenant's keys written or deleted now must not come back at its load (even
         // a DEL that found nothing, or a write whose reply says it changed nothing: the key
         // may be in the dump file).
         if let Some(t) = ctx.tenant
-            && ctx.fx.any_dumped()
+            && fx.any_dumped()
         {
             let keys: Vec<&[u8]> = key_positions(spec, args.len())
                 .map(|k| &args[k][..])
                 .collect();
             let flush = spec.name == "flushdb" || spec.name == "flushall";
-            ctx.fx.note_dumped_write(t, &keys, flush);
+            fx.note_dumped_write(t, &keys, flush);
         }
     }
     // Clients blocked on a key this write names are served after the command (exec/blocking).
     if spec.is_write
         && let Some(t) = ctx.tenant
-        && ctx.fx.any_blocked()
+        && fx.any_blocked()
     {
         for k in key_positions(spec, args.len()) {
-            ctx.fx.key_ready(t, &args[k]);
+            fx.key_ready(t, &args[k]);
         }
     }
     // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
@@ -446,7 +447,7 @@ pub(crate) fn settle_write(
     if spec.is_write
         && spec.name != "copy"
         && let Some(t) = ctx.tenant
-        && ctx.fx.tracks_writes()
+        && fx.tracks_writes()
         && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
     {
         let keys: Vec<&[u8]> = key_positions(spec, args.len())
@@ -456,11 +457,11 @@ pub(crate) fn settle_write(
             // (The flush handler marked the watched keys it removed.)
         } else {
             for k in &keys {
-                ctx.fx.touch_watched(t, k);
+                fx.touch_watched(t, k);
             }
         }
         if spec.name != "incrbyfloat" {
-            ctx.fx.note_encoding(spec.name, t, &keys);
+            fx.note_encoding(spec.name, t, &keys);
         }
     }
 }
