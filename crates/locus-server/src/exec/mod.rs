@@ -15,7 +15,9 @@
 //! command table, one row per command; [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
 //! engine lock held (one acquisition per batch of up to `server::MAX_BATCH` pipelined commands) and
 //! write their reply only on success; on error the dispatcher discards any partial output and
-//! writes the error. Inside MULTI the dispatcher queues instead of running.
+//! writes the error. Inside MULTI the dispatcher queues instead of running. A data command
+//! reaches beyond its keys only through its effects sink ([`effects`], `ctx.fx`); the commands
+//! that span tenants or the server read it through [`Ctx::shared`].
 
 pub mod admin;
 pub mod bitops;
