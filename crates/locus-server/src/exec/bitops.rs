@@ -50,7 +50,7 @@ fn store(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], value: &[u8], expire: Expir
 /// `raw` already, and only a stale forced encoding has to go.
 fn note_raw(ctx: &Ctx<'_>, t: TenantId, key: &[u8], len: usize) {
     let tag = if len <= 44 { "raw" } else { "setbit" };
-    ctx.shared.note_encoding(tag, t, &[key]);
+    ctx.fx.note_encoding(tag, t, &[key]);
 }
 
 /// A bit offset, checked as Redis checks it: an integer, not negative, its byte below
@@ -208,8 +208,8 @@ pub fn setbit(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 v[byte] &= !mask;
             }
             store(ctx, t, key, &v, Expire::Keep)?;
-            ctx.shared.key_changed(t, key);
-            notify(ctx.shared, t, ctx.conn.db, STRING, "setbit", key);
+            ctx.fx.key_changed(t, key);
+            notify(ctx.fx, t, ctx.conn.db, STRING, "setbit", key);
             v.len()
         }
         None => len,
@@ -369,15 +369,15 @@ pub fn bitop(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let dest = &a[2][..];
     if res.is_empty() {
         if ctx.eng.delete(t, dest) {
-            ctx.shared.key_changed(t, dest);
-            ctx.shared.note_encoding("bitop", t, &[dest]);
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dest);
+            ctx.fx.key_changed(t, dest);
+            ctx.fx.note_encoding("bitop", t, &[dest]);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", dest);
         }
     } else {
         check_fits(ctx, dest, res.len() as u64)?;
         store(ctx, t, dest, &res, Expire::Persist)?;
-        ctx.shared.key_changed(t, dest);
-        notify(ctx.shared, t, ctx.conn.db, STRING, "set", dest);
+        ctx.fx.key_changed(t, dest);
+        notify(ctx.fx, t, ctx.conn.db, STRING, "set", dest);
         note_raw(ctx, t, dest, res.len());
     }
     ctx.w.integer(res.len() as i64);
@@ -669,8 +669,8 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, read_only: bool) -> CmdR
         store(ctx, t, key, &v, Expire::Keep)?;
     }
     if changes > 0 {
-        ctx.shared.key_changed(t, key);
-        notify(ctx.shared, t, ctx.conn.db, STRING, "setbit", key);
+        ctx.fx.key_changed(t, key);
+        notify(ctx.fx, t, ctx.conn.db, STRING, "setbit", key);
     }
     note_raw(ctx, t, key, v.len());
     ctx.w.array(replies.len());

@@ -224,8 +224,11 @@ struct Snapshot {
     listener_tenant: Option<TenantId>,
 }
 
+/// A waiting client: its tenant, keys and command (what [`Effects::block`] registers).
+///
+/// [`Effects::block`]: super::effects::Effects::block
 #[derive(Debug)]
-struct Entry {
+pub struct Entry {
     info: Arc<ClientInfo>,
     slot: Arc<Slot>,
     tenant: TenantId,
@@ -235,6 +238,18 @@ struct Entry {
     conn: Snapshot,
     /// CLIENT REPLY OFF / SKIP was in force: the reply is dropped.
     quiet: bool,
+}
+
+impl Entry {
+    /// The tenant whose keys it waits for.
+    pub fn tenant(&self) -> TenantId {
+        self.tenant
+    }
+
+    /// The keys it waits for (each once).
+    pub fn keys(&self) -> &[Vec<u8>] {
+        &self.keys
+    }
 }
 
 #[derive(Debug, Default)]
@@ -340,6 +355,20 @@ impl Blocking {
             .count()
     }
 
+    /// `entry`'s client waits for its keys (exec/effects: `Effects::block`).
+    pub fn add(&self, entry: Entry) {
+        let id = entry.info.id;
+        let mut r = self.reg.lock();
+        for k in &entry.keys {
+            r.keys
+                .entry((entry.tenant.0, k.clone()))
+                .or_default()
+                .push_back(id);
+        }
+        r.clients.insert(id, entry);
+        self.waiting.store(r.clients.len(), Ordering::Relaxed);
+    }
+
     fn take(&self, id: u64) -> Option<Entry> {
         let mut r = self.reg.lock();
         let e = r.remove(id)?;
@@ -407,7 +436,6 @@ pub fn block(
     // A timeout of more than ten years is forever (and past what the timer can express).
     let deadline = (timeout.0 > 0 && timeout.0 <= 10 * 365 * 86_400_000)
         .then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout.0));
-    let id = ctx.conn.info.id;
     let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
     for k in keys {
         if !uniq.iter().any(|u| u[..] == k[..]) {
@@ -431,14 +459,7 @@ pub fn block(
         },
         quiet: ctx.conn.reply_off || ctx.conn.skip_current,
     };
-    let b = ctx.shared.blocking();
-    let mut r = b.reg.lock();
-    for k in &entry.keys {
-        r.keys.entry((t.0, k.clone())).or_default().push_back(id);
-    }
-    r.clients.insert(id, entry);
-    b.waiting.store(r.clients.len(), Ordering::Relaxed);
-    drop(r);
+    ctx.fx.block(entry);
     ctx.conn.block.waiting = Some(Waiting { slot, deadline });
     Ok(())
 }
@@ -565,15 +586,16 @@ fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
     let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut ctx = Ctx {
             eng,
-            shared,
+            fx: shared,
+            server: Some(shared),
             conn: &mut conn,
             w: ReplyWriter::new(&mut out, e.conn.proto),
             tenant: None,
         };
-        let tracking = ctx.shared.tracking().active();
-        let prev = ctx.shared.tracking().current();
+        let tracking = ctx.shared().tracking().active();
+        let prev = ctx.shared().tracking().current();
         if tracking {
-            ctx.shared.tracking().set_current(ctx.conn.info.id);
+            ctx.shared().tracking().set_current(ctx.conn.info.id);
         }
         super::dispatch(&mut ctx, &args);
         // Invalidations for the served client follow its reply (Redis's BLMOVE test).

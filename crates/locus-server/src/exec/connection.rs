@@ -31,7 +31,7 @@ pub fn echo(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 /// TIME: [unix seconds, microseconds] from the server's clock.
 pub fn time(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    let us = ctx.shared.clock().now_us();
+    let us = ctx.shared().clock().now_us();
     ctx.w.array(2);
     ctx.w.bulk_int((us / 1_000_000) as i64);
     ctx.w.bulk_int((us % 1_000_000) as i64);
@@ -49,14 +49,14 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     super::transaction::release_queue(ctx.eng, &mut ctx.conn.multi_charged);
     let watched = std::mem::take(&mut ctx.conn.watched);
-    ctx.shared.unwatch_all(ctx.conn.info.id, &watched);
+    ctx.shared().unwatch_all(ctx.conn.info.id, &watched);
     if ctx.conn.subscriptions() > 0 {
-        ctx.conn.unsubscribe_all(&mut ctx.shared.pubsub());
+        ctx.conn.unsubscribe_all(&mut ctx.shared().pubsub());
     }
     super::tracking::off(ctx);
     super::monitor::remove(ctx.conn.info.id);
     ctx.conn
-        .reset(ctx.shared.tenancy(), ctx.shared.auth_required());
+        .reset(ctx.shared().tenancy(), ctx.shared().auth_required());
     ctx.w.set_proto(ProtocolVersion::Resp2);
     ctx.w.simple("RESET");
     Ok(())
@@ -76,7 +76,7 @@ enum AuthAs {
 /// Checks credentials as Redis does (`WRONGPASS` for a wrong pair or a disabled user).
 fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs, CmdError> {
     let wrong = || CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
-    let tenancy = ctx.shared.tenancy();
+    let tenancy = ctx.shared().tenancy();
     let user = user.map(|u| String::from_utf8_lossy(u).into_owned());
     let name = user.as_deref().unwrap_or("default");
     if let Some((admin, pw)) = &tenancy.admin
@@ -113,7 +113,7 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
     if name != "default" {
         return Err(wrong());
     }
-    let requirepass = ctx.shared.config().server.requirepass.clone();
+    let requirepass = ctx.shared().config().server.requirepass.clone();
     if requirepass.is_empty() {
         if user.is_none() {
             return Err(CmdError::msg(
@@ -133,7 +133,7 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
 }
 
 fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, who: AuthAs) {
-    let tenancy = ctx.shared.tenancy();
+    let tenancy = ctx.shared().tenancy();
     ctx.conn.authenticated = true;
     ctx.conn.user = user.map_or_else(
         || "default".to_string(),
@@ -220,7 +220,7 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
     }
     ctx.conn.proto = proto;
-    ctx.conn.publish(ctx.shared.tenancy());
+    ctx.conn.publish(ctx.shared().tenancy());
     ctx.w.set_proto(proto);
     ctx.w.map(7);
     ctx.w.bulk(b"server");
@@ -248,7 +248,7 @@ pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         ctx.conn.tenant = Some(t);
     }
     ctx.conn.db = n as u32;
-    ctx.conn.publish(ctx.shared.tenancy());
+    ctx.conn.publish(ctx.shared().tenancy());
     ctx.w.ok();
     Ok(())
 }
@@ -258,12 +258,12 @@ pub fn select(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// (`None`: it is the connection's own tenant).
 pub(super) fn db_tenant(ctx: &Ctx<'_>, n: i64) -> Result<Option<TenantId>, CmdError> {
     let out_of_range = || CmdError::msg("ERR DB index is out of range");
-    let dbs = ctx.shared.config().server.databases;
+    let dbs = ctx.shared().config().server.databases;
     if n < 0 || n >= i64::from(dbs) {
         return Err(out_of_range());
     }
     let n = n as u32;
-    let tenancy = ctx.shared.tenancy();
+    let tenancy = ctx.shared().tenancy();
     if tenancy.mode == TenancyMode::Db {
         let t = *tenancy.dbs.get(&n).ok_or_else(out_of_range)?;
         if !ctx.conn.admin && ctx.conn.owner.is_some_and(|o| o != t) {
@@ -318,7 +318,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
         }
         "info" if a.len() == 2 => {
-            let line = ctx.shared.client_line(&ctx.conn.info, ctx.eng.now_ms());
+            let line = ctx.shared().client_line(&ctx.conn.info, ctx.eng.now_ms());
             ctx.w.verbatim("txt", line.as_bytes());
         }
         "list" => {
@@ -340,7 +340,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 }
             }
             let text = ctx
-                .shared
+                .shared()
                 .client_list(ids.as_deref(), ctx.conn.scope(), ctx.eng.now_ms());
             ctx.w.verbatim("txt", text.as_bytes());
         }
@@ -370,8 +370,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 }
             };
             let id = int_arg(&a[2])?;
-            let done = u64::try_from(id)
-                .is_ok_and(|id| super::blocking::unblock(ctx.shared, ctx.conn.scope(), id, error));
+            let done = u64::try_from(id).is_ok_and(|id| {
+                super::blocking::unblock(ctx.shared(), ctx.conn.scope(), id, error)
+            });
             ctx.w.integer(i64::from(done));
         }
         "setinfo" => {
@@ -506,7 +507,7 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 3 {
         let addr = String::from_utf8_lossy(&a[2]).into_owned();
         let n = ctx
-            .shared
+            .shared()
             .kill_visible(ctx.conn.scope(), |c| c.addr.to_string() == addr);
         if n == 0 {
             return Err(CmdError::msg("ERR No such client"));
@@ -551,7 +552,7 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 })
             }
             "user" => {
-                let tenancy = ctx.shared.tenancy();
+                let tenancy = ctx.shared().tenancy();
                 let known = v == "default"
                     || tenancy.users.contains_key(&v)
                     || tenancy.admin.as_ref().is_some_and(|(a, _)| *a == v);
@@ -564,10 +565,10 @@ fn client_kill(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
     }
     let subscribers = match kind {
-        Some(Some(_)) => ctx.shared.pubsub().subscriber_ids(),
+        Some(Some(_)) => ctx.shared().pubsub().subscriber_ids(),
         _ => Default::default(),
     };
-    let n = ctx.shared.kill_visible(ctx.conn.scope(), |c| {
+    let n = ctx.shared().kill_visible(ctx.conn.scope(), |c| {
         id.is_none_or(|i| c.id == i)
             && kind.is_none_or(|k| k.is_some_and(|p| subscribers.contains(&c.id) == p))
             && user.as_ref().is_none_or(|u| *c.user.lock() == *u)

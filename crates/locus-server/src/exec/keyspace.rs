@@ -22,7 +22,7 @@ pub fn del(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         };
         if found {
             n += 1;
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", k);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", k);
         }
     }
     ctx.w.integer(n);
@@ -165,9 +165,9 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let t = ctx.t()?;
-    if ctx.shared.tracks_writes() {
+    if ctx.fx.tracks_writes() {
         let eng = &mut *ctx.eng;
-        ctx.shared.touch_all_watched(t, |k| eng.exists(t, k));
+        ctx.fx.touch_all_watched(t, &mut |k| eng.exists(t, k));
     }
     let asynchronous = match a.get(1) {
         Some(mode) => is(mode, "async"),
@@ -178,7 +178,7 @@ pub fn flush(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     } else {
         ctx.eng.flush(t);
     }
-    ctx.shared.blocking().signal_tenant(t);
+    ctx.fx.tenant_ready(t);
     ctx.w.ok();
     Ok(())
 }
@@ -245,15 +245,15 @@ pub fn copy(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
     };
     if done {
-        ctx.shared.touch_watched(dt, &a[2]);
+        ctx.fx.touch_watched(dt, &a[2]);
         // (A destination in another tenant: the dispatcher signals the source tenant's keys.)
-        ctx.shared.blocking().signal_ready(dt, &a[2]);
+        ctx.fx.key_ready(dt, &a[2]);
         let db = if dt == t {
             ctx.conn.db
         } else {
             db.unwrap_or(0) as u32
         };
-        notify(ctx.shared, dt, db, GENERIC, "copy_to", &a[2]);
+        notify(ctx.fx, dt, db, GENERIC, "copy_to", &a[2]);
     }
     ctx.w.integer(i64::from(done));
     Ok(())

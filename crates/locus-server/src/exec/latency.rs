@@ -206,7 +206,7 @@ fn histogram(ctx: &mut Ctx<'_>, a: Args<'_, '_>) {
                 .filter(|(calls, _)| *calls > 0)
         };
         let plain = |spec: &CommandSpec| {
-            let c = ctx.shared.stats().commands.of(spec);
+            let c = ctx.shared().stats().commands.of(spec);
             let calls = c.calls.load(Ordering::Relaxed);
             (calls > 0).then(|| {
                 (

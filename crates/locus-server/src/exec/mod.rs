@@ -15,7 +15,9 @@
 //! command table, one row per command; [`longdouble`] is INCRBYFLOAT's Redis-exact arithmetic. Handlers run with the
 //! engine lock held (one acquisition per batch of up to `server::MAX_BATCH` pipelined commands) and
 //! write their reply only on success; on error the dispatcher discards any partial output and
-//! writes the error. Inside MULTI the dispatcher queues instead of running.
+//! writes the error. Inside MULTI the dispatcher queues instead of running. A data command
+//! reaches beyond its keys only through its effects sink ([`effects`], `ctx.fx`); the commands
+//! that span tenants or the server read it through [`Ctx::shared`].
 
 pub mod admin;
 pub mod bitops;
@@ -23,6 +25,7 @@ pub mod blocking;
 pub mod cluster;
 pub mod connection;
 pub mod dump;
+pub mod effects;
 pub mod expire;
 pub mod geo;
 pub mod hll;
@@ -54,6 +57,7 @@ use locus_protocol::{ProtocolVersion, ReplyWriter};
 
 use crate::config::TenancyMode;
 use crate::server::{ConnState, Shared};
+pub use effects::Effects;
 pub use table::{CommandSpec, Route, has_flag, lookup};
 
 /// A command's arguments (name first).
@@ -63,8 +67,13 @@ pub type Args<'a, 'b> = &'a [Cow<'b, [u8]>];
 pub struct Ctx<'a> {
     /// The engine (lock held).
     pub eng: &'a mut Engine,
-    /// Server-wide state.
-    pub shared: &'a Shared,
+    /// What a data command does beyond its keys' values: notifications, WATCH, tracking,
+    /// blocked clients, encodings, the change count ([`effects`]). The server in `locus serve`.
+    pub fx: &'a dyn Effects,
+    /// The whole server, for the commands that span tenants or the server (INFO, CONFIG, CLIENT,
+    /// SAVE, SHUTDOWN, LOCUS.*, pub/sub, scripting, the dispatcher itself): read through
+    /// [`Ctx::shared`]. `None` when the command layer runs without a server (tests).
+    pub server: Option<&'a Shared>,
     /// This connection.
     pub conn: &'a mut ConnState,
     /// The reply being built.
@@ -73,7 +82,17 @@ pub struct Ctx<'a> {
     pub tenant: Option<TenantId>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The whole server (see [`Ctx::server`]): for commands that span tenants or the server,
+    /// never for a data command, which has [`Ctx::fx`].
+    ///
+    /// # Panics
+    /// When the command layer runs without a server (a test running an admin command).
+    pub fn shared(&self) -> &'a Shared {
+        self.server
+            .expect("a server command ran without a server (Ctx::server is None)")
+    }
+
     /// The routed tenant.
     ///
     /// # Errors
@@ -268,7 +287,7 @@ fn unknown_command(args: Args<'_, '_>) -> CmdError {
 fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>) -> CmdResult {
     // Commands run under the engine lock, so nothing else counts calls of `spec` meanwhile.
     let calls = |ctx: &Ctx<'_>, spec: &CommandSpec| {
-        ctx.shared
+        ctx.shared()
             .stats()
             .commands
             .of(spec)
@@ -278,7 +297,7 @@ fn run(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'static CommandSpec>
     let before = spec.map(|s| calls(ctx, s));
     let r = run_counted(ctx, args, spec);
     if let (Err(_), Some(spec), Some(before)) = (&r, spec, before) {
-        let stat = ctx.shared.stats().commands.of(spec);
+        let stat = ctx.shared().stats().commands.of(spec);
         // Executed (its call counted) then failed, or refused before executing.
         if calls(ctx, spec) > before {
             stat.failed.fetch_add(1, Ordering::Relaxed);
@@ -328,9 +347,12 @@ fn run_counted(
     if in_multi && !transaction::runs_inside_multi(spec.name) {
         return transaction::queue(ctx, args, spec);
     }
+    // The dispatcher is the server's: its own bookkeeping reads the server directly (static
+    // calls on the hot path); what it does for the handler goes through the same sink calls.
+    let srv = ctx.shared();
     // `new` keyspace events: which of a write's keys exist before it (only while asked for).
     let existed: Vec<bool> = match ctx.tenant {
-        Some(t) if spec.is_write && ctx.shared.notify_flags() & notify::NEW != 0 => {
+        Some(t) if spec.is_write && srv.notify_flags() & notify::NEW != 0 => {
             key_positions(spec, args.len())
                 .map(|k| ctx.eng.exists(t, &args[k]))
                 .collect()
@@ -353,13 +375,9 @@ fn run_counted(
     if monitored {
         monitor::feed(ctx, spec, args, false);
     }
-    ctx.shared
-        .stats()
-        .commands
-        .of(spec)
-        .record(took.as_nanos() as u64);
+    srv.stats().commands.of(spec).record(took.as_nanos() as u64);
     slowlog::record(ctx, spec, args, took);
-    if ctx.shared.notify_flags() != 0 {
+    if srv.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {
             notify::new_keys(ctx, spec, args, &existed);
         }
@@ -370,10 +388,10 @@ fn run_counted(
             notify::after_write(ctx, spec, args);
         }
         // Keys this command found expired or evicted (reads expire too).
-        notify::publish_key_events(ctx.shared, ctx.eng);
-    } else if ctx.shared.tracking().active() {
+        notify::publish_key_events(srv, ctx.eng);
+    } else if srv.tracking().active() {
         // Their invalidations (CLIENT TRACKING).
-        notify::publish_key_events(ctx.shared, ctx.eng);
+        notify::publish_key_events(srv, ctx.eng);
     }
     // The keys a tracking client read (after the invalidations of the keys the read found
     // expired, as Redis expires them before it remembers them).
@@ -381,33 +399,48 @@ fn run_counted(
         tracking::after(ctx, spec, args);
     }
     ran?;
+    settle_write(srv, ctx, spec, args, reply_start);
+    Ok(())
+}
+
+/// The bookkeeping of a command that succeeded, through an effects sink only (`fx`: the server
+/// here, statically dispatched; a recorder in tests): the change count, the dumped tenants'
+/// keys, the blocked clients of its keys, WATCH and encodings. `reply_start` is where its reply
+/// began in `ctx.w`.
+pub(crate) fn settle_write<E: Effects + ?Sized>(
+    fx: &E,
+    ctx: &mut Ctx<'_>,
+    spec: &CommandSpec,
+    args: Args<'_, '_>,
+    reply_start: usize,
+) {
     // Redis's `dirty` (rdb_changes_since_last_save, save points): one per write command that
     // changed something; the commands that report their own writes count each change they
     // make (`Shared::key_changed`), so a SETBIT that sets a bit already set counts nothing.
     if spec.is_write && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start)) {
-        ctx.shared.snapshots().note_write();
+        fx.note_write();
     }
     if spec.is_write {
         // A dumped tenant's keys written or deleted now must not come back at its load (even
         // a DEL that found nothing, or a write whose reply says it changed nothing: the key
         // may be in the dump file).
         if let Some(t) = ctx.tenant
-            && ctx.shared.dumploads().any_dumped()
+            && fx.any_dumped()
         {
             let keys: Vec<&[u8]> = key_positions(spec, args.len())
                 .map(|k| &args[k][..])
                 .collect();
             let flush = spec.name == "flushdb" || spec.name == "flushall";
-            ctx.shared.dumploads().note_write(t, &keys, flush);
+            fx.note_dumped_write(t, &keys, flush);
         }
     }
     // Clients blocked on a key this write names are served after the command (exec/blocking).
     if spec.is_write
         && let Some(t) = ctx.tenant
-        && ctx.shared.blocking().any_waiting()
+        && fx.any_blocked()
     {
         for k in key_positions(spec, args.len()) {
-            ctx.shared.blocking().signal_ready(t, &args[k]);
+            fx.key_ready(t, &args[k]);
         }
     }
     // WATCH and OBJECT ENCODING bookkeeping, skipped while nobody watches a key and no key has a
@@ -416,7 +449,7 @@ fn run_counted(
     if spec.is_write
         && spec.name != "copy"
         && let Some(t) = ctx.tenant
-        && ctx.shared.tracks_writes()
+        && fx.tracks_writes()
         && !wrote_nothing(spec.name, args, ctx.w.written_since(reply_start))
     {
         let keys: Vec<&[u8]> = key_positions(spec, args.len())
@@ -426,14 +459,13 @@ fn run_counted(
             // (The flush handler marked the watched keys it removed.)
         } else {
             for k in &keys {
-                ctx.shared.touch_watched(t, k);
+                fx.touch_watched(t, k);
             }
         }
         if spec.name != "incrbyfloat" {
-            ctx.shared.note_encoding(spec.name, t, &keys);
+            fx.note_encoding(spec.name, t, &keys);
         }
     }
-    Ok(())
 }
 
 /// Whether a write command's reply says it changed nothing (a failed NX/XX condition, no key
@@ -505,7 +537,7 @@ pub(crate) fn route(
     spec: &CommandSpec,
     args: Args<'_, '_>,
 ) -> Result<Option<TenantId>, CmdError> {
-    let tenancy = &ctx.shared.tenancy();
+    let tenancy = &ctx.shared().tenancy();
     let conn_tenant = || -> Result<Option<TenantId>, CmdError> {
         match ctx.conn.tenant {
             Some(t) => Ok(Some(t)),

@@ -202,7 +202,7 @@ pub fn feed(ctx: &Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, before: bool) {
         ctx.conn.info.addr.to_string()
     };
     let mut text: Option<String> = None;
-    let limit = ctx.shared.pubsub_hard_limit();
+    let limit = ctx.shared().pubsub_hard_limit();
     let mut monitors = MONITORS.lock();
     let mut dropped = 0;
     monitors.retain(|m| {
@@ -221,7 +221,7 @@ pub fn feed(ctx: &Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, before: bool) {
         kept
     });
     if dropped > 0 {
-        ctx.shared
+        ctx.shared()
             .stats()
             .output_limit_disconnections
             .fetch_add(dropped, Ordering::Relaxed);

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use locus_engine::{Engine, KeyEventKind, TenantId};
 
+use super::effects::Effects;
 use super::{Args, CommandSpec, Ctx, is, key_positions};
 use crate::server::Shared;
 
@@ -102,8 +103,14 @@ pub fn format_flags(f: u32) -> String {
 }
 
 /// Publishes one event of `class` for `key` of tenant `t` (database `db`), if the flags ask for
-/// it.
-pub fn notify(shared: &Shared, t: TenantId, db: u32, class: u32, event: &str, key: &[u8]) {
+/// it (a handler's call: through its effects sink).
+#[inline]
+pub fn notify(fx: &dyn Effects, t: TenantId, db: u32, class: u32, event: &str, key: &[u8]) {
+    fx.notify(t, db, class, event, key);
+}
+
+/// [`notify`] on the server: the event goes to `t`'s pub/sub channels.
+pub fn publish(shared: &Shared, t: TenantId, db: u32, class: u32, event: &str, key: &[u8]) {
     let flags = shared.notify_flags();
     if flags & class == 0 || flags & (KEYSPACE | KEYEVENT) == 0 {
         return;
@@ -153,7 +160,7 @@ pub fn publish_key_events(shared: &Shared, eng: &mut Engine) {
             KeyEventKind::Expired => (EXPIRED, "expired"),
             KeyEventKind::Evicted => (EVICTED, "evicted"),
         };
-        notify(
+        publish(
             shared,
             ev.tenant,
             db_of(shared, ev.tenant),
@@ -174,7 +181,7 @@ pub fn after_write(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>) {
     let keys = || key_positions(spec, a.len()).map(|k| &a[k][..]);
     let each = |class: u32, event: &str| {
         for k in keys() {
-            notify(ctx.shared, t, db, class, event, k);
+            notify(ctx.fx, t, db, class, event, k);
         }
     };
     let has = |word: &str| a.iter().skip(2).any(|x| is(x, word));
@@ -204,7 +211,7 @@ pub fn after_write(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>) {
             // A time in the past deletes the key: Redis sends `del` then.
             let gone = ctx.eng.expire_at(t, &a[1]).is_none();
             notify(
-                ctx.shared,
+                ctx.fx,
                 t,
                 db,
                 GENERIC,
@@ -213,8 +220,8 @@ pub fn after_write(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>) {
             );
         }
         "rename" | "renamenx" => {
-            notify(ctx.shared, t, db, GENERIC, "rename_from", &a[1]);
-            notify(ctx.shared, t, db, GENERIC, "rename_to", &a[2]);
+            notify(ctx.fx, t, db, GENERIC, "rename_from", &a[1]);
+            notify(ctx.fx, t, db, GENERIC, "rename_to", &a[2]);
         }
         _ => {}
     }
@@ -228,7 +235,7 @@ pub fn new_keys(ctx: &mut Ctx<'_>, spec: &CommandSpec, a: Args<'_, '_>, existed:
     };
     for (k, &before) in key_positions(spec, a.len()).zip(existed) {
         if !before && ctx.eng.exists(t, &a[k]) {
-            notify(ctx.shared, t, ctx.conn.db, NEW, "new", &a[k]);
+            notify(ctx.fx, t, ctx.conn.db, NEW, "new", &a[k]);
         }
     }
 }

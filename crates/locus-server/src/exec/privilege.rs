@@ -69,7 +69,7 @@ pub fn check_command(
 /// Refuses a routed command that would act outside the connection's tenant (prefix mode: a key
 /// of another tenant's prefix, for a connection bound by AUTH).
 pub fn check_route(ctx: &Ctx<'_>, routed: Option<TenantId>) -> Result<(), CmdError> {
-    if ctx.conn.admin || ctx.shared.tenancy().mode != TenancyMode::Prefix {
+    if ctx.conn.admin || ctx.shared().tenancy().mode != TenancyMode::Prefix {
         return Ok(());
     }
     match (ctx.conn.owner, routed) {

@@ -45,7 +45,7 @@ fn kind_words(kind: SubKind) -> (&'static [u8], &'static [u8]) {
 fn subscribe_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, kind: SubKind) -> CmdResult {
     let t = ctx.t()?;
     let info = ctx.conn.info.clone();
-    let mut reg = ctx.shared.pubsub();
+    let mut reg = ctx.shared().pubsub();
     for name in &a[1..] {
         let list = match kind {
             SubKind::Channel => &mut ctx.conn.subs,
@@ -85,7 +85,7 @@ fn unsubscribe_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, kind: SubKind) -> Cmd
         return Ok(());
     }
     let current = ctx.conn.tenant;
-    let mut reg = ctx.shared.pubsub();
+    let mut reg = ctx.shared().pubsub();
     for (t, name) in targets {
         if let Some(t) = t.or(current) {
             let list = match kind {
@@ -129,10 +129,10 @@ pub fn punsubscribe(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// caller's tenant only.
 pub fn publish(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     let t = ctx.t()?;
-    let hard = ctx.shared.pubsub_hard_limit();
-    let (n, dropped) = ctx.shared.pubsub().publish(t, &a[1], &a[2], hard);
+    let hard = ctx.shared().pubsub_hard_limit();
+    let (n, dropped) = ctx.shared().pubsub().publish(t, &a[1], &a[2], hard);
     if dropped > 0 {
-        ctx.shared
+        ctx.shared()
             .stats()
             .output_limit_disconnections
             .fetch_add(dropped, std::sync::atomic::Ordering::Relaxed);
@@ -155,7 +155,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "channels" => {
             arity(a.len() <= 3)?;
             let t = ctx.t()?;
-            let names = ctx.shared.pubsub().channels(t, a.get(2).map(|p| &p[..]));
+            let names = ctx.shared().pubsub().channels(t, a.get(2).map(|p| &p[..]));
             ctx.w.array(names.len());
             for n in &names {
                 ctx.w.bulk(n);
@@ -163,7 +163,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         "numsub" => {
             let t = ctx.t()?;
-            let reg = ctx.shared.pubsub();
+            let reg = ctx.shared().pubsub();
             // A flat array in RESP3 too (Redis 7.0 answers no map here).
             ctx.w.array((a.len() - 2) * 2);
             for name in &a[2..] {
@@ -174,7 +174,7 @@ pub fn pubsub(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "numpat" => {
             arity(a.len() == 2)?;
             let t = ctx.t()?;
-            let n = ctx.shared.pubsub().numpat(t);
+            let n = ctx.shared().pubsub().numpat(t);
             ctx.w.integer(n as i64);
         }
         "help" => super::admin::help(

@@ -27,14 +27,13 @@ use std::cmp::Ordering;
 
 use locus_engine::{Engine, TenantId, ValueRef};
 
+use super::effects::Effects;
 use super::notify::{GENERIC, LIST, NEW, notify};
 use super::types::hash::Hash;
 use super::types::quicklist::{Elem, List};
 use super::types::set::{Member, Set};
 use super::types::zset::Zset;
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is};
-use crate::config::TenancyMode;
-use crate::tenancy::Tenancy;
 
 /// `SORT key [BY pattern] [LIMIT offset count] [GET pattern ...] [ASC|DESC] [ALPHA] [STORE dst]`
 pub fn sort(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
@@ -113,7 +112,7 @@ impl<'p> Pattern<'p> {
 /// (prefix tenancy) belongs to another tenant. `buf` is scratch space for the key.
 fn lookup<'e>(
     eng: &'e mut Engine,
-    tenancy: &Tenancy,
+    fx: &dyn Effects,
     t: TenantId,
     pat: Pattern<'_>,
     ele: &[u8],
@@ -126,7 +125,7 @@ fn lookup<'e>(
     buf.extend_from_slice(pre);
     buf.extend_from_slice(ele);
     buf.extend_from_slice(post);
-    if tenancy.mode == TenancyMode::Prefix && tenancy.for_key(buf) != Some(t) {
+    if !fx.owns_key(t, buf) {
         return None;
     }
     match (eng.get_value(t, buf)?, field) {
@@ -425,7 +424,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
         }
     }
 
-    let tenancy = ctx.shared.tenancy();
+    let fx = ctx.fx;
     let mut keybuf = Vec::new();
     let mut weights: Vec<u8> = Vec::new();
     let mut bad_weight = false;
@@ -435,7 +434,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
             let ele = &ld.arena[it.ele.0..it.ele.0 + it.ele.1];
             let byval: &[u8] = match o.by {
                 None | Some(Pattern::Element) => ele,
-                Some(p) => match lookup(ctx.eng, tenancy, t, p, ele, &mut keybuf) {
+                Some(p) => match lookup(ctx.eng, fx, t, p, ele, &mut keybuf) {
                     Some(v) => v,
                     None => continue,
                 },
@@ -490,11 +489,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
         ));
     }
 
-    let cap = ctx
-        .eng
-        .config()
-        .maxmemory
-        .min(ctx.shared.config().limits.proto_max_bulk_len.0);
+    let cap = ctx.eng.config().maxmemory.min(ctx.fx.proto_max_bulk_len());
     let too_big = || {
         CmdError::msg(format!(
             "ERR SORT output would exceed {cap} bytes (the smaller of maxmemory and proto-max-bulk-len)"
@@ -529,7 +524,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
                         ctx.w.bulk(ele);
                         continue;
                     }
-                    match lookup(ctx.eng, tenancy, t, g, ele, &mut keybuf) {
+                    match lookup(ctx.eng, fx, t, g, ele, &mut keybuf) {
                         Some(v) => ctx.w.bulk(v),
                         None => ctx.w.null(),
                     }
@@ -551,7 +546,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
                 for &g in &o.gets {
                     let v: &[u8] = match g {
                         Pattern::Element => ele,
-                        _ => lookup(ctx.eng, tenancy, t, g, ele, &mut keybuf).unwrap_or(b""),
+                        _ => lookup(ctx.eng, fx, t, g, ele, &mut keybuf).unwrap_or(b""),
                     };
                     bytes += v.len() as u64;
                     list.push_back(v);
@@ -572,22 +567,22 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, readonly: bool) -> CmdResult
 /// result is empty; WATCH, keyspace events, blocked clients and dump bookkeeping as Redis's
 /// `setKey` / `dbDelete` do for it.
 fn store_list(ctx: &mut Ctx<'_>, t: TenantId, dst: &[u8], list: List) -> CmdResult {
-    ctx.shared.dumploads().note_write(t, &[dst], false);
+    ctx.fx.note_dumped_write(t, &[dst], false);
     if list.is_empty() {
         if ctx.eng.delete(t, dst) {
-            ctx.shared.key_changed(t, dst);
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dst);
+            ctx.fx.key_changed(t, dst);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", dst);
         }
         return Ok(());
     }
     let existed = super::types::store(ctx, t, dst, Box::new(list))?;
-    ctx.shared.key_changed(t, dst);
-    ctx.shared.note_encoding("sort", t, &[dst]);
+    ctx.fx.key_changed(t, dst);
+    ctx.fx.note_encoding("sort", t, &[dst]);
     if !existed {
-        notify(ctx.shared, t, ctx.conn.db, NEW, "new", dst);
+        notify(ctx.fx, t, ctx.conn.db, NEW, "new", dst);
     }
-    notify(ctx.shared, t, ctx.conn.db, LIST, "sortstore", dst);
-    ctx.shared.blocking().signal_ready(t, dst);
+    notify(ctx.fx, t, ctx.conn.db, LIST, "sortstore", dst);
+    ctx.fx.key_ready(t, dst);
     Ok(())
 }
 

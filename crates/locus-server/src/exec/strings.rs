@@ -8,7 +8,7 @@ use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, parse_f64, parse_i64};
 
 /// `proto-max-bulk-len`: the longest string a command may build.
 pub(super) fn max_len(ctx: &Ctx<'_>) -> u64 {
-    ctx.shared.config().limits.proto_max_bulk_len.0
+    ctx.fx.proto_max_bulk_len()
 }
 
 /// Refuses a value the engine cannot store before building it (APPEND / SETRANGE would
@@ -302,7 +302,7 @@ pub fn append(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     v.extend_from_slice(&a[2]);
     ctx.eng
         .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
-    ctx.shared
+    ctx.fx
         .note_encoding(if existed { "raw" } else { "set" }, t, &[&a[1][..]]);
     ctx.w.integer(v.len() as i64);
     Ok(())
@@ -375,7 +375,7 @@ pub fn setrange(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     v[off..off + val.len()].copy_from_slice(val);
     ctx.eng
         .set(t, &a[1], &v, opts(Expire::Keep, SetCond::Always))?;
-    ctx.shared.note_encoding("raw", t, &[&a[1][..]]);
+    ctx.fx.note_encoding("raw", t, &[&a[1][..]]);
     ctx.w.integer(v.len() as i64);
     Ok(())
 }
@@ -448,7 +448,7 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     // Redis stores the result as a plain string object: embstr up to 44 bytes, even if it
     // looks like an integer.
     let enc = if s.len() <= 44 { "embstr" } else { "raw" };
-    ctx.shared.note_encoding(enc, t, &[&a[1][..]]);
+    ctx.fx.note_encoding(enc, t, &[&a[1][..]]);
     ctx.w.bulk(s.as_bytes());
     Ok(())
 }

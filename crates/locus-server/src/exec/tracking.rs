@@ -83,7 +83,7 @@ pub fn after(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: Args<'_, '_>) {
             && let Some(t) = ctx.tenant
         {
             let keys = super::counted_keys(spec, args);
-            ctx.shared
+            ctx.shared()
                 .tracking()
                 .remember(t, ctx.conn.info.id, keys.map(|k| &args[k][..]));
         }
@@ -103,7 +103,7 @@ pub fn after(ctx: &mut Ctx<'_>, spec: &CommandSpec, args: Args<'_, '_>) {
         return;
     };
     let keys = super::key_positions(spec, args.len()).chain(super::counted_keys(spec, args));
-    ctx.shared
+    ctx.shared()
         .tracking()
         .remember(t, ctx.conn.info.id, keys.map(|k| &args[k][..]));
 }
@@ -121,7 +121,7 @@ fn key_events(shared: &Shared, eng: &mut Engine) {
 /// after), and ends a CLIENT CACHING that applied to this command. `found`: the command's
 /// table position.
 pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>, reply_start: usize) {
-    let sh = ctx.shared;
+    let sh = ctx.shared();
     let tr = sh.tracking();
     let id = ctx.conn.info.id;
     if tr.active() {
@@ -146,8 +146,8 @@ pub fn after_command(ctx: &mut Ctx<'_>, found: Option<usize>, reply_start: usize
 /// After a blocked client's command ran again (exec/blocking): what it caused for that client
 /// follows its reply; `prev` is the client whose command was running before.
 pub fn after_rerun(ctx: &mut Ctx<'_>, prev: u64) {
-    let tr = ctx.shared.tracking();
-    tr.flush_bcast(ctx.shared);
+    let tr = ctx.shared().tracking();
+    tr.flush_bcast(ctx.shared());
     // The served client's reply is alone in its own buffer (exec/blocking): it starts at 0.
     tr.release_held(ctx.conn.info.id, &mut ctx.w, 0);
     tr.set_current(prev);
@@ -221,7 +221,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>, sub: &str) -> CmdResult {
             if a.len() != 2 {
                 return Err(sub_arity(sub));
             }
-            let redir = match ctx.shared.tracking().options_of(ctx.conn.info.id) {
+            let redir = match ctx.shared().tracking().options_of(ctx.conn.info.id) {
                 Some((o, _, _)) if ctx.conn.tracking.on => o.redirect as i64,
                 _ => -1,
             };
@@ -244,7 +244,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: Args<'_, '_>, sub: &str) -> CmdResult {
 /// `CLIENT TRACKINGINFO`: flags (a set), redirect, prefixes, as Redis 7.0.
 fn trackinginfo(ctx: &mut Ctx<'_>) {
     let tr = ctx.conn.tracking.clone();
-    let reg = ctx.shared.tracking().options_of(ctx.conn.info.id);
+    let reg = ctx.shared().tracking().options_of(ctx.conn.info.id);
     let mut flags: Vec<&str> = vec![if tr.on { "on" } else { "off" }];
     let (redirect, prefixes) = match (&reg, tr.on) {
         (Some((o, broken, prefixes)), true) => {
@@ -341,7 +341,7 @@ fn find_overlap(existing: &[Vec<u8>], new: &[Vec<u8>]) -> Option<CmdError> {
 /// The tenant a BCAST prefix is registered in: in prefix tenancy the tenant whose key prefix it
 /// starts with, else the connection's (its owner's, or the one it routes to).
 fn prefix_tenant(ctx: &Ctx<'_>, prefix: &[u8]) -> Result<TenantId, CmdError> {
-    let tenancy = ctx.shared.tenancy();
+    let tenancy = ctx.shared().tenancy();
     let t = if tenancy.mode == TenancyMode::Prefix
         && let Some((_, t)) = tenancy.prefixes.iter().find(|(p, _)| prefix.starts_with(p))
     {
@@ -374,9 +374,11 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 }
                 let id = super::int_arg(&a[j])?;
                 let scope = ctx.conn.scope();
-                let found = u64::try_from(id)
-                    .ok()
-                    .and_then(|id| ctx.shared.client_by_id(id).filter(|c| c.visible_to(scope)));
+                let found = u64::try_from(id).ok().and_then(|id| {
+                    ctx.shared()
+                        .client_by_id(id)
+                        .filter(|c| c.visible_to(scope))
+                });
                 // Another tenant's client (or the admin's) is refused as an id that does not
                 // exist: the reply tells nothing of who is connected elsewhere.
                 let Some(target) = found else {
@@ -428,7 +430,7 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         let mut resolved = Vec::new();
         if opts.bcast {
-            let existing = ctx.shared.tracking().prefixes_of(id);
+            let existing = ctx.shared().tracking().prefixes_of(id);
             if let Some(e) = find_overlap(&existing, &prefixes) {
                 return Err(e);
             }
@@ -440,7 +442,7 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
         }
         let info = ctx.conn.info.clone();
-        ctx.shared
+        ctx.shared()
             .tracking()
             .enable(ctx.eng, &info, opts.clone(), resolved);
         let t = &mut ctx.conn.tracking;
@@ -460,7 +462,7 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// Turns the connection's tracking off (CLIENT TRACKING OFF, RESET).
 pub fn off(ctx: &mut Ctx<'_>) {
     if ctx.conn.tracking.on {
-        ctx.shared.tracking().disable(ctx.conn.info.id);
+        ctx.shared().tracking().disable(ctx.conn.info.id);
     }
     ctx.conn.tracking = ConnTracking::default();
 }

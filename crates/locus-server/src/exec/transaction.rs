@@ -95,9 +95,9 @@ pub fn multi(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 fn clear_watches(ctx: &mut Ctx<'_>) {
     if !ctx.conn.watched.is_empty() {
         let keys = std::mem::take(&mut ctx.conn.watched);
-        ctx.shared.unwatch_all(ctx.conn.info.id, &keys);
+        ctx.shared().unwatch_all(ctx.conn.info.id, &keys);
     } else {
-        ctx.shared.clear_watch_dirty(ctx.conn.info.id);
+        ctx.shared().clear_watch_dirty(ctx.conn.info.id);
     }
 }
 
@@ -115,7 +115,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
         ));
     }
     let id = ctx.conn.info.id;
-    let mut aborted = ctx.shared.watch_dirty(id);
+    let mut aborted = ctx.shared().watch_dirty(id);
     if !aborted {
         let watched = ctx.conn.watched.clone();
         aborted = watched
@@ -172,7 +172,7 @@ pub fn watch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             continue;
         }
         let existed = ctx.eng.exists(t, k);
-        ctx.shared.add_watch(ctx.conn.info.id, t, k);
+        ctx.shared().add_watch(ctx.conn.info.id, t, k);
         ctx.conn.watched.push((t, k.to_vec(), existed));
     }
     ctx.w.ok();

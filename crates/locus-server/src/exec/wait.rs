@@ -27,7 +27,7 @@ pub fn wait(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         // A connection bound to no tenant (prefix tenancy without a default one): the waiting
         // registry files a client under a tenant for the keys it waits on, and WAIT waits on
         // none, so any tenant serves.
-        ctx.tenant = ctx.shared.tenancy().names.first().map(|(_, t)| *t);
+        ctx.tenant = ctx.shared().tenancy().names.first().map(|(_, t)| *t);
     }
     blocking::block(ctx, a, &[], KIND, Timeout(ms as u64), Denied::Null)
 }

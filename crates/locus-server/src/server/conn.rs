@@ -678,7 +678,8 @@ fn process(
             while next < slots.len() {
                 let mut ctx = Ctx {
                     eng: &mut eng,
-                    shared,
+                    fx: shared,
+                    server: Some(shared),
                     conn: st,
                     w: ReplyWriter::new(out, proto),
                     tenant: None,
@@ -713,8 +714,8 @@ fn process(
                             executed += 1;
                             ctx.tenant = None;
                             let start = ctx.w.len();
-                            if ctx.shared.tracking().active() {
-                                ctx.shared.tracking().set_current(ctx.conn.info.id);
+                            if shared.tracking().active() {
+                                shared.tracking().set_current(ctx.conn.info.id);
                             }
                             // A handler that panics (a bug) answers its own client with an error and
                             // closes that connection; the engine lock is released as usual (parking_lot
@@ -755,7 +756,7 @@ fn process(
                                 "ERR internal error while executing '{}'; closing this connection",
                                 String::from_utf8_lossy(&cmd[0]).to_ascii_lowercase()
                             ));
-                                ctx.shared
+                                shared
                                     .stats()
                                     .internal_errors
                                     .fetch_add(1, Ordering::Relaxed);
@@ -774,12 +775,12 @@ fn process(
                             }
                             ctx.conn.skip_current = std::mem::take(&mut ctx.conn.skip_next);
                             // Clients blocked on the keys this command wrote are served now.
-                            if ctx.shared.blocking().has_ready() {
-                                exec::blocking::serve(ctx.eng, ctx.shared);
+                            if shared.blocking().has_ready() {
+                                exec::blocking::serve(ctx.eng, shared);
                             }
                             // Invalidations this command caused for its own client follow its
                             // reply (those of keys evicted for it precede it).
-                            if ctx.shared.tracking().active() || ctx.conn.tracking.on {
+                            if shared.tracking().active() || ctx.conn.tracking.on {
                                 exec::tracking::after_command(&mut ctx, found, start);
                             }
                             if ctx.conn.block.waiting.is_some() || ctx.conn.migrate.is_some() {
@@ -795,7 +796,7 @@ fn process(
                             ctx.conn.close = true;
                         }
                     }
-                    if ctx.conn.close || ctx.shared.is_shutting_down() {
+                    if ctx.conn.close || shared.is_shutting_down() {
                         stop = true;
                         break;
                     }

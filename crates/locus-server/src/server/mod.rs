@@ -46,6 +46,7 @@ use crate::exec::{self, Ctx};
 use crate::tenancy::Tenancy;
 
 mod conn;
+mod effects;
 mod lock;
 pub mod loops;
 mod memcache;
@@ -415,6 +416,63 @@ pub struct ConnState {
 }
 
 impl ConnState {
+    /// An authenticated RESP2 connection `id` on tenant `t`, attached to no server and no
+    /// socket (tests of the command layer: exec/effects).
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, t: TenantId) -> Self {
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let info = Arc::new(ClientInfo {
+            id,
+            addr,
+            laddr: addr,
+            created_ms: 0,
+            name: Mutex::new(String::new()),
+            lib_name: Mutex::new(String::new()),
+            lib_ver: Mutex::new(String::new()),
+            user: Mutex::new("default".to_string()),
+            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+            last_unknown_cmd: Mutex::new(String::new()),
+            last_active_ms: AtomicU64::new(0),
+            db: AtomicU32::new(0),
+            admin: AtomicBool::new(false),
+            omem: AtomicU64::new(0),
+            qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
+            qbuf_cron: AtomicBool::new(false),
+            tenant: AtomicU32::new(t.0),
+            owner: AtomicU32::new(t.0),
+            resp: AtomicU8::new(2),
+            killed: AtomicBool::new(false),
+            waker: Mutex::new(None),
+            inbox: Mutex::new(Vec::new()),
+            inbox_pending: AtomicBool::new(false),
+        });
+        Self {
+            info,
+            proto: ProtocolVersion::Resp2,
+            tenant: Some(t),
+            listener_tenant: None,
+            db: 0,
+            user: "default".to_string(),
+            authenticated: true,
+            admin: false,
+            owner: Some(t),
+            close: false,
+            reply_off: false,
+            skip_current: false,
+            skip_next: false,
+            subs: Vec::new(),
+            psubs: Vec::new(),
+            multi: None,
+            multi_error: false,
+            multi_charged: Vec::new(),
+            watched: Vec::new(),
+            block: exec::blocking::ConnBlock::default(),
+            tracking: exec::tracking::ConnTracking::default(),
+            migrate: None,
+        }
+    }
+
     /// Back to a new connection's state (RESET).
     pub fn reset(&mut self, tenancy: &Tenancy, auth_required: bool) {
         self.proto = ProtocolVersion::Resp2;

@@ -306,7 +306,7 @@ pub(super) fn config_set_one(cand: &mut ServerConfig, name: &str, v: &[u8]) -> C
 /// the candidate goes through the same `validate()` as the file, and only then is anything applied
 /// (atomically, like Redis).
 pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
-    let old = ctx.shared.config().clone();
+    let old = ctx.shared().config().clone();
     let mut cand = old.clone();
     let mut first = String::new();
     let names: Vec<String> = pairs.chunks(2).map(|kv| lower(&kv[0])).collect();
@@ -377,15 +377,15 @@ pub(super) fn config_set(ctx: &mut Ctx<'_>, pairs: Args<'_, '_>) -> CmdResult {
         })?;
     }
     if named("notify-keyspace-events") {
-        ctx.shared
+        ctx.shared()
             .set_notify_flags(ctx.eng, &cand.server.notify_keyspace_events);
     }
     if named("tracking-table-max-keys") {
-        ctx.shared
+        ctx.shared()
             .tracking()
             .set_max_keys(cand.server.tracking_table_max_keys);
     }
-    *ctx.shared.config_mut() = cand;
+    *ctx.shared().config_mut() = cand;
     for kv in pairs.chunks(2) {
         if let Some(l) = crate::exec::types::limits::by_name(&lower(&kv[0]))
             && let Ok(n) = crate::exec::types::limits::parse(l, &kv[1])
@@ -455,7 +455,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             if a.len() < 3 {
                 return Err(CmdError::WrongArity("config|get".into()));
             }
-            let mut params = config_params(&ctx.shared.config(), ctx.eng);
+            let mut params = config_params(&ctx.shared().config(), ctx.eng);
             if let Some(scope) = ctx.conn.scope() {
                 // A tenant sees its own memory settings and no secrets.
                 for (n, v) in &mut params {
@@ -487,7 +487,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 // A tenant: its own eviction settings; an unknown name gets Redis's error, any
                 // other known one NOPERM. Checked for every pair before anything changes.
                 Some(Some(t)) => {
-                    let mut scratch = ctx.shared.config().clone();
+                    let mut scratch = ctx.shared().config().clone();
                     for kv in a[2..].chunks(2) {
                         let name = lower(&kv[0]);
                         // Redis's errors for an unknown name or a bad value, then the permission.
@@ -506,9 +506,9 @@ pub fn config(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
         "resetstat" if a.len() == 2 => {
             ctx.eng.reset_stats();
-            crate::exec::latency::reset_command_stats(ctx.shared);
+            crate::exec::latency::reset_command_stats(ctx.shared());
             crate::exec::lazyfree::reset_stats();
-            let s = &ctx.shared.stats();
+            let s = &ctx.shared().stats();
             s.commands.reset();
             for c in [
                 &s.total_commands,

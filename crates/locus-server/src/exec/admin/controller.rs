@@ -23,7 +23,7 @@ pub(super) fn pool_names(ctx: &Ctx<'_>) -> Vec<String> {
         .map(|i| {
             let p = locus_engine::PoolId(i);
             let t = ctx.eng.tenant_of_pool(p);
-            let name = ctx.shared.tenancy().name(t);
+            let name = ctx.shared().tenancy().name(t);
             if t.0 == i {
                 name.to_string()
             } else {
@@ -198,7 +198,7 @@ pub(super) fn controller_set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             .map(str::to_string)
             .map_err(|_| CmdError::msg("ERR controller names and settings must be UTF-8"))
     };
-    let mut sec = ctx.shared.config().controller.clone();
+    let mut sec = ctx.shared().config().controller.clone();
     sec.name = text(&a[2])?.to_ascii_lowercase();
     sec.settings.clear();
     for kv in a[3..].chunks(2) {
@@ -236,7 +236,7 @@ pub(super) fn controller_set(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         Some(ctl) => ctx.eng.set_controller(ctl, cfg),
         None => ctx.eng.clear_controller(),
     }
-    ctx.shared.config_mut().controller = sec;
+    ctx.shared().config_mut().controller = sec;
     if let Some(why) = ctx.eng.controller_offload_error() {
         // Installed and deciding, but on the data path: say so rather than a plain OK.
         return Err(CmdError::msg(format!(

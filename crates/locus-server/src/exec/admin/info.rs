@@ -49,7 +49,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     let want =
         |s: &str| all || sections.is_empty() || sections.iter().any(|x| x == s || x == "default");
     let mut out = String::new();
-    let sh = ctx.shared;
+    let sh = ctx.shared();
     let cfg = sh.config().clone();
     let uptime = sh.uptime_secs();
     let st = ctx.eng.stats();
@@ -361,12 +361,12 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
     }
     if want("locus") || want("controller") {
         sep(&mut out);
-        locus_section(&mut out, ctx.eng, ctx.shared, scope);
+        locus_section(&mut out, ctx.eng, ctx.shared(), scope);
     }
     // Not in the default set (it would change every untiered server's INFO).
     if all || sections.iter().any(|x| x == "tiers") {
         sep(&mut out);
-        tiers_section(&mut out, ctx.eng, ctx.shared, scope, &tenants);
+        tiers_section(&mut out, ctx.eng, ctx.shared(), scope, &tenants);
     }
     out
 }

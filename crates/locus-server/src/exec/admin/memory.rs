@@ -118,7 +118,7 @@ pub fn object(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             };
             let enc = if let Some(e) = obj_enc {
                 e
-            } else if let Some(e) = ctx.shared.forced_encoding(t, &a[2]) {
+            } else if let Some(e) = ctx.shared().forced_encoding(t, &a[2]) {
                 e
             } else {
                 let is_int = o.value_len <= 20

@@ -27,7 +27,7 @@ pub fn mrc(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::WrongArity("locus.mrc".into()));
     }
     let name = String::from_utf8_lossy(&a[1]).into_owned();
-    let t = ctx.shared.tenancy().by_name(&name);
+    let t = ctx.shared().tenancy().by_name(&name);
     let t = match (ctx.conn.scope(), t) {
         (None, Some(t)) => t,
         (None, None) => return Err(CmdError::msg(format!("ERR no such tenant '{name}'"))),

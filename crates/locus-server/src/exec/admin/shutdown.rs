@@ -35,13 +35,13 @@ pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::msg("ERR No shutdown in progress."));
     }
     if nosave {
-        if let Some((_, dir)) = ctx.shared.snapshot_targets() {
-            ctx.shared.snapshots().kill_child(&dir);
+        if let Some((_, dir)) = ctx.shared().snapshot_targets() {
+            ctx.shared().snapshots().kill_child(&dir);
         }
-    } else if save_before_shutdown(ctx.shared, ctx.eng, save).is_err() && !force {
+    } else if save_before_shutdown(ctx.shared(), ctx.eng, save).is_err() && !force {
         return Err(CmdError::msg("ERR Errors trying to SHUTDOWN. Check logs."));
     }
-    ctx.shared.request_shutdown();
+    ctx.shared().request_shutdown();
     ctx.conn.close = true;
     Ok(())
 }
@@ -51,8 +51,11 @@ pub fn shutdown(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 /// lock: the save is of the instant SAVE ran, and no tenant waits for the disk (Redis's SAVE
 /// stops every client; issue 23 forbids disk I/O under the lock).
 pub fn save(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    let (tenants, dir) = ctx.shared.snapshot_targets().ok_or(snapshots_off("SAVE"))?;
-    let snaps = ctx.shared.snapshots();
+    let (tenants, dir) = ctx
+        .shared()
+        .snapshot_targets()
+        .ok_or(snapshots_off("SAVE"))?;
+    let snaps = ctx.shared().snapshots();
     if snaps.in_progress() {
         return Err(CmdError::msg("ERR Background save already in progress"));
     }
@@ -87,10 +90,10 @@ pub fn bgsave(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     let (tenants, dir) = ctx
-        .shared
+        .shared()
         .snapshot_targets()
         .ok_or(snapshots_off("BGSAVE"))?;
-    let snaps = ctx.shared.snapshots();
+    let snaps = ctx.shared().snapshots();
     if snaps.in_progress() {
         if schedule {
             snaps.schedule();
@@ -108,6 +111,7 @@ pub fn bgsave(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 /// `LASTSAVE`: Unix time of the last successful save (the start time before any).
 pub fn lastsave(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    ctx.w.integer(ctx.shared.snapshots().lastsave_secs() as i64);
+    ctx.w
+        .integer(ctx.shared().snapshots().lastsave_secs() as i64);
     Ok(())
 }

@@ -30,12 +30,12 @@ pub(super) fn tenant_option(ctx: &Ctx<'_>, t: TenantId, opt: &str) -> Option<Str
         "penalty_classes" => ctx.eng.penalty_classes(t).to_string(),
         // pRedis's dump/load: the setting, and whether the tenant is dumped now.
         "dump_load" => ctx
-            .shared
+            .shared()
             .dumploads()
             .status(t)
             .map_or_else(|| "never".to_string(), |s| s.mode),
         "dump_load-state" => ctx
-            .shared
+            .shared()
             .dumploads()
             .status(t)
             .map_or("resident", |s| s.state)
@@ -50,7 +50,7 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if a.len() == 2 && is(&a[1], "list") {
         // A tenant lists itself only.
         let names: Vec<String> = ctx
-            .shared
+            .shared()
             .tenancy()
             .names
             .iter()
@@ -67,7 +67,7 @@ pub fn tenant(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         return Err(CmdError::WrongArity("locus.tenant".into()));
     }
     let name = String::from_utf8_lossy(&a[1]).into_owned();
-    let t = ctx.shared.tenancy().by_name(&name);
+    let t = ctx.shared().tenancy().by_name(&name);
     let t = match (scope, t) {
         (None, Some(t)) => t,
         (None, None) => return Err(CmdError::msg(format!("ERR no such tenant '{name}'"))),

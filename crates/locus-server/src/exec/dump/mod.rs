@@ -105,7 +105,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if at.is_some_and(|at| at <= now) {
         // Already expired: as Redis, the key is not created (and REPLACE deletes the old one).
         if replace && ctx.eng.delete(t, key) {
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", key);
         }
         ctx.w.ok();
         return Ok(());
@@ -130,7 +130,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         ctx.eng
             .set_recency(t, key, idle.map(|v| v as u64), freq.map(|v| v as u8));
     }
-    notify(ctx.shared, t, ctx.conn.db, GENERIC, "restore", key);
+    notify(ctx.fx, t, ctx.conn.db, GENERIC, "restore", key);
     ctx.w.ok();
     Ok(())
 }

@@ -540,11 +540,11 @@ fn store_points(
     mut pairs: Vec<(Vec<u8>, f64)>,
     form: Form,
 ) -> CmdResult {
-    ctx.shared.dumploads().note_write(t, &[dst], false);
+    ctx.fx.note_dumped_write(t, &[dst], false);
     if pairs.is_empty() {
         if ctx.eng.delete(t, dst) {
-            ctx.shared.key_changed(t, dst);
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dst);
+            ctx.fx.key_changed(t, dst);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", dst);
         }
         return Ok(());
     }
@@ -552,18 +552,18 @@ fn store_points(
     let mut seen = std::collections::HashSet::new();
     pairs.retain(|(m, _)| seen.insert(m.clone()));
     let existed = super::types::store(ctx, t, dst, Box::new(Zset::from_pairs(&pairs)))?;
-    ctx.shared.key_changed(t, dst);
-    ctx.shared.note_encoding("geosearchstore", t, &[dst]);
+    ctx.fx.key_changed(t, dst);
+    ctx.fx.note_encoding("geosearchstore", t, &[dst]);
     if !existed {
-        notify(ctx.shared, t, ctx.conn.db, NEW, "new", dst);
+        notify(ctx.fx, t, ctx.conn.db, NEW, "new", dst);
     }
     let event = if form.geosearch() {
         "geosearchstore"
     } else {
         "georadiusstore"
     };
-    notify(ctx.shared, t, ctx.conn.db, ZSET, event, dst);
-    ctx.shared.blocking().signal_ready(t, dst);
+    notify(ctx.fx, t, ctx.conn.db, ZSET, event, dst);
+    ctx.fx.key_ready(t, dst);
     Ok(())
 }
 

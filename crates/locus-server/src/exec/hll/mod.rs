@@ -72,7 +72,7 @@ const EMBSTR_MAX: usize = 44;
 /// Redis unshares the value a PF command edits: it is a raw string from then on, however short.
 fn unshared(ctx: &Ctx<'_>, t: TenantId, key: &[u8], len: usize) {
     if len <= EMBSTR_MAX {
-        ctx.shared.note_encoding("raw", t, &[key]);
+        ctx.fx.note_encoding("raw", t, &[key]);
     }
 }
 
@@ -106,8 +106,8 @@ pub fn pfadd(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     if updated {
         v.invalidate();
         store(ctx, t, key, v.bytes())?;
-        ctx.shared.key_changed(t, key);
-        notify(ctx.shared, t, ctx.conn.db, STRING, "pfadd", key);
+        ctx.fx.key_changed(t, key);
+        notify(ctx.fx, t, ctx.conn.db, STRING, "pfadd", key);
         if old.is_none() {
             unshared(ctx, t, key, v.bytes().len());
         }
@@ -156,7 +156,7 @@ pub fn pfcount(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             // Same length, so the engine rewrites it in place; were it refused, the count
             // still stands (Redis never refuses PFCOUNT for memory).
             if store(ctx, t, key, &v).is_ok() {
-                ctx.shared.key_changed(t, key);
+                ctx.fx.key_changed(t, key);
             }
             card
         }
@@ -202,8 +202,8 @@ pub fn pfmerge(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     }
     v.invalidate();
     store(ctx, t, dest, v.bytes())?;
-    ctx.shared.key_changed(t, dest);
-    notify(ctx.shared, t, ctx.conn.db, STRING, "pfadd", dest);
+    ctx.fx.key_changed(t, dest);
+    notify(ctx.fx, t, ctx.conn.db, STRING, "pfadd", dest);
     unshared(ctx, t, dest, v.bytes().len());
     ctx.w.ok();
     Ok(())

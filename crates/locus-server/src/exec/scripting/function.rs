@@ -301,10 +301,10 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             }
             let t = ctx.t()?;
             let mut taken = take_vm(ctx, t)?;
-            let busy = ctx.shared.scripts().busy();
+            let busy = ctx.shared().scripts().busy();
             let name = load_library(taken.vm(), busy, &a[i], replace)?;
             drop(taken);
-            ctx.shared.snapshots().note_write();
+            ctx.shared().snapshots().note_write();
             ctx.w.bulk(name.as_bytes());
         }
         "delete" => {
@@ -320,7 +320,7 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 vm.libraries.index.remove(&f.to_ascii_lowercase());
             }
             drop(taken);
-            ctx.shared.snapshots().note_write();
+            ctx.shared().snapshots().note_write();
             ctx.w.ok();
         }
         "flush" => {
@@ -336,7 +336,7 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             let mut taken = take_vm(ctx, t)?;
             taken.vm().libraries = Libraries::default();
             drop(taken);
-            ctx.shared.snapshots().note_write();
+            ctx.shared().snapshots().note_write();
             ctx.w.ok();
         }
         "list" => list(ctx, a)?,
@@ -393,9 +393,9 @@ pub fn function(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             let codes = undump(&a[2])?;
             let t = ctx.t()?;
             let mut taken = take_vm(ctx, t)?;
-            restore(taken.vm(), ctx.shared.scripts().busy(), &codes, policy)?;
+            restore(taken.vm(), ctx.shared().scripts().busy(), &codes, policy)?;
             drop(taken);
-            ctx.shared.snapshots().note_write();
+            ctx.shared().snapshots().note_write();
             ctx.w.ok();
         }
         "help" => {

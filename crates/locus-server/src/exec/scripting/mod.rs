@@ -179,7 +179,7 @@ impl Drop for Taken<'_> {
 }
 
 fn take_vm<'s>(ctx: &Ctx<'s>, t: TenantId) -> Result<Taken<'s>, CmdError> {
-    let scripts = ctx.shared.scripts();
+    let scripts = ctx.shared().scripts();
     Ok(Taken {
         scripts,
         tenant: t,
@@ -313,7 +313,7 @@ pub(crate) fn run_script(
     );
     ctx.conn.block.deny = true;
     ctx.conn.block.script = true;
-    let busy = ctx.shared.scripts().busy();
+    let busy = ctx.shared().scripts().busy();
     busy.start(as_function);
     vm.resp.store(2, Ordering::Relaxed);
     let cell = RefCell::new(&mut *ctx);
@@ -561,7 +561,8 @@ fn script_call(
     {
         let mut inner = Ctx {
             eng: &mut *ctx.eng,
-            shared: ctx.shared,
+            fx: ctx.fx,
+            server: ctx.server,
             conn: &mut *ctx.conn,
             w: ReplyWriter::new(&mut buf, proto),
             tenant: None,
@@ -569,7 +570,7 @@ fn script_call(
         super::monitor::in_script(|| super::dispatch_spec(&mut inner, &argv, Some(spec)));
     }
     if spec.is_write {
-        ctx.shared.scripts().busy().wrote();
+        ctx.shared().scripts().busy().wrote();
     }
     ctx.conn.proto = saved;
     let is_err = buf.first() == Some(&b'-');
@@ -601,7 +602,7 @@ pub fn script(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         "exists" => {
             arity(a.len() >= 3)?;
             let t = ctx.t()?;
-            let vms = ctx.shared.scripts().vms.lock();
+            let vms = ctx.shared().scripts().vms.lock();
             let vm = vms.get(&t);
             ctx.w.array(a.len() - 2);
             for s in &a[2..] {
@@ -619,7 +620,7 @@ pub fn script(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
                 ));
             }
             let t = ctx.t()?;
-            ctx.shared.scripts().flush(t);
+            ctx.shared().scripts().flush(t);
             ctx.w.ok();
         }
         "kill" => {

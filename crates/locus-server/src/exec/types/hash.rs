@@ -243,9 +243,9 @@ impl Object for Hash {
 /// Publishes a hash event, and `del` when the write emptied the key.
 fn events(ctx: &mut Ctx<'_>, key: &[u8], event: &str, deleted: bool) {
     let t = ctx.tenant.expect("routed");
-    notify(ctx.shared, t, ctx.conn.db, HASH, event, key);
+    notify(ctx.fx, t, ctx.conn.db, HASH, event, key);
     if deleted {
-        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+        notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", key);
     }
 }
 

@@ -71,15 +71,15 @@ pub fn with<T: Object, R>(
 /// Publishes a collection's `event` (of notification `class`) for `key`, and `del` when the
 /// write emptied it.
 pub fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], class: u32, event: &str, deleted: bool) {
-    notify(ctx.shared, t, ctx.conn.db, class, event, key);
+    notify(ctx.fx, t, ctx.conn.db, class, event, key);
     if deleted {
-        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+        notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", key);
     }
 }
 
 /// A write changed `key`: one change for the snapshots' count, and WATCH sees it.
 pub fn touched(ctx: &Ctx<'_>, t: TenantId, key: &[u8]) {
-    ctx.shared.key_changed(t, key);
+    ctx.fx.key_changed(t, key);
 }
 
 /// Like [`read`] without touching or counting the access (type checks, sizes).

@@ -983,7 +983,7 @@ fn algebra_store(ctx: &mut Ctx<'_>, a: Args<'_, '_>, op: Op, event: &str) -> Cmd
         events(ctx, t, dst, event, false);
     } else if existed {
         touched(ctx, t, dst);
-        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dst);
+        notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", dst);
     }
     ctx.w.integer(n as i64);
     Ok(())

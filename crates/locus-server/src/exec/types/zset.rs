@@ -678,9 +678,9 @@ fn limit(lo: usize, hi: usize, rev: bool, lim: Option<(i64, i64)>) -> (usize, us
 
 /// Publishes a sorted-set event, and `del` when the write emptied the key.
 fn events(ctx: &Ctx<'_>, t: TenantId, key: &[u8], event: &str, deleted: bool) {
-    notify(ctx.shared, t, ctx.conn.db, ZSET, event, key);
+    notify(ctx.fx, t, ctx.conn.db, ZSET, event, key);
     if deleted {
-        notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", key);
+        notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", key);
     }
 }
 
@@ -1115,7 +1115,7 @@ fn store_result(
     if pairs.is_empty() {
         if ctx.eng.delete(t, dst) {
             touched(ctx, t, dst);
-            notify(ctx.shared, t, ctx.conn.db, GENERIC, "del", dst);
+            notify(ctx.fx, t, ctx.conn.db, GENERIC, "del", dst);
         }
     } else {
         super::store(ctx, t, dst, Box::new(Zset::from_pairs(pairs)))?;

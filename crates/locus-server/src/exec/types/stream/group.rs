@@ -188,7 +188,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
             if done {
                 // Its readers waiting in XREADGROUP get NOGROUP (XGROUP is not flagged write,
                 // as in Redis, so the dispatcher does not signal the key).
-                ctx.shared.blocking().signal_ready(t, key);
+                ctx.fx.key_ready(t, key);
                 touched(ctx, t, key);
                 event(ctx, t, key, "xgroup-destroy");
             }
