@@ -33,6 +33,7 @@ pub mod cmsgpack;
 pub mod convert;
 pub mod function;
 pub mod libs;
+pub mod struct_lib;
 pub mod vm;
 
 use std::borrow::Cow;
@@ -529,8 +530,9 @@ pub(crate) unsafe fn with_reply<R>(f: impl FnOnce(&[u8]) -> R) -> R {
     f(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
-/// Gives back a reply buffer that a large reply grew (after a run).
+/// Gives back a reply buffer that a large reply grew, and what `struct` kept (after a run).
 fn shrink_reply() {
+    struct_lib::release();
     REPLY.with(|r| {
         if let Ok(mut b) = r.try_borrow_mut()
             && b.capacity() > REPLY_KEEP

@@ -11,7 +11,7 @@
 --   hidden.log(level, s)  -> nothing
 --   hidden.setresp(n)     -> nothing
 --   hidden.known(name)    -> whether the command exists (redis.acl_check_cmd)
---   hidden.lib(name)      -> the library `name` (bit, cjson, cmsgpack), built on first use
+--   hidden.lib(name)      -> the library `name` (bit, cjson, cmsgpack, struct), built on first use
 --   hidden.lazy           the names hidden.lib builds
 -- and receives from here:
 --   hidden.globals        the read-only proxy that becomes the thread's global table
