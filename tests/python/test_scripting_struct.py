@@ -61,6 +61,15 @@ def test_unpack_integers(rb):
     assert unpack(rb, ">I12", b"\x00" * 11 + b"\x02") == [b"2", b"13"]
 
 
+def test_out_of_range_numbers_reply_as_redis(r):
+    # An unpacked 64-bit value past 2^63 is a double Lua cannot reply exactly: Redis's C cast
+    # gives the minimum integer (as for NaN and the infinities).
+    assert r.eval("return struct.unpack('>L', ARGV[1])", 0, b"\xff" * 8) == -9223372036854775808
+    assert r.eval("return {2^63, -2^70, 0/0, 1/0, 2^62, -3.5}", 0) == [
+        -9223372036854775808, -9223372036854775808, -9223372036854775808,
+        -9223372036854775808, 4611686018427387904, -3]
+
+
 def test_floats(rb):
     assert pack(rb, "<d", 1.5) == b"\x00\x00\x00\x00\x00\x00\xf8\x3f"
     assert pack(rb, ">d", 1.5) == b"\x3f\xf8\x00\x00\x00\x00\x00\x00"

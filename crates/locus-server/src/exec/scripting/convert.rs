@@ -221,7 +221,7 @@ pub fn lua_to_resp(w: &mut ReplyWriter<'_>, v: &Value, script_resp3: bool, depth
     match v {
         Value::String(s) => w.bulk(&s.as_bytes()),
         Value::Integer(i) => w.integer(*i),
-        Value::Number(n) => w.integer(*n as i64),
+        Value::Number(n) => w.integer(number_to_integer(*n)),
         Value::Boolean(b) => {
             if script_resp3 {
                 w.boolean(*b);
@@ -300,6 +300,18 @@ fn table_to_resp(w: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) 
     }
 }
 
+/// A Lua number as Redis replies it: C's `(long long)` cast, truncated; a NaN, an infinity or a
+/// value out of the 64-bit range gives what that cast gives on x86-64, the minimum (Rust's `as`
+/// would saturate instead).
+pub fn number_to_integer(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
 /// A Lua number as Redis passes it to a command: `%.17g`.
 pub fn number_arg(n: f64) -> Vec<u8> {
     if n.fract() == 0.0 && n.abs() < 1e17 {
@@ -311,6 +323,17 @@ pub fn number_arg(n: f64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_range_numbers_reply_as_redis() {
+        assert_eq!(number_to_integer(3.99), 3);
+        assert_eq!(number_to_integer(-3.99), -3);
+        assert_eq!(number_to_integer(2f64.powi(62)), 1 << 62);
+        assert_eq!(number_to_integer(2f64.powi(63)), i64::MIN);
+        assert_eq!(number_to_integer(-2f64.powi(63)), i64::MIN);
+        assert_eq!(number_to_integer(f64::INFINITY), i64::MIN);
+        assert_eq!(number_to_integer(f64::NAN), i64::MIN);
+    }
 
     #[test]
     fn g17_matches_c() {
