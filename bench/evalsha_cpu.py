@@ -20,6 +20,7 @@ The script (a typical counter with a TTL):
 import argparse
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -120,6 +121,7 @@ def main() -> int:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
