@@ -2,7 +2,10 @@
 """EVALSHA of a 3-command script: server CPU per call, Locus beside redis-server.
 
     python3 bench/evalsha_cpu.py [--bin target/release/locus] [--requests 100000] [--clients 8]
-                                 [--repeats 3]
+                                 [--repeats 3] [--threads N]
+
+--threads N passes `--threads N` to `locus serve` (its worker threads; default: its own default),
+so the script path can be measured without cross-thread wake-ups (`--threads 1`).
 
 Both servers run on loopback (free ports, no persistence); every repeat runs redis-benchmark
 against each server in turn (interleaved: locus, redis, locus, redis, ...), the same number of
@@ -17,6 +20,7 @@ The script (a typical counter with a TTL):
 import argparse
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -78,11 +82,13 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=100_000)
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, help="worker threads for locus serve")
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="locus-evalsha-"))
     lp, rp = free_port(), free_port()
-    locus = subprocess.Popen([args.bin, "serve", "--port", str(lp)], stdout=open(work / "locus.log", "wb"),
+    threads = ["--threads", str(args.threads)] if args.threads else []
+    locus = subprocess.Popen([args.bin, "serve", "--port", str(lp), *threads], stdout=open(work / "locus.log", "wb"),
                              stderr=subprocess.STDOUT)
     redis = subprocess.Popen(["redis-server", "--port", str(rp), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no", "--dir", str(work)],
@@ -115,6 +121,7 @@ def main() -> int:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

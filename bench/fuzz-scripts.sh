@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes script inputs (cjson, cmsgpack, bit, redis.call arguments, small script bodies) against
+# Fuzzes script inputs (cjson, cmsgpack, bit, struct, redis.call arguments, small script bodies) against
 # an in-process two-tenant server for a bounded time (default 60 s): every reply well-formed, the
 # server alive, the other tenant's key unchanged:
 #   bench/fuzz-scripts.sh [SECONDS]

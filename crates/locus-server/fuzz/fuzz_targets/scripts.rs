@@ -1,9 +1,9 @@
 //! cargo-fuzz target: hostile input to scripts. Each input is split into a choice and its
 //! bytes, which become a library call's input (`cjson.decode`, `cmsgpack.unpack`,
-//! `cmsgpack.unpack_limit`, `bit` operations, `redis.pcall` with the bytes as arguments, or the
-//! bytes as a whole script body when it holds no loop-making word: `while`, `until`, `for`,
-//! `function`, `load`, so it cannot run forever). Checks: every request gets a well-formed
-//! reply, the server keeps answering, and the other tenant's key is unchanged.
+//! `cmsgpack.unpack_limit`, `bit` operations, `struct` formats and data, `redis.pcall` with the
+//! bytes as arguments), or the bytes as a whole script body when it holds no loop-making word
+//! (`while`, `until`, `for`, `function`, `load`, so it cannot run forever). Checks: every request
+//! gets a well-formed reply, the server keeps answering, and the other tenant's key is unchanged.
 #![no_main]
 
 #[path = "../../tests/server/common.rs"]
@@ -51,13 +51,15 @@ fn fixture() -> &'static Mutex<Fixture> {
     })
 }
 
-const SCRIPTS: [&[u8]; 6] = [
+const SCRIPTS: [&[u8]; 8] = [
     b"return cjson.encode(cjson.decode(ARGV[1]))",
     b"return {cmsgpack.unpack(ARGV[1])}",
     b"return {cmsgpack.unpack_limit(ARGV[1], 3, 0)}",
     b"return bit.tohex(bit.bxor(#ARGV[1], 0x5a5a5a5a), -8)",
     b"return redis.pcall(unpack(ARGV))",
     b"return cmsgpack.pack(cjson.decode(ARGV[1]))",
+    b"return {struct.size(ARGV[1]), struct.unpack(ARGV[1], ARGV[1] .. ARGV[1], 1 + #ARGV[1] % 3)}",
+    b"return struct.pack(ARGV[1], 1, -2, 3.5, 'abc', 2^40, 'z', 7)",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -67,7 +69,8 @@ fuzz_target!(|data: &[u8]| {
     let mut f = fixture().lock().unwrap();
     let f = &mut *f;
     let choice = usize::from(choice);
-    let reply = if choice < SCRIPTS.len() * 32 {
+    // Three quarters of the choices are a library script, the rest a whole script body.
+    let reply = if choice < 192 {
         let script = SCRIPTS[choice % SCRIPTS.len()];
         let mut cmd: Vec<&[u8]> = vec![b"EVAL", script, b"0"];
         if choice % SCRIPTS.len() == 4 {

@@ -189,7 +189,7 @@ fn num(v: &Value) -> Option<f64> {
 }
 
 /// `%.<precision>g`.
-fn format_g(n: f64, precision: usize) -> String {
+pub(crate) fn format_g(n: f64, precision: usize) -> String {
     if n == n.trunc() && n.abs() < 1e15 {
         if n == 0.0 && n.is_sign_negative() {
             return "-0".into();

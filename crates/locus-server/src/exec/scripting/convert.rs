@@ -14,135 +14,197 @@
 //! up to the first `nil`.
 
 use locus_protocol::ReplyWriter;
-use mlua::{Lua, Table, Value};
+use mlua::{Table, Value};
 
 /// Deepest nesting converted either way: a script returning a table that contains itself gets
 /// an error element instead of recursing forever (Redis: "reached lua stack limit").
 pub const MAX_DEPTH: usize = 1000;
 
-/// Parses one RESP reply at the start of `buf` into a Lua value. Returns the value and the
-/// bytes consumed. The input is the server's own output, so it is well-formed; malformed input
-/// still gives an error, never a panic.
-pub fn resp_to_lua(lua: &Lua, buf: &[u8], depth: usize) -> mlua::Result<(Value, usize)> {
-    let bad = || mlua::Error::runtime("malformed reply");
+/// Pushes the RESP reply at the start of `buf` onto `l`'s stack as one Lua value (the rules
+/// above), with Lua's C API only. Returns the bytes consumed; `None` for a reply nested deeper
+/// than [`MAX_DEPTH`], a Lua stack that cannot grow, or malformed input (the input is the
+/// server's own output, so well-formed; malformed input still never panics), having pushed
+/// nothing then. `counted`: an error reply is the command's own, which Redis marks with
+/// `ignore_error_stats_update` (its error was counted already).
+///
+/// # Safety
+/// `l` is a running state with a free stack slot (more are checked for, nested). A Lua memory
+/// error may unwind this by longjmp: it holds nothing to drop.
+pub unsafe fn push_resp(
+    l: *mut mlua::ffi::lua_State,
+    buf: &[u8],
+    depth: usize,
+    counted: bool,
+) -> Option<usize> {
+    use mlua::ffi;
     if depth > MAX_DEPTH {
-        return Err(mlua::Error::runtime("reply nested too deeply"));
+        return None;
     }
-    let eol = memchr_crlf(buf).ok_or_else(bad)?;
+    let eol = memchr_crlf(buf)?;
+    let tag = *buf.first()?;
     let line = &buf[1..eol];
     let after = eol + 2;
-    let num = || -> mlua::Result<i64> {
-        std::str::from_utf8(line)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(bad)
-    };
-    let tag = *buf.first().ok_or_else(bad)?;
-    Ok(match tag {
-        b'+' => {
-            let t = lua.create_table()?;
-            t.raw_set("ok", lua.create_string(line)?)?;
-            (Value::Table(t), after)
+    let num = || -> Option<i64> { std::str::from_utf8(line).ok()?.parse().ok() };
+    // SAFETY: the caller's contract; each level checks room for what it holds at once (a
+    // container, a key and a value, the field name of a wrapping table).
+    unsafe {
+        if ffi::lua_checkstack(l, 6) == 0 {
+            return None;
         }
-        b'-' => {
-            let t = lua.create_table()?;
-            t.raw_set("err", lua.create_string(line)?)?;
-            t.raw_set("ignore_error_stats_update", true)?;
-            (Value::Table(t), after)
-        }
-        b':' => (Value::Number(num()? as f64), after),
-        b'$' | b'=' => {
-            let n = num()?;
-            if n < 0 {
-                return Ok((Value::Boolean(false), after));
+        let push_bytes = |b: &[u8]| ffi::lua_pushlstring(l, b.as_ptr().cast(), b.len());
+        // A table {name = <value on top>}.
+        let wrap = |name: &std::ffi::CStr| {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_pushstring(l, name.as_ptr());
+            ffi::lua_pushvalue(l, -3);
+            ffi::lua_rawset(l, -3);
+            ffi::lua_replace(l, -2);
+        };
+        Some(match tag {
+            b'+' => {
+                push_bytes(line);
+                wrap(c"ok");
+                after
             }
-            let n = n as usize;
-            let body = buf.get(after..after + n).ok_or_else(bad)?;
-            let v = if tag == b'=' && body.len() >= 4 {
-                let t = lua.create_table()?;
-                let inner = lua.create_table()?;
-                inner.raw_set("format", lua.create_string(&body[..3])?)?;
-                inner.raw_set("string", lua.create_string(&body[4..])?)?;
-                t.raw_set("verbatim_string", inner)?;
-                Value::Table(t)
-            } else {
-                Value::String(lua.create_string(body)?)
-            };
-            (v, after + n + 2)
-        }
-        b'*' | b'>' | b'~' | b'%' | b'|' => {
-            let n = num()?;
-            if n < 0 {
-                return Ok((Value::Boolean(false), after));
+            b'-' => {
+                push_bytes(line);
+                wrap(c"err");
+                if counted {
+                    ffi::lua_pushstring(l, c"ignore_error_stats_update".as_ptr());
+                    ffi::lua_pushboolean(l, 1);
+                    ffi::lua_rawset(l, -3);
+                }
+                after
             }
-            let n = n as usize;
-            let mut pos = after;
-            match tag {
-                b'%' => {
-                    let inner = lua.create_table()?;
-                    for _ in 0..n {
-                        let (k, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                        pos += used;
-                        let (v, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                        pos += used;
-                        inner.raw_set(k, v)?;
-                    }
-                    let t = lua.create_table()?;
-                    t.raw_set("map", inner)?;
-                    (Value::Table(t), pos)
-                }
-                b'~' => {
-                    let inner = lua.create_table()?;
-                    for _ in 0..n {
-                        let (k, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                        pos += used;
-                        inner.raw_set(k, true)?;
-                    }
-                    let t = lua.create_table()?;
-                    t.raw_set("set", inner)?;
-                    (Value::Table(t), pos)
-                }
-                b'|' => {
-                    // Attributes: skipped, then the reply they decorate.
-                    for _ in 0..2 * n {
-                        let (_, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                        pos += used;
-                    }
-                    let (v, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                    (v, pos + used)
-                }
-                _ => {
-                    let t = lua.create_table_with_capacity(n.min(1 << 16), 0)?;
-                    for i in 0..n {
-                        let (v, used) = resp_to_lua(lua, &buf[pos..], depth + 1)?;
-                        pos += used;
-                        t.raw_set(i + 1, v)?;
-                    }
-                    (Value::Table(t), pos)
-                }
+            b':' => {
+                ffi::lua_pushnumber(l, num()? as f64);
+                after
             }
-        }
-        b'_' => (Value::Nil, after),
-        b'#' => (Value::Boolean(line == b"t"), after),
-        b',' => {
-            let s = std::str::from_utf8(line).map_err(|_| bad())?;
-            let d = match s {
-                "inf" => f64::INFINITY,
-                "-inf" => f64::NEG_INFINITY,
-                "nan" => f64::NAN,
-                _ => s.parse().map_err(|_| bad())?,
-            };
-            let t = lua.create_table()?;
-            t.raw_set("double", d)?;
-            (Value::Table(t), after)
-        }
-        b'(' => {
-            let t = lua.create_table()?;
-            t.raw_set("big_number", lua.create_string(line)?)?;
-            (Value::Table(t), after)
-        }
-        _ => return Err(bad()),
-    })
+            b'$' | b'=' => {
+                let n = num()?;
+                if n < 0 {
+                    ffi::lua_pushboolean(l, 0);
+                    return Some(after);
+                }
+                let n = usize::try_from(n).ok()?;
+                let body = buf.get(after..after.checked_add(n)?)?;
+                if tag == b'=' && body.len() >= 4 {
+                    ffi::lua_createtable(l, 0, 2);
+                    ffi::lua_pushstring(l, c"format".as_ptr());
+                    push_bytes(&body[..3]);
+                    ffi::lua_rawset(l, -3);
+                    ffi::lua_pushstring(l, c"string".as_ptr());
+                    push_bytes(&body[4..]);
+                    ffi::lua_rawset(l, -3);
+                    wrap(c"verbatim_string");
+                } else {
+                    push_bytes(body);
+                }
+                after + n + 2
+            }
+            b'*' | b'>' | b'~' | b'%' | b'|' => {
+                let n = num()?;
+                if n < 0 {
+                    ffi::lua_pushboolean(l, 0);
+                    return Some(after);
+                }
+                let n = usize::try_from(n).ok()?;
+                let hint = n.min(1 << 16) as i32;
+                let mut pos = after;
+                let top = ffi::lua_gettop(l);
+                // Pushes the next value, or leaves the stack as it was at `top` and fails.
+                let next = |pos: &mut usize| -> Option<()> {
+                    match push_resp(l, buf.get(*pos..)?, depth + 1, counted) {
+                        Some(used) => {
+                            *pos += used;
+                            Some(())
+                        }
+                        None => None,
+                    }
+                };
+                let ok = match tag {
+                    b'%' | b'~' => {
+                        ffi::lua_createtable(l, 0, hint);
+                        let mut ok = Some(());
+                        for _ in 0..n {
+                            ok = next(&mut pos);
+                            if ok.is_none() {
+                                break;
+                            }
+                            if tag == b'%' {
+                                ok = next(&mut pos);
+                                if ok.is_none() {
+                                    break;
+                                }
+                            } else {
+                                ffi::lua_pushboolean(l, 1);
+                            }
+                            ffi::lua_rawset(l, -3);
+                        }
+                        if ok.is_some() {
+                            wrap(if tag == b'%' { c"map" } else { c"set" });
+                        }
+                        ok
+                    }
+                    b'|' => {
+                        // Attributes: skipped, then the reply they decorate.
+                        let mut ok = Some(());
+                        for _ in 0..2 * n {
+                            ok = next(&mut pos);
+                            if ok.is_none() {
+                                break;
+                            }
+                            ffi::lua_pop(l, 1);
+                        }
+                        ok.and_then(|()| next(&mut pos))
+                    }
+                    _ => {
+                        ffi::lua_createtable(l, hint, 0);
+                        let mut ok = Some(());
+                        for i in 0..n {
+                            ok = next(&mut pos);
+                            if ok.is_none() {
+                                break;
+                            }
+                            ffi::lua_rawseti(l, -2, (i + 1) as ffi::lua_Integer);
+                        }
+                        ok
+                    }
+                };
+                if ok.is_none() {
+                    ffi::lua_settop(l, top);
+                    return None;
+                }
+                pos
+            }
+            b'_' => {
+                ffi::lua_pushnil(l);
+                after
+            }
+            b'#' => {
+                ffi::lua_pushboolean(l, i32::from(line == b"t"));
+                after
+            }
+            b',' => {
+                let s = std::str::from_utf8(line).ok()?;
+                let d = match s {
+                    "inf" => f64::INFINITY,
+                    "-inf" => f64::NEG_INFINITY,
+                    "nan" => f64::NAN,
+                    _ => s.parse().ok()?,
+                };
+                ffi::lua_pushnumber(l, d);
+                wrap(c"double");
+                after
+            }
+            b'(' => {
+                push_bytes(line);
+                wrap(c"big_number");
+                after
+            }
+            _ => return None,
+        })
+    }
 }
 
 fn memchr_crlf(buf: &[u8]) -> Option<usize> {
@@ -159,7 +221,7 @@ pub fn lua_to_resp(w: &mut ReplyWriter<'_>, v: &Value, script_resp3: bool, depth
     match v {
         Value::String(s) => w.bulk(&s.as_bytes()),
         Value::Integer(i) => w.integer(*i),
-        Value::Number(n) => w.integer(*n as i64),
+        Value::Number(n) => w.integer(number_to_integer(*n)),
         Value::Boolean(b) => {
             if script_resp3 {
                 w.boolean(*b);
@@ -238,6 +300,18 @@ fn table_to_resp(w: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) 
     }
 }
 
+/// A Lua number as Redis replies it: C's `(long long)` cast, truncated; a NaN, an infinity or a
+/// value out of the 64-bit range gives what that cast gives on x86-64, the minimum (Rust's `as`
+/// would saturate instead).
+pub fn number_to_integer(n: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    if n.is_nan() || !(-LIMIT..LIMIT).contains(&n) {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
 /// A Lua number as Redis passes it to a command: `%.17g`.
 pub fn number_arg(n: f64) -> Vec<u8> {
     if n.fract() == 0.0 && n.abs() < 1e17 {
@@ -249,6 +323,17 @@ pub fn number_arg(n: f64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn out_of_range_numbers_reply_as_redis() {
+        assert_eq!(number_to_integer(3.99), 3);
+        assert_eq!(number_to_integer(-3.99), -3);
+        assert_eq!(number_to_integer(2f64.powi(62)), 1 << 62);
+        assert_eq!(number_to_integer(2f64.powi(63)), i64::MIN);
+        assert_eq!(number_to_integer(-2f64.powi(63)), i64::MIN);
+        assert_eq!(number_to_integer(f64::INFINITY), i64::MIN);
+        assert_eq!(number_to_integer(f64::NAN), i64::MIN);
+    }
 
     #[test]
     fn g17_matches_c() {

@@ -1,13 +1,13 @@
 //! The libraries Redis loads into its Lua VM beside Lua's own, written here in Rust (Redis
 //! bundles C libraries; Locus does not copy them): `bit` (LuaBitOp's API: 32-bit two's
-//! complement operations on numbers), `cjson` ([`super::cjson`]) and `cmsgpack`
-//! ([`super::cmsgpack`]).
+//! complement operations on numbers), `cjson` ([`super::cjson`]), `cmsgpack`
+//! ([`super::cmsgpack`]) and `struct` ([`super::struct_lib`]).
 
 use mlua::{Lua, Table, Value, Variadic};
 
 /// The libraries built on a script's first use of their name (prelude.lua's global lookup):
 /// together about 6 KB of Lua memory that a tenant whose scripts never use them does not hold.
-pub const LAZY: [&str; 3] = ["bit", "cjson", "cmsgpack"];
+pub const LAZY: [&str; 4] = ["bit", "cjson", "cmsgpack", "struct"];
 
 /// Builds the library `name` (one of [`LAZY`]).
 ///
@@ -18,6 +18,7 @@ pub fn build(lua: &Lua, name: &str) -> mlua::Result<Table> {
         "bit" => bit(lua),
         "cjson" => super::cjson::module(lua),
         "cmsgpack" => super::cmsgpack::module(lua),
+        "struct" => super::struct_lib::module(lua),
         other => Err(mlua::Error::runtime(format!("no library {other}"))),
     }
 }

@@ -5,13 +5,14 @@
 //!   EVAL body numkeys k.. a..                      (engine lock held by the batch)
 //!     │ take the tenant's TenantVm out of `Scripts` (created on first use)
 //!     │ sha1(body) → cached function, or compile (shebang flags checked first)
-//!     │ CURRENT = this Ctx and Run (hidden.call, made once per VM, reaches them there)
-//!     │ hidden.run(f, KEYS, ARGV) = xpcall(f, handler) ─► redis.call(...) ─► hidden.call
+//!     │ CURRENT = this Ctx and Run (redis.call, a C function made once per VM, finds them there)
+//!     │ hidden.run(f, KEYS, ARGV) = xpcall(f, handler) ─► redis.call(...)   (vm.rs, Lua C API)
+//!     │                                          │ arguments read in place on the Lua stack
 //!     │                                          │ checks: arity, noscript, read-only, tenant
 //!     │                                          │ dispatch_spec(inner Ctx, args)   (the same
 //!     │                                          │   path a client's command takes: stats,
 //!     │                                          │   WATCH, notifications, blocking wake-ups)
-//!     │                                          └ reply bytes ─► Lua value (convert.rs)
+//!     │                                          └ reply bytes ─► Lua value (convert.rs, C API)
 //!     │ result ─► RESP in the client's protocol (convert.rs)
 //!     └ put the TenantVm back
 //! ```
@@ -32,6 +33,7 @@ pub mod cmsgpack;
 pub mod convert;
 pub mod function;
 pub mod libs;
+pub mod struct_lib;
 pub mod vm;
 
 use std::borrow::Cow;
@@ -250,17 +252,15 @@ fn eval_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, by_sha: bool, ro: bool) -> C
     let mut taken = take_vm(ctx, t)?;
     let vm = taken.vm();
     let sha = if by_sha {
-        let sha = lower(&a[1]);
-        if !vm.scripts.contains_key(&sha) {
+        let Ok(sha) = std::str::from_utf8(&a[1]) else {
             return Err(noscript());
-        }
-        sha
+        };
+        sha.to_ascii_lowercase()
     } else {
         load_script(vm, &a[1])?
     };
-    let (func, flags) = {
-        let s = &vm.scripts[&sha];
-        (s.func.clone(), s.flags)
+    let Some((func, flags)) = vm.scripts.get(&sha).map(|s| (s.func.clone(), s.flags)) else {
+        return Err(noscript());
     };
     let keys = &a[3..3 + numkeys as usize];
     let argv = &a[3 + numkeys as usize..];
@@ -327,15 +327,36 @@ pub(crate) fn run_script(
         let runner = if as_function { &vm.runf } else { &vm.run };
         // One protected call builds KEYS and ARGV with Lua's C API and calls the runner: mlua's
         // table and string helpers would each leave two C closures of garbage under a memory
-        // limit (their protection), about 1 KB a run.
-        // SAFETY: the closure only pushes values and calls; a Lua error (out of memory) unwinds
-        // through it by longjmp, and it owns nothing to drop. The stack has LUA_MINSTACK free
-        // slots; it uses three at most beyond the two arguments.
+        // limit (their protection), about 1 KB a run. For EVAL they become the globals KEYS
+        // and ARGV (set in the real global table, cleared after the run, so that a function
+        // never sees an EVAL's); a function gets them as its arguments.
+        // SAFETY: the closure only pushes values, sets fields of the real global table (no
+        // metamethods: raw) and calls; a Lua error (out of memory) unwinds through it by
+        // longjmp, and it owns nothing to drop. The stack has LUA_MINSTACK free slots; it uses
+        // three at most beyond the three arguments.
         unsafe {
-            vm.lua.exec_raw((runner, func), |state| {
-                push_array(state, keys);
-                push_array(state, argv);
-                mlua::ffi::lua_call(state, 3, 2);
+            vm.lua.exec_raw((&vm.real, runner, func), |state| {
+                use mlua::ffi;
+                let real = ffi::lua_gettop(state) - 2;
+                if as_function {
+                    push_array(state, keys);
+                    push_array(state, argv);
+                    ffi::lua_call(state, 3, 2);
+                } else {
+                    ffi::lua_pushstring(state, c"KEYS".as_ptr());
+                    push_array(state, keys);
+                    ffi::lua_rawset(state, real);
+                    ffi::lua_pushstring(state, c"ARGV".as_ptr());
+                    push_array(state, argv);
+                    ffi::lua_rawset(state, real);
+                    ffi::lua_call(state, 1, 2);
+                    for name in [c"KEYS", c"ARGV"] {
+                        ffi::lua_pushstring(state, name.as_ptr());
+                        ffi::lua_pushnil(state);
+                        ffi::lua_rawset(state, real);
+                    }
+                }
+                ffi::lua_remove(state, real);
             })
         }
     };
@@ -364,6 +385,7 @@ pub(crate) fn run_script(
     ctx.conn.block.deny = deny;
     ctx.conn.block.script = script;
     vm.collect_garbage(false);
+    shrink_reply();
     let (ok, out) = outcome.map_err(lua_err)?;
     if !ok || out.first() == Some(&b'-') {
         // A raised error, or an error table returned: the error line without its '-' and CRLF,
@@ -391,7 +413,7 @@ unsafe fn push_array(state: *mut mlua::ffi::lua_State, items: Args<'_, '_>) {
     }
 }
 
-/// The command a script runs in, for `hidden.call` (a function made once per VM).
+/// The command a script runs in, for `redis.call` (a C function made once per VM).
 struct Current<'a, 'b, 'c> {
     ctx: &'a RefCell<&'b mut Ctx<'c>>,
     run: &'a Run,
@@ -421,25 +443,107 @@ impl Drop for CurrentGuard {
     }
 }
 
-/// `hidden.call`: `redis.call` / `redis.pcall` of the running script (an error value outside
-/// a run: a function kept by a library and called at load time has no command to run in).
-pub(crate) fn call_current(lua: &Lua, args: &mlua::Table, n: usize) -> mlua::Result<(Value, bool)> {
-    let p = CURRENT.with(std::cell::Cell::get);
-    if p.is_null() {
-        return err_value(
-            lua,
-            "ERR redis.call can only be used while a script or function runs",
-        );
-    }
-    // SAFETY: `p` was set by run_script from a `Current` that outlives the run (its guard
-    // clears it before the `Current` goes), and this callback runs only inside that run, on
-    // this thread.
-    let cur = unsafe { &*p.cast::<Current<'_, '_, '_>>() };
-    let Ok(mut c) = cur.ctx.try_borrow_mut() else {
-        return err_value(lua, "ERR redis.call reentered");
-    };
-    let resp3 = cur.resp.load(Ordering::Relaxed) == 3;
-    script_call(lua, &mut c, cur.run, args, n, resp3)
+thread_local! {
+    /// The reply of the running script's latest `redis.call`, written by [`call_from_stack`] and
+    /// read by the C function that pushes it into Lua (vm.rs); kept between calls so that a
+    /// call allocates nothing for it (shrunk after a run that grew it past [`REPLY_KEEP`]).
+    static REPLY: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most bytes of reply buffer a thread keeps between runs.
+const REPLY_KEEP: usize = 64 << 10;
+
+/// `redis.call` / `redis.pcall`, first half: runs the command whose arguments are the Lua stack's
+/// values 1..=top and writes its reply, or why it was refused (an error reply), into the
+/// thread's reply buffer ([`with_reply`] reads it). Returns whether the reply is the command's
+/// own (an error reply then gets `ignore_error_stats_update`, as in Redis).
+///
+/// Outside a run (a function a library kept and called at load time) the reply is an error.
+///
+/// # Safety
+/// `l` is the state of a C function Lua is calling; its stack holds the call's arguments only.
+/// Nothing here raises a Lua error (strings are read in place, numbers formatted in Rust), and
+/// everything it owns is dropped when it returns, before the caller touches Lua again.
+pub(crate) unsafe fn call_from_stack(l: *mut mlua::ffi::lua_State) -> bool {
+    use mlua::ffi;
+    REPLY.with(|r| {
+        let mut buf = r.borrow_mut();
+        buf.clear();
+        let p = CURRENT.with(std::cell::Cell::get);
+        if p.is_null() {
+            error_reply(
+                &mut buf,
+                "ERR redis.call can only be used while a script or function runs",
+            );
+            return false;
+        }
+        // SAFETY: `p` was set by run_script from a `Current` that outlives the run (its guard
+        // clears it before the `Current` goes), and this runs only inside that run, on this
+        // thread.
+        let cur = unsafe { &*p.cast::<Current<'_, '_, '_>>() };
+        let Ok(mut c) = cur.ctx.try_borrow_mut() else {
+            error_reply(&mut buf, "ERR redis.call reentered");
+            return false;
+        };
+        // SAFETY: the caller's contract: a valid state whose stack holds the arguments.
+        let n = unsafe { ffi::lua_gettop(l) }.max(0) as usize;
+        let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(n.min(1 << 16));
+        for i in 1..=n as i32 {
+            // SAFETY: `i` is a valid stack index. A string is read in place (no conversion, so
+            // no allocation and no error); it stays on the stack, alive, until this returns.
+            let arg = unsafe {
+                match ffi::lua_type(l, i) {
+                    ffi::LUA_TSTRING => {
+                        let mut len = 0usize;
+                        let ptr = ffi::lua_tolstring(l, i, &mut len);
+                        Cow::Borrowed(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+                    }
+                    ffi::LUA_TNUMBER => Cow::Owned(convert::number_arg(ffi::lua_tonumber(l, i))),
+                    _ => {
+                        error_reply(
+                            &mut buf,
+                            "ERR Lua redis lib command arguments must be strings or integers",
+                        );
+                        return false;
+                    }
+                }
+            };
+            argv.push(arg);
+        }
+        let resp3 = cur.resp.load(Ordering::Relaxed) == 3;
+        script_call(&mut c, cur.run, &argv, resp3, &mut buf)
+    })
+}
+
+/// Runs `f` on the reply [`call_from_stack`] wrote, without holding a borrow of it: `f` may
+/// raise a Lua error (longjmp), which must leave nothing borrowed behind.
+///
+/// # Safety
+/// No [`call_from_stack`] runs while `f` does (runs never nest, and `f` calls no command).
+pub(crate) unsafe fn with_reply<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    let (ptr, len) = REPLY.with(|r| {
+        // SAFETY: no borrow of the cell is alive (call_from_stack has returned).
+        let v = unsafe { &*r.as_ptr() };
+        (v.as_ptr(), v.len())
+    });
+    // SAFETY: the buffer is not touched until the next call_from_stack, after `f`.
+    f(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Gives back a reply buffer that a large reply grew, and what `struct` kept (after a run).
+fn shrink_reply() {
+    struct_lib::release();
+    REPLY.with(|r| {
+        if let Ok(mut b) = r.try_borrow_mut()
+            && b.capacity() > REPLY_KEEP
+        {
+            *b = Vec::new();
+        }
+    });
+}
+
+fn error_reply(buf: &mut Vec<u8>, msg: &str) {
+    ReplyWriter::new(buf, ProtocolVersion::Resp2).error(msg);
 }
 
 /// The reply for an error a script raised: `{err=..., source=..., line=...}` from the handler,
@@ -481,51 +585,33 @@ fn denied_in_script(name: &str) -> bool {
     )
 }
 
-fn err_value(lua: &Lua, msg: &str) -> mlua::Result<(Value, bool)> {
-    let t = lua.create_table()?;
-    t.raw_set("err", msg)?;
-    Ok((Value::Table(t), true))
-}
-
-use mlua::Lua;
-
-/// `redis.call` / `redis.pcall`: one command through the dispatcher. Returns the reply as a
-/// Lua value and whether it is an error (the Lua side raises it for `redis.call`).
+/// `redis.call` / `redis.pcall`: one command through the dispatcher, its reply (RESP2, or RESP3
+/// when the script chose it) written to `buf`. Returns whether it ran (false: refused here,
+/// `buf` holds why).
 fn script_call(
-    lua: &Lua,
     ctx: &mut Ctx<'_>,
     run: &Run,
-    args: &mlua::Table,
-    n: usize,
+    argv: Args<'_, '_>,
     resp3: bool,
-) -> mlua::Result<(Value, bool)> {
-    if n == 0 {
-        return err_value(
-            lua,
+    buf: &mut Vec<u8>,
+) -> bool {
+    let refuse = |buf: &mut Vec<u8>, msg: &str| {
+        error_reply(buf, msg);
+        false
+    };
+    if argv.is_empty() {
+        return refuse(
+            buf,
             "ERR Please specify at least one argument for this redis lib call",
         );
     }
-    let mut argv: Vec<Cow<'_, [u8]>> = Vec::with_capacity(n.min(1 << 16));
-    for i in 1..=n {
-        match args.raw_get::<Value>(i)? {
-            Value::String(s) => argv.push(Cow::Owned(s.as_bytes().to_vec())),
-            Value::Integer(i) => argv.push(Cow::Owned(i.to_string().into_bytes())),
-            Value::Number(n) => argv.push(Cow::Owned(convert::number_arg(n))),
-            _ => {
-                return err_value(
-                    lua,
-                    "ERR Lua redis lib command arguments must be strings or integers",
-                );
-            }
-        }
-    }
     let Some(spec) = lookup(&argv[0]) else {
-        return err_value(lua, "ERR Unknown Redis command called from script");
+        return refuse(buf, "ERR Unknown Redis command called from script");
     };
     let argc = argv.len() as i32;
     if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
-        return err_value(
-            lua,
+        return refuse(
+            buf,
             "ERR Wrong number of args calling Redis command from script",
         );
     }
@@ -533,24 +619,23 @@ fn script_call(
         || denied_in_script(spec.name)
         || crate::exec::cluster::noscript_subcommand(spec.name, argv.get(1).map(|a| &a[..]))
     {
-        return err_value(lua, "ERR This Redis command is not allowed from script");
+        return refuse(buf, "ERR This Redis command is not allowed from script");
     }
     if run.read_only && (spec.is_write || has_flag(spec.flags, "may_replicate")) {
-        return err_value(
-            lua,
+        return refuse(
+            buf,
             "ERR Write commands are not allowed from read-only scripts.",
         );
     }
     // The tenant boundary: the command must land in the script's tenant.
-    if let Ok(Some(t)) = super::route(ctx, spec, &argv)
+    if let Ok(Some(t)) = super::route(ctx, spec, argv)
         && t != run.tenant
     {
-        return err_value(
-            lua,
+        return refuse(
+            buf,
             "ERR Script attempted to access a key outside its tenant",
         );
     }
-    let mut buf = Vec::new();
     let proto = if resp3 {
         ProtocolVersion::Resp3
     } else {
@@ -564,18 +649,16 @@ fn script_call(
             fx: ctx.fx,
             server: ctx.server,
             conn: &mut *ctx.conn,
-            w: ReplyWriter::new(&mut buf, proto),
+            w: ReplyWriter::new(buf, proto),
             tenant: None,
         };
-        super::monitor::in_script(|| super::dispatch_spec(&mut inner, &argv, Some(spec)));
+        super::monitor::in_script(|| super::dispatch_spec(&mut inner, argv, Some(spec)));
     }
     if spec.is_write {
         ctx.shared().scripts().busy().wrote();
     }
     ctx.conn.proto = saved;
-    let is_err = buf.first() == Some(&b'-');
-    let (v, _) = convert::resp_to_lua(lua, &buf, 0)?;
-    Ok((v, is_err))
+    true
 }
 
 /// Redis's error for a subcommand given more arguments than it takes.

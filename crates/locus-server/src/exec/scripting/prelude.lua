@@ -6,16 +6,16 @@
 -- `print`, `dofile`, `loadfile`, binary chunks).
 --
 -- `hidden` (the chunk's argument) holds the Rust side:
---   hidden.call(args, n)  -> value, is_error  (set per run; redis.call and redis.pcall use it)
+--   hidden.c_call(...), hidden.c_pcall(...)  redis.call and redis.pcall (C functions)
 --   hidden.sha1hex(s)     -> hex digest
 --   hidden.log(level, s)  -> nothing
 --   hidden.setresp(n)     -> nothing
 --   hidden.known(name)    -> whether the command exists (redis.acl_check_cmd)
---   hidden.lib(name)      -> the library `name` (bit, cjson, cmsgpack), built on first use
+--   hidden.lib(name)      -> the library `name` (bit, cjson, cmsgpack, struct), built on first use
 --   hidden.lazy           the names hidden.lib builds
 -- and receives from here:
 --   hidden.globals        the read-only proxy that becomes the thread's global table
---   hidden.run(f, k, a)   xpcall of an EVAL body with the error handler, KEYS = k, ARGV = a
+--   hidden.run(f)         xpcall of an EVAL body with the error handler (KEYS, ARGV set by Rust)
 --   hidden.runf(f, k, a)  the same for a function called with (KEYS, ARGV)
 -- A run allocates only what the script needs (KEYS, ARGV, its own values): no closure per run.
 local hidden = ...
@@ -48,20 +48,12 @@ end
 
 local redis = {}
 
--- redis.call is a C function (hidden.c_call, vm.rs): a Lua wrapper would be tail-called by
--- `return redis.call(...)` and the user's frame, whose line the error names, would be gone.
--- It calls this stub, then raises the error table itself.
--- The arguments travel as one table and their count (nil holes kept): a command may have more
--- arguments than a Rust callback can take on Lua's C stack (8000).
-hidden.call_stub = function(args, n)
-  return hidden.call(args, n)
-end
+-- redis.call and redis.pcall are C functions (hidden.c_call, hidden.c_pcall; vm.rs): a Lua
+-- wrapper would be tail-called by `return redis.call(...)` and the user's frame, whose line the
+-- error names, would be gone. They read their arguments on the Lua stack and push the reply
+-- with Lua's C API; redis.call raises an error reply as the error table itself.
 redis.call = hidden.c_call
-
-redis.pcall = function(...)
-  local r = hidden.call({ ... }, select('#', ...))
-  return r
-end
+redis.pcall = hidden.c_pcall
 
 redis.error_reply = function(...)
   local s = ...
@@ -153,12 +145,11 @@ local function handler(e)
   return e
 end
 
-hidden.run = function(f, keys, args)
-  rawset(real, 'KEYS', keys)
-  rawset(real, 'ARGV', args)
+-- An EVAL body; KEYS and ARGV are set (and cleared after) in the real globals by the caller
+-- with the C API (mod.rs), whose names stay interned here.
+hidden.names = { 'KEYS', 'ARGV' }
+hidden.run = function(f)
   local ok, v = xpcall(f, handler)
-  rawset(real, 'KEYS', nil)
-  rawset(real, 'ARGV', nil)
   return ok, v
 end
 

@@ -6,8 +6,8 @@
 //!   ├── lua: Lua 5.1 state (mlua, vendored), allocations capped at `LUA_MEMORY_CAP`
 //!   ├── real globals: the libraries, `redis`, KEYS/ARGV (set per call, raw)
 //!   │     └── the thread's global table is a read-only proxy of it (prelude.lua)
-//!   ├── hidden: the Rust primitives the prelude wraps (hidden.call reaches the running
-//!   │     command through `super::CURRENT`)
+//!   ├── hidden: the Rust primitives the prelude wraps (redis.call, a C function, reaches the
+//!   │     running command through `super::CURRENT`)
 //!   └── scripts: sha1 hex → (body, compiled function, shebang flags)
 //! ```
 
@@ -259,12 +259,6 @@ impl TenantVm {
             lazy.raw_set(name, true)?;
         }
         hidden.raw_set("lazy", lazy)?;
-        hidden.raw_set(
-            "call",
-            lua.create_function(|lua, (args, n): (Table, usize)| {
-                super::call_current(lua, &args, n)
-            })?,
-        )?;
         let resp = Arc::new(AtomicU8::new(2));
         hidden.raw_set(
             "sha1hex",
@@ -303,15 +297,15 @@ impl TenantVm {
                 Ok(crate::exec::lookup(&name.as_bytes()).is_some())
             })?,
         )?;
-        // SAFETY: `redis_call` follows the Lua C API's protocol (see its comment).
+        // SAFETY: `redis_call` and `redis_pcall` follow the Lua C API's protocol (see
+        // `call_and_push`).
         hidden.raw_set("c_call", unsafe { lua.create_c_function(redis_call)? })?;
+        hidden.raw_set("c_pcall", unsafe { lua.create_c_function(redis_pcall)? })?;
         hidden.raw_set("version", REDIS_VERSION)?;
         hidden.raw_set("version_num", REDIS_VERSION_NUM)?;
         lua.load(include_str!("prelude.lua"))
             .set_name("=locus")
             .call::<()>(hidden.clone())?;
-        let stub: Function = hidden.raw_get("call_stub")?;
-        lua.set_named_registry_value(CALL_STUB, stub)?;
         let globals: Table = hidden.raw_get("globals")?;
         lua.set_globals(globals)?;
         let run: Function = hidden.raw_get("run")?;
@@ -376,41 +370,65 @@ impl TenantVm {
 }
 
 /// Least growth of a VM between two full collections (see [`TenantVm::collect_garbage`]): about
-/// 40 runs of a short script.
-pub const GC_SLACK: usize = 16 << 10;
+/// 90 runs of bench/evalsha_cpu.py's 3-command script (about 270 bytes of garbage each: KEYS,
+/// ARGV, a reply string, the two C closures of `Lua::exec_raw`'s protection).
+pub const GC_SLACK: usize = 24 << 10;
 
-/// The registry slot of prelude.lua's `hidden.call_stub`.
-const CALL_STUB: &str = "locus.call_stub";
-
-/// `redis.call`: calls the stub with the same arguments, which answers (reply, is_error); an
-/// error reply is raised as the Lua error value itself (a table `{err=...}`), which only the C
-/// API can do (an mlua callback's error would reach the script as a userdata). Being a C
-/// function, a `return redis.call(...)` in a script is not a real tail call in Lua 5.1, so the
-/// error handler still finds the script's line.
+/// `redis.call`: an error reply is raised as the Lua error value itself (a table `{err=...}`),
+/// which only the C API can do (an mlua callback's error would reach the script as a userdata).
+/// Being a C function, a `return redis.call(...)` in a script is not a real tail call in Lua
+/// 5.1, so the error handler still finds the script's line.
 unsafe extern "C-unwind" fn redis_call(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    // SAFETY: called by Lua as a C function.
+    unsafe { call_and_push(l, true) }
+}
+
+/// `redis.pcall`: as `redis.call`, an error reply returned instead of raised.
+unsafe extern "C-unwind" fn redis_pcall(l: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    // SAFETY: called by Lua as a C function.
+    unsafe { call_and_push(l, false) }
+}
+
+/// One `redis.call` / `redis.pcall` with Lua's C API only (no mlua callback, table or string
+/// helper: under a memory limit each of those leaves two C closures of garbage, and their
+/// protection costs more than the command): the command runs with its arguments read in place
+/// on the stack ([`super::call_from_stack`], which owns and raises nothing), then its reply is
+/// pushed from the thread's buffer ([`super::convert::push_resp`]) and, for `redis.call`, an
+/// error reply raised.
+///
+/// # Safety
+/// Called by Lua as a C function. Past `call_from_stack` this frame owns nothing to drop, so
+/// that a Lua error (out of memory while pushing; the raise) may unwind it by longjmp; a panic
+/// of the command is caught before it could unwind into Lua's C frames.
+unsafe fn call_and_push(l: *mut mlua::ffi::lua_State, raise: bool) -> std::ffi::c_int {
     use mlua::ffi;
-    // SAFETY: called by Lua with a valid state; the stack holds the arguments only. lua_call
-    // and lua_error unwind with longjmp through this frame, which owns nothing to drop.
+    // SAFETY: the stack holds the arguments only; see call_from_stack's contract.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+        super::call_from_stack(l)
+    }));
+    // SAFETY: call_from_stack has returned; the pushes below are the Lua API's own protocol,
+    // with stack room checked by push_resp.
     unsafe {
-        // No lua_checkstack: with more than 8000 arguments it fails, and the three slots used
-        // here are within the LUA_MINSTACK (20) every C function is given.
-        let n = ffi::lua_gettop(l);
-        // The arguments into one table at index 1 (the top one is the last argument).
-        ffi::lua_createtable(l, n, 0);
-        ffi::lua_insert(l, 1);
-        for i in (1..=n).rev() {
-            ffi::lua_rawseti(l, 1, ffi::lua_Integer::from(i));
+        ffi::lua_settop(l, 0);
+        let counted = match ran {
+            Ok(counted) => counted,
+            Err(_) => {
+                ffi::lua_pushstring(l, c"ERR the command panicked (a Locus bug)".as_ptr());
+                ffi::lua_error(l)
+            }
+        };
+        let pushed = super::with_reply(|reply| {
+            super::convert::push_resp(l, reply, 0, counted).map(|_| reply.first() == Some(&b'-'))
+        });
+        match pushed {
+            Some(true) if raise => ffi::lua_error(l),
+            Some(_) => 1,
+            None => {
+                ffi::lua_settop(l, 0);
+                ffi::lua_pushstring(l, c"ERR reply nested too deeply or malformed".as_ptr());
+                ffi::lua_error(l)
+            }
         }
-        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, c"locus.call_stub".as_ptr());
-        ffi::lua_insert(l, 1);
-        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
-        ffi::lua_call(l, 2, 2);
-        let failed = ffi::lua_toboolean(l, -1) != 0;
-        ffi::lua_pop(l, 1);
-        if failed {
-            ffi::lua_error(l);
-        }
-        1
     }
 }
 
