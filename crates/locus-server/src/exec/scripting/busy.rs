@@ -44,6 +44,8 @@ pub struct Busy {
     loading: AtomicBool,
     /// Hand-offs of the runtime worker tried during this run (see [`hand_off_worker`]).
     handoffs: std::sync::atomic::AtomicU32,
+    /// The VM's hook fires at every instruction (after a failed check, until the run ends).
+    hook_armed: AtomicBool,
 }
 
 /// Most hand-off attempts per run.
@@ -93,6 +95,11 @@ impl Busy {
         self.running.store(false, Ordering::Release);
         self.timed_out.store(false, Ordering::Release);
         self.kill.store(false, Ordering::Release);
+    }
+
+    /// Sets whether the per-instruction hook is on; the previous value.
+    pub fn swap_hook_armed(&self, on: bool) -> bool {
+        self.hook_armed.swap(on, Ordering::AcqRel)
     }
 
     /// The script ran a write command (it can no longer be killed).

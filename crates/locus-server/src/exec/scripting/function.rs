@@ -146,6 +146,7 @@ fn compile_and_register(
     busy.start_load();
     let loaded: mlua::Result<(bool, Value, Value)> = vm.load_library.call(chunk);
     busy.end_load();
+    vm.after_run();
     let (ok, e, pending) = loaded.map_err(|e| err(format!("Error registering functions: {e}")))?;
     if !ok {
         let msg = match &e {

@@ -378,6 +378,7 @@ pub(crate) fn run_script(
         (ok, out)
     });
     busy.end();
+    vm.after_run();
     let ctx = cell.into_inner();
     ctx.conn.db = db;
     ctx.conn.tenant = tenant;

@@ -219,11 +219,47 @@ pub struct TenantVm {
     pub libraries: super::function::Libraries,
     /// `hidden.load_library`.
     pub load_library: Function,
+    /// The running script's state, which the hook checks.
+    busy: Arc<super::busy::Busy>,
     /// The VM (dropped last: the handles above point into it).
     pub lua: Lua,
 }
 
+/// Sets the hook that checks the clock and SCRIPT KILL every `every` instructions (Redis: every
+/// 100,000). Once a check fails (a kill, a library's load past its limit) the hook is set again
+/// to fire at every instruction, so the error is raised again right after any `pcall` that
+/// caught it and the script ends whatever it catches (Redis re-arms its hook per line for the
+/// same reason); [`TenantVm::after_run`] puts the sparse hook back.
+fn install_hook(lua: &Lua, busy: Arc<super::busy::Busy>, every: u32) -> mlua::Result<()> {
+    lua.set_hook(
+        mlua::HookTriggers::new().every_nth_instruction(every),
+        move |lua, _| match busy.check() {
+            Some(msg) => {
+                if every > 1 && !busy.swap_hook_armed(true) {
+                    // mlua clones the running callback before calling it, so replacing it here
+                    // frees nothing that runs.
+                    install_hook(lua, busy.clone(), 1)?;
+                }
+                Err(mlua::Error::runtime(msg))
+            }
+            None => Ok(mlua::VmState::Continue),
+        },
+    )
+}
+
 impl TenantVm {
+    /// After a script or a library's load: the sparse hook again if a failed check had set the
+    /// per-instruction one.
+    pub fn after_run(&self) {
+        if self.busy.swap_hook_armed(false) {
+            // Setting a hook allocates its callback; if even that fails, the per-instruction
+            // hook stays and only costs time, and the next run tries again.
+            if install_hook(&self.lua, self.busy.clone(), super::busy::HOOK_EVERY).is_err() {
+                self.busy.swap_hook_armed(true);
+            }
+        }
+    }
+
     /// A new VM: the libraries Redis loads, the `redis` API, read-only globals.
     ///
     /// # Errors
@@ -239,15 +275,7 @@ impl TenantVm {
             )
         };
         lua.set_memory_limit(LUA_MEMORY_CAP)?;
-        // Busy scripts: the clock and SCRIPT KILL are checked every HOOK_EVERY instructions;
-        // after a kill every check fails, so even a loop around pcall ends.
-        lua.set_hook(
-            mlua::HookTriggers::new().every_nth_instruction(super::busy::HOOK_EVERY),
-            move |_, _| match busy.check() {
-                Some(msg) => Err(mlua::Error::runtime(msg)),
-                None => Ok(mlua::VmState::Continue),
-            },
-        )?;
+        install_hook(&lua, busy.clone(), super::busy::HOOK_EVERY)?;
         let real = lua.globals();
         let hidden = lua.create_table()?;
         hidden.raw_set(
@@ -322,6 +350,7 @@ impl TenantVm {
             gc_base: 0,
             libraries: super::function::Libraries::default(),
             load_library,
+            busy,
             lua,
         };
         // The prelude's compiled top level and its temporaries (about a quarter of a new VM's
