@@ -270,6 +270,31 @@ def test_script_cache_is_per_tenant(start_locus_toml):
 
 
 @pytest.mark.locus_only
+def test_function_stats_while_busy_stays_inside_the_tenant(start_locus_toml):
+    """Tenant a's busy function is shown by FUNCTION STATS to a's clients only; tenant b's
+    FUNCTION STATS is answered BUSY, never with a's function, its arguments or its libraries."""
+    main, pa, pb = free_ports(3)
+    srv = start_locus_toml(tenants_toml(main, "port", [("a", f"port = {pa}"), ("b", f"port = {pb}")]), pa)
+    admin = client(pa, username="root", password="root-pw")  # port tenancy: on a tenant's port
+    admin.config_set("busy-reply-threshold", "50")
+    a, a2, b = client(pa), client(pa), client(pb)
+    a2.ping(), b.ping()  # connected before the script runs, as in Redis's own tests
+    a.function_load(SPIN_LIBRARY)
+    t, got = run_in_thread(lambda: a.fcall("spin", 0, "secret-arg"))
+    wait_busy(a2)
+    with pytest.raises(redis.ResponseError, match="BUSY") as e:
+        b.execute_command("FUNCTION", "STATS")
+    assert "spin" not in str(e.value) and "secret-arg" not in str(e.value)
+    stats = a2.execute_command("FUNCTION", "STATS")
+    assert "secret-arg" in str(stats)
+    assert a2.execute_command("FUNCTION", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive() and "killed by user" in got["err"], got
+    assert b.execute_command("FUNCTION", "STATS")["running_script"] is None
+    assert srv.alive()
+
+
+@pytest.mark.locus_only
 def test_script_cannot_reach_another_tenants_key(start_locus_toml):
     (main,) = free_ports(1)
     srv = start_locus_toml(tenants_toml(main, "prefix", [
@@ -360,6 +385,93 @@ def test_busy_script_kill(start_server, client_for):
     assert b.ping()
     with pytest.raises(redis.ResponseError, match="NOTBUSY"):
         b.execute_command("SCRIPT", "KILL")
+
+
+SPIN_LIBRARY = "#!lua name=spinlib\nredis.register_function('spin', function(keys, args) local a = 1 while true do a = a + 1 end end)"
+
+
+def wait_busy(c, deadline_s=5):
+    """Until `c` is answered BUSY (the script passed busy-reply-threshold)."""
+    deadline = time.time() + deadline_s
+    while True:
+        try:
+            c.ping()
+        except redis.ResponseError as e:
+            assert str(e).startswith("BUSY"), e
+            return
+        assert time.time() < deadline, "no BUSY reply while the script ran"
+        time.sleep(0.02)
+
+
+def run_in_thread(fn):
+    import threading
+
+    got = {}
+
+    def run():
+        try:
+            got["ok"] = fn()
+        except redis.ResponseError as e:
+            got["err"] = str(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, got
+
+
+def test_function_stats_while_a_function_is_busy(start_server, client_for):
+    """FUNCTION STATS answers while a function runs past busy-reply-threshold (Redis flags it
+    allow-busy, so a client can decide to FUNCTION KILL): the function's name, its FCALL and how
+    long it has run; while an EVAL is busy it is answered BUSY like everything else."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    b.function_load(SPIN_LIBRARY, replace=True)
+    t, got = run_in_thread(lambda: a.fcall("spin", 0, "x1"))
+    wait_busy(b)
+    stats = b.execute_command("FUNCTION", "STATS")
+    stats = dict(zip(stats[::2], stats[1::2])) if isinstance(stats, list) else stats
+    running = stats["running_script"]
+    running = dict(zip(running[::2], running[1::2])) if isinstance(running, list) else running
+    assert running["name"] == "spin"
+    assert list(running["command"]) == ["FCALL", "spin", "0", "x1"]  # as the client sent it
+    assert int(running["duration_ms"]) >= 50
+    engines = stats["engines"]
+    lua = (dict(zip(engines[::2], engines[1::2])) if isinstance(engines, list) else engines)["LUA"]
+    lua = dict(zip(lua[::2], lua[1::2])) if isinstance(lua, list) else lua
+    assert int(lua["libraries_count"]) == 1 and int(lua["functions_count"]) == 1
+    assert b.execute_command("FUNCTION", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive() and "killed by user" in got["err"], got
+    # While an EVAL is busy, FUNCTION STATS is answered BUSY.
+    t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+    wait_busy(b)
+    with pytest.raises(redis.ResponseError, match="BUSY"):
+        b.execute_command("FUNCTION", "STATS")
+    assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive()
+    stats = b.execute_command("FUNCTION", "STATS")
+    stats = dict(zip(stats[::2], stats[1::2])) if isinstance(stats, list) else stats
+    assert stats["running_script"] is None
+
+
+def test_script_kill_ends_a_script_that_catches_it_with_pcall(start_server, client_for):
+    """SCRIPT KILL ends a read-only script even when it calls everything through pcall: the kill
+    is raised again right after the pcall that caught it."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    t, got = run_in_thread(lambda: a.eval(
+        "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end", 0))
+    wait_busy(b)
+    assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive(), "the script survived SCRIPT KILL"
+    assert "killed by user" in got["err"], got
+    assert b.ping()
+    # The VM runs on at full speed after it: a loop that is not killed completes.
+    assert a.eval("local n = 0 for i = 1, 300000 do n = n + 1 end return n", 0) == 300000
 
 
 def test_busy_script_that_wrote_is_unkillable(peer, client_for):

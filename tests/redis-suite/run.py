@@ -181,7 +181,14 @@ def main() -> int:
     finally:
         if locus.poll() is None:
             locus.terminate()
-            locus.wait(10)
+            try:
+                locus.wait(10)
+            except subprocess.TimeoutExpired:
+                # A script a failed test left running holds the server (SIGTERM waits for a
+                # busy script, as Redis's does): stop it hard so the failures still print.
+                print("locus did not stop within 10 s of SIGTERM (a busy script?); killed")
+                locus.kill()
+                locus.wait(10)
     for unit, why in UNITS_LATER.items():
         if not args.unit:
             print(f"{unit:22} not run: {why}")

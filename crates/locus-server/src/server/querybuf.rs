@@ -97,6 +97,13 @@ impl Charge {
         if tenant == self.tenant && want == self.bytes {
             return true;
         }
+        if want == 0 && self.bytes == 0 {
+            // Nothing charged and nothing to charge (a new connection learning its tenant):
+            // no engine lock, which a busy script may hold for seconds (the connection's first
+            // command is then answered BUSY, not held until the script ends).
+            self.tenant = tenant;
+            return true;
+        }
         let mut eng = shared.engine();
         if tenant != self.tenant {
             if let Some(t) = self.tenant.take() {

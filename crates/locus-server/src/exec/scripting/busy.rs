@@ -46,6 +46,21 @@ pub struct Busy {
     handoffs: std::sync::atomic::AtomicU32,
     /// The VM's hook fires at every instruction (after a failed check, until the run ends).
     hook_armed: AtomicBool,
+    /// The function FCALL runs, for FUNCTION STATS while it is busy.
+    running_function: parking_lot::Mutex<RunningFunction>,
+}
+
+/// What FUNCTION STATS tells of a running function (`running_script`) and of its tenant's
+/// libraries. The buffers are kept between runs, so an FCALL allocates nothing here.
+#[derive(Debug, Default)]
+struct RunningFunction {
+    tenant: Option<locus_engine::TenantId>,
+    name: String,
+    /// The FCALL command's arguments, end to end; `ends` holds where each one ends.
+    command: Vec<u8>,
+    ends: Vec<usize>,
+    libraries: usize,
+    functions: usize,
 }
 
 /// Most hand-off attempts per run.
@@ -95,6 +110,36 @@ impl Busy {
         self.running.store(false, Ordering::Release);
         self.timed_out.store(false, Ordering::Release);
         self.kill.store(false, Ordering::Release);
+    }
+
+    /// FCALL starts `name` for `tenant`, called with `command`; the tenant has `libraries`
+    /// libraries of `functions` functions.
+    pub fn set_running_function(
+        &self,
+        tenant: locus_engine::TenantId,
+        name: &str,
+        command: Args<'_, '_>,
+        libraries: usize,
+        functions: usize,
+    ) {
+        let mut r = self.running_function.lock();
+        r.tenant = Some(tenant);
+        r.name.clear();
+        r.name.push_str(name);
+        r.command.clear();
+        r.ends.clear();
+        for arg in command.iter() {
+            r.command.extend_from_slice(arg);
+            let end = r.command.len();
+            r.ends.push(end);
+        }
+        r.libraries = libraries;
+        r.functions = functions;
+    }
+
+    /// The FCALL ended.
+    pub fn clear_running_function(&self) {
+        self.running_function.lock().tenant = None;
     }
 
     /// Sets whether the per-instruction hook is on; the previous value.
@@ -192,6 +237,38 @@ pub fn answer_busy(
             w.ok();
         }
         return;
+    }
+    // FUNCTION STATS may run while a function is busy (Redis flags it allow-busy), to decide
+    // whether to kill it; for an EVAL Redis answers BUSY. Only the running function's own tenant
+    // sees it: the others are answered BUSY as for every command.
+    if is(&cmd[0], "function") && sub("stats") && function {
+        let r = busy.running_function.lock();
+        if r.tenant.is_some() && r.tenant == conn.tenant {
+            let ran = now_ms().saturating_sub(busy.started_ms.load(Ordering::Relaxed));
+            w.map(2);
+            w.bulk(b"running_script");
+            w.map(3);
+            w.bulk(b"name");
+            w.bulk(r.name.as_bytes());
+            w.bulk(b"command");
+            w.array(r.ends.len());
+            let mut start = 0;
+            for &end in &r.ends {
+                w.bulk(&r.command[start..end]);
+                start = end;
+            }
+            w.bulk(b"duration_ms");
+            w.integer(ran as i64);
+            w.bulk(b"engines");
+            w.map(1);
+            w.bulk(b"LUA");
+            w.map(2);
+            w.bulk(b"libraries_count");
+            w.integer(r.libraries as i64);
+            w.bulk(b"functions_count");
+            w.integer(r.functions as i64);
+            return;
+        }
     }
     // MULTI state as Redis keeps it while busy: MULTI and DISCARD pass (they need no data), a
     // refused command inside MULTI aborts the transaction, a refused EXEC discards it.

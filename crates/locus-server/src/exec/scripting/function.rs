@@ -253,7 +253,7 @@ fn fcall_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, ro: bool) -> CmdResult {
     else {
         return Err(CmdError::msg("ERR Function not found"));
     };
-    let (func, flags) = (f.func.clone(), f.flags);
+    let (func, flags, registered) = (f.func.clone(), f.flags, f.name.clone());
     let numkeys = int_arg(&a[2]).map_err(|_| CmdError::msg("ERR Bad number of keys provided"))?;
     if numkeys > (a.len() - 3) as i64 {
         return Err(CmdError::msg(
@@ -274,7 +274,12 @@ fn fcall_generic(ctx: &mut Ctx<'_>, a: Args<'_, '_>, ro: bool) -> CmdResult {
         tenant: t,
         name: fname,
     };
-    run_script(ctx, vm, &run, &func, &a[3..3 + n], &a[3 + n..], true)
+    let (libraries, functions) = (vm.libraries.libs.len(), vm.libraries.functions());
+    let busy = ctx.shared().scripts().busy();
+    busy.set_running_function(t, &registered, a, libraries, functions);
+    let result = run_script(ctx, vm, &run, &func, &a[3..3 + n], &a[3 + n..], true);
+    ctx.shared().scripts().busy().clear_running_function();
+    result
 }
 
 /// `FUNCTION <subcommand> ...`
