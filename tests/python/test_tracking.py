@@ -161,6 +161,24 @@ def test_bcast_prefixes_and_noloop(port):
         assert sorted(info["prefixes"]) == ["cfg:", "user:"]
 
 
+def test_switching_to_bcast_forgets_the_keys_tracked_before(port):
+    """Redis's 'After switching from normal tracking to BCAST mode, no invalidation message is
+    produced for pre-BCAST keys', with the other client's write acknowledged before the tracking
+    client reads (the suite's version sends the write and the PING on two connections back to
+    back, an order a server with several threads does not promise): one BCAST invalidation, and
+    none for the key read under the normal tracking before the switch."""
+    with resp3(port) as me, Raw(port) as other:
+        assert me.call("CLIENT", "TRACKING", "ON") == "OK"
+        assert other.call("SET", "key1", "1") == "OK"
+        assert me.call("GET", "key1") == b"1"
+        assert me.call("CLIENT", "TRACKING", "OFF") == "OK"
+        assert me.call("CLIENT", "TRACKING", "ON", "BCAST") == "OK"
+        assert other.call("INCR", "key1") == 2
+        assert push(me) == ["invalidate", ["key1"]]
+        assert me.call("PING") == "PONG"
+        assert me.nothing_within(QUIET)
+
+
 @pytest.mark.locus_only
 def test_many_bcast_prefixes(port):
     """A long PREFIX list (hostile or not) is checked and matched without holding the server.
