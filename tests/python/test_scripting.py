@@ -278,7 +278,6 @@ def test_function_stats_while_busy_stays_inside_the_tenant(start_locus_toml):
     admin = client(pa, username="root", password="root-pw")  # port tenancy: on a tenant's port
     admin.config_set("busy-reply-threshold", "50")
     a, a2, b = client(pa), client(pa), client(pb)
-    a2.ping(), b.ping()  # connected before the script runs, as in Redis's own tests
     a.function_load(SPIN_LIBRARY)
     t, got = run_in_thread(lambda: a.fcall("spin", 0, "secret-arg"))
     wait_busy(a2)
@@ -454,6 +453,27 @@ def test_function_stats_while_a_function_is_busy(start_server, client_for):
     stats = b.execute_command("FUNCTION", "STATS")
     stats = dict(zip(stats[::2], stats[1::2])) if isinstance(stats, list) else stats
     assert stats["running_script"] is None
+
+
+def test_a_client_can_connect_and_kill_while_a_script_is_busy(start_server, client_for):
+    """HELLO, AUTH and QUIT are answered while a script is busy, as Redis answers them: a client
+    that opens its connection with HELLO 3 (redis-py 8's default) can still connect and send
+    SCRIPT KILL. Everything else gets BUSY."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+    wait_busy(b)
+    with Raw(srv.port) as fresh:
+        hello = fresh.call("HELLO", "3")
+        assert hello[b"proto"] == 3, hello
+        assert "called without any password" in str(fresh.call("AUTH", "nopass"))
+        assert str(fresh.call("GET", "k")).startswith("BUSY")
+        assert fresh.call("SCRIPT", "KILL") == "OK"
+    t.join(5)
+    assert not t.is_alive() and "killed by user" in got["err"], got
+    with Raw(srv.port) as fresh:
+        assert fresh.call("QUIT") == "OK"
 
 
 def test_script_kill_ends_a_script_that_catches_it_with_pcall(start_server, client_for):

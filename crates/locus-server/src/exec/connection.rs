@@ -1,9 +1,10 @@
 //! Connection commands: PING ECHO TIME QUIT RESET AUTH HELLO SELECT CLIENT.
 
-use locus_protocol::ProtocolVersion;
+use locus_protocol::{ProtocolVersion, ReplyWriter};
 
 use super::{Args, CmdError, CmdResult, Ctx, int_arg, is, lower};
 use crate::config::TenancyMode;
+use crate::server::{ConnState, Shared};
 use locus_engine::TenantId;
 
 /// `PING [message]`
@@ -74,9 +75,14 @@ enum AuthAs {
 }
 
 /// Checks credentials as Redis does (`WRONGPASS` for a wrong pair or a disabled user).
-fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs, CmdError> {
+fn check_auth(
+    shared: &Shared,
+    conn: &ConnState,
+    user: Option<&[u8]>,
+    pass: &[u8],
+) -> Result<AuthAs, CmdError> {
     let wrong = || CmdError::msg("WRONGPASS invalid username-password pair or user is disabled.");
-    let tenancy = ctx.shared().tenancy();
+    let tenancy = shared.tenancy();
     let user = user.map(|u| String::from_utf8_lossy(u).into_owned());
     let name = user.as_deref().unwrap_or("default");
     if let Some((admin, pw)) = &tenancy.admin
@@ -91,7 +97,7 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
     // Port mode: a password alone (or the `default` user's) on a tenant's port is that
     // tenant's password.
     if name == "default"
-        && let Some((t, pw)) = tenancy.port_password(ctx.conn.listener_tenant)
+        && let Some((t, pw)) = tenancy.port_password(conn.listener_tenant)
     {
         return if pw.as_bytes() == pass {
             Ok(AuthAs::Tenant(t))
@@ -103,7 +109,7 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
         // On a tenant's port only that tenant's user: a user of another tenant would otherwise
         // reach this listener's keys.
         let elsewhere =
-            tenancy.mode == TenancyMode::Port && ctx.conn.listener_tenant.is_some_and(|l| l != *t);
+            tenancy.mode == TenancyMode::Port && conn.listener_tenant.is_some_and(|l| l != *t);
         return if pw.as_bytes() == pass && !elsewhere {
             Ok(AuthAs::Tenant(*t))
         } else {
@@ -113,7 +119,7 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
     if name != "default" {
         return Err(wrong());
     }
-    let requirepass = ctx.shared().config().server.requirepass.clone();
+    let requirepass = shared.config().server.requirepass.clone();
     if requirepass.is_empty() {
         if user.is_none() {
             return Err(CmdError::msg(
@@ -132,47 +138,69 @@ fn check_auth(ctx: &Ctx<'_>, user: Option<&[u8]>, pass: &[u8]) -> Result<AuthAs,
     }
 }
 
-fn apply_auth(ctx: &mut Ctx<'_>, user: Option<&[u8]>, who: AuthAs) {
-    let tenancy = ctx.shared().tenancy();
-    ctx.conn.authenticated = true;
-    ctx.conn.user = user.map_or_else(
+fn apply_auth(shared: &Shared, conn: &mut ConnState, user: Option<&[u8]>, who: AuthAs) {
+    let tenancy = shared.tenancy();
+    conn.authenticated = true;
+    conn.user = user.map_or_else(
         || "default".to_string(),
         |u| String::from_utf8_lossy(u).into_owned(),
     );
     match who {
         AuthAs::Default => {
-            ctx.conn.admin = tenancy.admin_by_default();
-            ctx.conn.owner = tenancy.initial_owner(ctx.conn.listener_tenant);
+            conn.admin = tenancy.admin_by_default();
+            conn.owner = tenancy.initial_owner(conn.listener_tenant);
         }
-        AuthAs::Admin => ctx.conn.admin = true,
+        AuthAs::Admin => conn.admin = true,
         AuthAs::Tenant(t) => {
-            ctx.conn.admin = false;
-            ctx.conn.owner = Some(t);
-            ctx.conn.tenant = Some(t);
+            conn.admin = false;
+            conn.owner = Some(t);
+            conn.tenant = Some(t);
             if let Some(db) = tenancy.db_of(t) {
-                ctx.conn.db = db;
+                conn.db = db;
             }
         }
     }
-    ctx.conn.publish(tenancy);
+    conn.publish(tenancy);
 }
 
 /// `AUTH [username] password`
 pub fn auth(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
+    auth_unlocked(ctx.shared(), ctx.conn, &mut ctx.w, a)
+}
+
+/// AUTH without the engine (it needs none), as a busy script lets Redis answer it.
+pub(crate) fn auth_unlocked(
+    shared: &Shared,
+    conn: &mut ConnState,
+    w: &mut ReplyWriter<'_>,
+    a: Args<'_, '_>,
+) -> CmdResult {
     let (user, pass) = match a.len() {
         2 => (None, &a[1][..]),
         3 => (Some(&a[1][..]), &a[2][..]),
         _ => return Err(CmdError::Syntax),
     };
-    let who = check_auth(ctx, user, pass)?;
-    apply_auth(ctx, user, who);
-    ctx.w.ok();
+    let who = check_auth(shared, conn, user, pass)?;
+    apply_auth(shared, conn, user, who);
+    w.ok();
     Ok(())
 }
 
 /// `HELLO [protover [AUTH username password] [SETNAME clientname]]`
 pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    let mut proto = ctx.conn.proto;
+    hello_unlocked(ctx.shared(), ctx.conn, &mut ctx.w, a)
+}
+
+/// HELLO without the engine (it needs none): also how a connection is answered while a busy
+/// script holds the engine, as Redis answers HELLO then (clients such as redis-py 8 open every
+/// connection with `HELLO 3`, so without it none could connect to send SCRIPT KILL).
+pub(crate) fn hello_unlocked(
+    shared: &Shared,
+    conn: &mut ConnState,
+    w: &mut ReplyWriter<'_>,
+    a: Args<'_, '_>,
+) -> CmdResult {
+    let mut proto = conn.proto;
     if a.len() >= 2 {
         let v = super::parse_i64(&a[1]).ok_or_else(|| {
             CmdError::msg("ERR Protocol version is not an integer or out of range")
@@ -202,10 +230,10 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         }
     }
     let who = match auth {
-        Some((u, p)) => Some(check_auth(ctx, Some(u), p)?),
+        Some((u, p)) => Some(check_auth(shared, conn, Some(u), p)?),
         None => None,
     };
-    if !ctx.conn.authenticated && who.is_none() {
+    if !conn.authenticated && who.is_none() {
         return Err(CmdError::msg(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time",
         ));
@@ -214,29 +242,29 @@ pub fn hello(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         validate_name(n)?;
     }
     if let (Some(who), Some((u, _))) = (who, auth) {
-        apply_auth(ctx, Some(u), who);
+        apply_auth(shared, conn, Some(u), who);
     }
     if let Some(n) = name {
-        *ctx.conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
+        *conn.info.name.lock() = String::from_utf8_lossy(n).into_owned();
     }
-    ctx.conn.proto = proto;
-    ctx.conn.publish(ctx.shared().tenancy());
-    ctx.w.set_proto(proto);
-    ctx.w.map(7);
-    ctx.w.bulk(b"server");
-    ctx.w.bulk(b"redis");
-    ctx.w.bulk(b"version");
-    ctx.w.bulk(crate::REDIS_VERSION.as_bytes());
-    ctx.w.bulk(b"proto");
-    ctx.w.integer(i64::from(proto.number()));
-    ctx.w.bulk(b"id");
-    ctx.w.integer(ctx.conn.info.id as i64);
-    ctx.w.bulk(b"mode");
-    ctx.w.bulk(b"standalone");
-    ctx.w.bulk(b"role");
-    ctx.w.bulk(b"master");
-    ctx.w.bulk(b"modules");
-    ctx.w.array(0);
+    conn.proto = proto;
+    conn.publish(shared.tenancy());
+    w.set_proto(proto);
+    w.map(7);
+    w.bulk(b"server");
+    w.bulk(b"redis");
+    w.bulk(b"version");
+    w.bulk(crate::REDIS_VERSION.as_bytes());
+    w.bulk(b"proto");
+    w.integer(i64::from(proto.number()));
+    w.bulk(b"id");
+    w.integer(conn.info.id as i64);
+    w.bulk(b"mode");
+    w.bulk(b"standalone");
+    w.bulk(b"role");
+    w.bulk(b"master");
+    w.bulk(b"modules");
+    w.array(0);
     Ok(())
 }
 

@@ -238,6 +238,28 @@ pub fn answer_busy(
         }
         return;
     }
+    // What a new or reconnecting client needs, which Redis answers while busy (its allow-busy
+    // commands): without HELLO a client that opens with `HELLO 3` (redis-py 8, node-redis with
+    // RESP3) could not connect at all, not even to send SCRIPT KILL. None needs the engine.
+    let answered = if is(&cmd[0], "hello") {
+        Some(crate::exec::connection::hello_unlocked(
+            shared, conn, w, cmd,
+        ))
+    } else if is(&cmd[0], "auth") {
+        Some(crate::exec::connection::auth_unlocked(shared, conn, w, cmd))
+    } else if is(&cmd[0], "quit") {
+        w.ok();
+        conn.close = true;
+        Some(Ok(()))
+    } else {
+        None
+    };
+    if let Some(result) = answered {
+        if let Err(e) = result {
+            w.error(&e.wire());
+        }
+        return;
+    }
     // FUNCTION STATS may run while a function is busy (Redis flags it allow-busy), to decide
     // whether to kill it; for an EVAL Redis answers BUSY. Only the running function's own tenant
     // sees it: the others are answered BUSY as for every command.
