@@ -10,10 +10,9 @@
 //!                              Server::bind ── Engine::new + add_tenant per [[tenant]]
 //!                                      │        Tenancy (tenancy.rs: port/user/db/prefix tables)
 //!                                      ▼
-//!   event loops ──── accept loops ──► connection tasks (server/)    ──► exec/ (one file per
-//!   (server.threads,   hand each to     parse with locus-protocol        command family, table.rs
-//!    server/loops)     one loop         execute a batch under ONE lock    = COMMAND INFO/DOCS)
-//!        └── tick task (hz, loop 0)
+//!   tokio runtime ── accept loops ──► connection tasks (server/)    ──► exec/ (one file per
+//!        │                              parse with locus-protocol        command family, table.rs
+//!        └── tick task (hz)             execute a batch under ONE lock    = COMMAND INFO/DOCS)
 //! ```
 //!
 //! Components:
@@ -323,23 +322,21 @@ impl Server {
     /// [`ServerError::Runtime`] if the tokio runtime cannot start, [`ServerError::Bind`] if a
     /// listener cannot be registered with it.
     pub fn run(self) -> Result<(), ServerError> {
-        // `server.threads` event loops (server/loops); loop 0 also runs the accept loops, the
-        // tick, the metrics listener and the signal handler.
-        let (runtimes, loops) = server::loops::build(self.threads).map_err(ServerError::Runtime)?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(self.threads)
+            .thread_name("locus-worker")
+            .enable_all()
+            .build()
+            .map_err(ServerError::Runtime)?;
         let shared = self.shared.clone();
         let signals = self.handle_signals;
-        let ran = runtimes[0].block_on(async move {
+        rt.block_on(async move {
             let mut tasks = Vec::new();
             for (l, t) in self.listeners {
                 let addr = l.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let l = tokio::net::TcpListener::from_std(l)
                     .map_err(|source| ServerError::Bind { addr, source })?;
-                tasks.push(tokio::spawn(server::accept_loop(
-                    shared.clone(),
-                    l,
-                    t,
-                    loops.clone(),
-                )));
+                tasks.push(tokio::spawn(server::accept_loop(shared.clone(), l, t)));
             }
             let (mc, mc_listeners) = self.memcached;
             for (l, route) in mc_listeners {
@@ -351,7 +348,6 @@ impl Server {
                     mc.clone(),
                     l,
                     route,
-                    loops.clone(),
                 )));
             }
             tasks.push(tokio::spawn(server::tick_loop(shared.clone())));
@@ -396,10 +392,7 @@ impl Server {
             }
             let _ = tier_thread.join();
             Ok(())
-        });
-        // The loops' remaining tasks are dropped with their runtimes, outside any of them.
-        drop(runtimes);
-        ran
+        })
     }
 
     /// Runs the server on a background thread (in-process tests).

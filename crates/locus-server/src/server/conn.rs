@@ -4,13 +4,8 @@
 
 use super::*;
 
-/// Accepts connections on one listener until shutdown, handing each to one of `loops`.
-pub async fn accept_loop(
-    shared: Arc<Shared>,
-    listener: TcpListener,
-    tenant: Option<TenantId>,
-    loops: EventLoops,
-) {
+/// Accepts connections on one listener until shutdown.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, tenant: Option<TenantId>) {
     let mut shutdown = shared.shutdown_rx();
     loop {
         let accepted = tokio::select! {
@@ -44,15 +39,10 @@ pub async fn accept_loop(
             .stats()
             .total_connections
             .fetch_add(1, Ordering::Relaxed);
-        // Everything else happens in the connection's own task, on the event loop it is handed
-        // to (server/loops): the accept loop only takes connections off the queue, so a burst
-        // of connects never overflows the backlog.
+        // Everything else happens in the connection's own task: the accept loop only takes
+        // connections off the queue, so a burst of connects never overflows the backlog.
         let sh = shared.clone();
-        loops.spawn(sock, move |sock| async move {
-            let Ok(sock) = sock else {
-                sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
-                return;
-            };
+        tokio::spawn(async move {
             let info = register(&sh, &sock, addr);
             let id = info.id;
             connection(sh.clone(), sock, info, tenant).await;
@@ -148,19 +138,6 @@ struct Scratch {
 fn recycle<'b>(mut v: Vec<Cow<'_, [u8]>>) -> Vec<Cow<'b, [u8]>> {
     v.clear();
     v.into_iter().map(|_| Cow::Borrowed(&[][..])).collect()
-}
-
-/// Reads what the socket holds into `buf` without waiting (`WouldBlock` when nothing), as
-/// `try_read_buf` would, but through tokio's `poll_read`, which forgets the socket's read
-/// readiness after a short read (the kernel's buffer is empty then): the next wait for input
-/// goes to epoll, not to a `recvfrom` that fails with EAGAIN (a third of the reads at -P 1 did).
-async fn read_ready(sock: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    let mut read = std::pin::pin!(sock.read_buf(buf));
-    std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
-        Poll::Pending => Poll::Ready(Err(std::io::ErrorKind::WouldBlock.into())),
-        done => done,
-    })
-    .await
 }
 
 /// Writes all of `out`: first straight away (the socket buffer has room almost always), and only
@@ -324,7 +301,7 @@ async fn connection(
                     if inbuf.capacity() - inbuf.len() < READ_CHUNK {
                         inbuf.reserve(READ_CHUNK);
                     }
-                    match read_ready(&mut sock, &mut inbuf).await {
+                    match sock.try_read_buf(&mut inbuf) {
                         Ok(0) => break,
                         Ok(n) => {
                             peak = peak.max(inbuf.len());

@@ -37,7 +37,6 @@ pub async fn accept_loop(
     mc: Arc<McState>,
     listener: TcpListener,
     route: McListener,
-    loops: EventLoops,
 ) {
     let mut shutdown = shared.shutdown_rx();
     loop {
@@ -75,11 +74,7 @@ pub async fn accept_loop(
             .fetch_add(1, Ordering::Relaxed);
         let sh = shared.clone();
         let mc = mc.clone();
-        loops.spawn(sock, move |sock| async move {
-            let Ok(sock) = sock else {
-                sh.stats().connected.fetch_sub(1, Ordering::Relaxed);
-                return;
-            };
+        tokio::spawn(async move {
             let info = register(&sh, &sock, addr);
             let id = info.id;
             count_connection(&mc, &info, route);

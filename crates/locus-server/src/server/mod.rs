@@ -1,8 +1,8 @@
 //! Listeners, connections and the background tick.
 //!
 //! ```text
-//!  server.threads event loops (server/loops: one tokio worker thread each)
-//!  ├─ accept task per listener (loop 0) ──► connection task per client, on the least-loaded loop
+//!  tokio runtime (server.threads workers)
+//!  ├─ accept task per listener ──► connection task per client
 //!  │      connection: read ─► parse up to MAX_BATCH complete commands into one reused argument
 //!  │                  vector ─► lock engine ONCE ─► execute all ─► unlock ─► one write of all
 //!  │                  replies (pipelining: redis-benchmark -P 16 = one read + one write per 16)
@@ -48,7 +48,6 @@ use crate::tenancy::Tenancy;
 mod conn;
 mod effects;
 mod lock;
-pub mod loops;
 mod memcache;
 mod pubsub;
 pub mod querybuf;
@@ -59,7 +58,6 @@ pub use lock::{
     EngineGuard, EngineLock, LockSnapshot, LockStats, ShutdownIo, assert_unlocked,
     forget_held_in_child, io_under_lock,
 };
-pub use loops::EventLoops;
 pub use memcache::accept_loop as memcache_accept_loop;
 pub use pubsub::{Kind as SubKind, PubSub};
 pub use tracking::{
