@@ -165,7 +165,7 @@ def test_switching_to_bcast_forgets_the_keys_tracked_before(port):
     """Redis's 'After switching from normal tracking to BCAST mode, no invalidation message is
     produced for pre-BCAST keys', with the other client's write acknowledged before the tracking
     client reads (the suite's version sends the write and the PING on two connections back to
-    back, an order a server with several threads does not promise): one BCAST invalidation, and
+    back, an order only arrival on one thread makes sure of): one BCAST invalidation, and
     none for the key read under the normal tracking before the switch."""
     with resp3(port) as me, Raw(port) as other:
         assert me.call("CLIENT", "TRACKING", "ON") == "OK"
