@@ -35,7 +35,11 @@
 //! * Targets: the DP assumes a page holds `headroom` (5%) less than measured, because a
 //!   spatially sampled curve places a working-set cliff a few percent early or late (a loop
 //!   whose target lands exactly on the cliff then misses almost always); and the targets in
-//!   force are kept unless the new plan is predicted `min_gain` (0.5%) better. No targets are
+//!   force are kept unless the new plan is predicted `min_gain` (0.5%) better. A pool's curve
+//!   is read `growth` (one) intervals of its footprint growth to the left: a KRR curve is flat
+//!   past the largest reuse distance it has seen, so without this a tenant still adding keys
+//!   (a static Zipf's tail) gets a target at its present footprint and evicts its own keys as it
+//!   grows into it before the next decision (experiments/kredis.md). No targets are
 //!   set while an active pool has not shown a single reuse yet (at most 10 decisions; a pool
 //!   that has already requested more than twice the distinct keys all of memory holds is not
 //!   waited for: a stream of distinct keys never shows one), and DP
@@ -124,6 +128,11 @@ pub struct KredisConfig {
     /// `headroom`: the DP assumes a page holds this fraction less than measured, so a target
     /// does not sit exactly on a curve's cliff that sampling places a few percent early.
     pub headroom: f64,
+    /// `growth`: intervals of a pool's footprint growth its curve is moved by, so that a target
+    /// leaves room for the keys the pool will add before the next decision (a KRR curve is flat
+    /// past the largest reuse distance seen, and a tenant still adding keys evicts its own when it
+    /// grows into a target set at its present footprint); 0 = off.
+    pub growth: f64,
     /// `min_gain`: keep the targets in force unless the new plan's predicted cost is lower by
     /// at least this fraction (every page that moves evicts what it holds).
     pub min_gain: f64,
@@ -161,6 +170,7 @@ impl Default for KredisConfig {
             default_penalty_us: 1000.0,
             decay: 0.5,
             headroom: 0.05,
+            growth: 1.0,
             min_gain: 0.005,
             k_min_gain: 0.1,
             min_gets: 1000,
@@ -251,6 +261,14 @@ impl KredisConfig {
                 "a fraction in [0, 0.5)",
             ));
         }
+        let growth = s.f64("growth", d.growth)?;
+        if !(0.0..=100.0).contains(&growth) {
+            return Err(bad(
+                "growth",
+                growth.to_string(),
+                "a number of intervals in [0, 100]",
+            ));
+        }
         let min_gain = s.f64("min_gain", d.min_gain)?;
         if !(0.0..=1.0).contains(&min_gain) {
             return Err(bad(
@@ -293,6 +311,7 @@ impl KredisConfig {
             default_penalty_us,
             decay,
             headroom,
+            growth,
             min_gain,
             k_min_gain,
             min_gets,
@@ -335,6 +354,8 @@ struct PoolModel {
     /// Distinct keys of the pool (all of them, not only the sample's), when `rate` < 1: the
     /// sample's measured rate scales its curves ([`measured_scale`]).
     distinct: Option<Distinct>,
+    /// The pool's distinct keys (model estimate) at the last decision (`growth`).
+    last_keys: f64,
 }
 
 /// The `kredis` controller (see the module documentation).
@@ -495,6 +516,7 @@ impl Kredis {
                 mean_size: 64,
                 gets: 0,
                 distinct: (cfg.measured_rate && cfg.rate < 1.0).then(Distinct::new),
+                last_keys: 0.0,
             }
         })
     }
@@ -663,6 +685,10 @@ impl Controller for Kredis {
         // sampled curve's level by the sample's count error, so a loop in its first pass, no
         // reuse at all, shows 0.92 at every size when its sample is 8% short.)
         let mut reused = vec![false; n];
+        // Each pool's footprint growth since the last decision, in model units (`growth`), and
+        // its distinct keys now.
+        let mut grown = vec![0.0_f64; n];
+        let mut new_keys = vec![f64::NAN; n];
         let mut mr: Vec<Vec<f64>> = vec![vec![1.0; units as usize + 1]; n];
         let mut merged: Vec<Option<locus_mrc::MergedMrc>> = vec![None; n];
         // Each K's curve per pool (for the K hysteresis).
@@ -693,6 +719,13 @@ impl Controller for Kredis {
                 Unit::Objects => keys,
             };
             beyond_memory[i] = footprint > 2.0 * view.pages_total as f64 * dens;
+            let last = if cfg.unit == Unit::Bytes {
+                pm.last_keys * f64::from(pm.mean_size)
+            } else {
+                pm.last_keys
+            };
+            grown[i] = (footprint - last).max(0.0);
+            new_keys[i] = keys;
             gets[i] = pm.gets;
             if pm.profilers.is_empty() {
                 continue;
@@ -724,7 +757,13 @@ impl Controller for Kredis {
             let Ok(mm) = Mrc::merge_min(&refs) else {
                 continue;
             };
-            mr[i] = mm.mrc.miss_ratios(&caps);
+            mr[i] = if cfg.growth > 0.0 && grown[i] > 0.0 {
+                let shift = cfg.growth * grown[i];
+                let shifted: Vec<f64> = caps.iter().map(|c| (c - shift).max(0.0)).collect();
+                mm.mrc.miss_ratios(&shifted)
+            } else {
+                mm.mrc.miss_ratios(&caps)
+            };
             let label = match cfg.model {
                 KredisModel::Eaet => "eaet".to_string(),
                 _ => "krr K=".to_string(),
@@ -749,6 +788,12 @@ impl Controller for Kredis {
             }
             merged[i] = Some(mm);
             k_curves[i] = curves;
+        }
+
+        for (i, &k) in new_keys.iter().enumerate() {
+            if let (true, Some(Some(pm))) = (k.is_finite(), self.pools.get_mut(i)) {
+                pm.last_keys = k;
+            }
         }
 
         // Targets.
