@@ -710,6 +710,21 @@ def test_meta_get_without_bump_does_not_mark_fetched(mc):
     assert mc.lines(b"mg nu s t h\r\n") == [b"HD s1 t-1 h1"]
 
 
+def test_get_and_gets_mark_fetched(mc):
+    """A text get or gets sets the item's fetched bit (memcached's ITEM_FETCHED, `h` of mg)
+    once it hits; a miss or another key's get does not."""
+    assert mc.lines(b"set gf1 3 0 1\r\na\r\nset gf2 0 0 1\r\nb\r\n") == [b"STORED", b"STORED"]
+    assert mc.lines(b"mg gf1 h f\r\n") == [b"HD h0 f3"]
+    assert mc.lines(b"get gf1 gfnone\r\n") == [b"VALUE gf1 3 1", b"a", b"END"]
+    assert mc.lines(b"mg gf1 h f\r\n") == [b"HD h1 f3"]
+    assert mc.lines(b"mg gf2 h\r\n") == [b"HD h0"]
+    got = mc.lines(b"gets gf2\r\n")
+    assert got[0].startswith(b"VALUE gf2 0 1 ") and got[1:] == [b"b", b"END"], got
+    assert mc.lines(b"mg gf2 h\r\n") == [b"HD h1"]
+    assert mc.lines(b"get gf2\r\n") == [b"VALUE gf2 0 1", b"b", b"END"]
+    assert mc.lines(b"mg gf2 h\r\n") == [b"HD h1"]
+
+
 def test_meta_stale_set_keeps_ttl_and_win_token(mc):
     """ms I with an older CAS stores a stale item that keeps the invalidated item's TTL and the
     fact that its win token was handed out (memcached's CAS_STALE)."""
@@ -964,6 +979,16 @@ def test_resp_and_memcached_share_one_process(start_locus_toml):
     assert r.call("SET", "k", "v") == "OK" or r.call("GET", "k") == b"v"
     c = Mc(mcp)
     assert c.lines(b"set m 0 0 1\r\nx\r\nget m\r\n") == [b"STORED", b"VALUE m 0 1", b"x", b"END"]
+    # A string written over RESP, read by a memcached get: flags 0, a CAS unique of its own from
+    # then on, and marked fetched by that first read.
+    assert r.call("SET", "fromresp", "hello") == "OK"
+    assert c.lines(b"mg fromresp h\r\n") == [b"HD h0"]
+    assert c.lines(b"get fromresp\r\n") == [b"VALUE fromresp 0 5", b"hello", b"END"]
+    assert c.lines(b"mg fromresp h\r\n") == [b"HD h1"]
+    first = c.lines(b"gets fromresp\r\n")
+    again = c.lines(b"gets fromresp\r\n")
+    assert first == again and first[0].startswith(b"VALUE fromresp 0 5 "), first
+    assert int(first[0].split()[-1]) > 0 and first[1:] == [b"hello", b"END"]
     r.close()
 
 

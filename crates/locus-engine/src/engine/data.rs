@@ -45,6 +45,27 @@ impl Engine {
         self.peek_with_meta(t, key)
     }
 
+    /// As [`Engine::get_with_meta`], with the metadata prefix writable in place (its length
+    /// stays), in one lookup: a memcached get reads the item and sets its fetched bit.
+    pub fn get_with_meta_mut(
+        &mut self,
+        t: TenantId,
+        key: &[u8],
+    ) -> Option<(Option<&mut [u8]>, &[u8])> {
+        let h = self.get_handle(t, key)?;
+        if self.store.is_obj(h) {
+            return None;
+        }
+        let meta = self.store.has_meta(h);
+        let raw = self.store.value_mut(h);
+        Some(if meta {
+            let (m, v) = raw.split_at_mut(crate::store::META_PREFIX);
+            (Some(m), &*v)
+        } else {
+            (None, &*raw)
+        })
+    }
+
     /// As [`Engine::get_with_meta`], without touching or counting (lazy expiry still applies).
     pub fn peek_with_meta(&mut self, t: TenantId, key: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
         let (_, h) = self.lookup_key(t.0 as usize, key, hash_key(key))?;

@@ -183,6 +183,13 @@ impl Engine {
 
     /// A key's value, read as GET reads (touch, hit/miss counted, seen by the controller).
     pub fn get_value(&mut self, t: TenantId, key: &[u8]) -> Option<ValueRef<'_>> {
+        let h = self.get_handle(t, key)?;
+        Some(self.value_ref(h))
+    }
+
+    /// The lookup of a GET ([`Engine::get_value`]): touches and counts a hit (the controller
+    /// sees it), counts a miss; the handle of the item found.
+    pub(super) fn get_handle(&mut self, t: TenantId, key: &[u8]) -> Option<u32> {
         let ti = t.0 as usize;
         if self.control_due {
             self.run_controller();
@@ -206,7 +213,7 @@ impl Engine {
                     let size = self.access_size(h);
                     self.observe(ti, AccessKind::GetHit, hash, size, Some(c));
                 }
-                Some(self.value_ref(h))
+                Some(h)
             }
             None => {
                 self.tenants[ti].counters.misses += 1;

@@ -59,9 +59,16 @@ impl Engine {
     /// the whole snapshot: memcached's face reads it around a lookup to tell an expired item
     /// from a missing one (`get_expired`).
     pub fn expired_count(&self, t: TenantId) -> u64 {
-        self.members(t.0 as usize)
-            .map(|p| self.tenants[p].counters.expired)
-            .sum()
+        // Read before and after every memcached get: no allocation (`members` collects).
+        let ti = t.0 as usize;
+        match &self.tenants[ti].group {
+            None => self.tenants[ti].counters.expired,
+            Some(g) => g
+                .members
+                .iter()
+                .map(|&p| self.tenants[p as usize].counters.expired)
+                .sum(),
+        }
     }
 
     /// Buckets of tenant `t`'s key index (its pools' summed): memcached's hash table size.

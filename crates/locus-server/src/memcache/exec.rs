@@ -281,19 +281,23 @@ fn get_one(
     });
     // The item is served as it was, then touched (a negative exptime: served once, then gone).
     let expired_before = cx.eng.expired_count(t);
-    let fetched = match cx.eng.get_with_meta(t, key).map(item::decode) {
-        Some((meta, data)) if meta.cas == 0 => {
-            // Written over RESP: given a header (flags 0, its own CAS unique) at this first read.
-            let data = data.to_vec();
-            let meta = adopt(cx.eng, mt, t, key, &data);
-            w.value(key, meta.flags, &data, with_cas.then_some(meta.cas));
-            mt.detail.record(key, DetailOp::Get(true));
-            false
-        }
-        Some((meta, data)) => {
-            w.value(key, meta.flags, data, with_cas.then_some(meta.cas));
-            mt.detail.record(key, DetailOp::Get(true));
-            meta.state & item::FETCHED != 0
+    // One lookup: the item is read and its fetched bit set in place (memcached's
+    // ITEM_FETCHED); an item written over RESP gets its header first (`adopt`), then the bit.
+    let adopted = match cx.eng.get_with_meta_mut(t, key) {
+        Some((prefix, data)) => {
+            let (meta, data) = item::decode((prefix.as_deref(), data));
+            if meta.cas == 0 {
+                Some(data.to_vec())
+            } else {
+                if let Some(p) = prefix
+                    && meta.state & item::FETCHED == 0
+                {
+                    item::set_state(p, item::FETCHED);
+                }
+                w.value(key, meta.flags, data, with_cas.then_some(meta.cas));
+                mt.detail.record(key, DetailOp::Get(true));
+                None
+            }
         }
         None => {
             mt.detail.record(key, DetailOp::Get(false));
@@ -306,8 +310,14 @@ fn get_one(
             return;
         }
     };
-    if !fetched && let Some(v) = cx.eng.peek_meta_mut(t, key) {
-        item::set_state(v, item::FETCHED);
+    if let Some(data) = adopted {
+        // Written over RESP: given a header (flags 0, its own CAS unique) at this first read.
+        let meta = adopt(cx.eng, mt, t, key, &data);
+        w.value(key, meta.flags, &data, with_cas.then_some(meta.cas));
+        mt.detail.record(key, DetailOp::Get(true));
+        if let Some(v) = cx.eng.peek_meta_mut(t, key) {
+            item::set_state(v, item::FETCHED);
+        }
     }
     match touch_exp {
         Some(exp) => {
