@@ -636,6 +636,7 @@ fn process(
             scratch.args = recycle(args);
             return pos;
         };
+        exec::transaction::settle_after_busy(&mut eng, st);
         let delay = shared.tier_delay_ns() > 0;
         let slow_before = if delay {
             crate::tiers::slow_accesses(&eng)

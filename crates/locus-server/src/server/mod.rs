@@ -402,8 +402,10 @@ pub struct ConnState {
     /// What the queued commands are charged to their tenants' budgets (see
     /// `exec::transaction::queue`), given back when the queue goes.
     pub multi_charged: Vec<(TenantId, u64)>,
-    /// WATCHed keys: (tenant, key, existed when watched).
-    pub watched: Vec<(TenantId, Vec<u8>, bool)>,
+    /// WATCHed keys: (tenant, key, existed when watched; `None` until the connection next holds
+    /// the engine, for a WATCH answered while a script was busy: see
+    /// `exec::transaction::settle_after_busy`).
+    pub watched: Vec<(TenantId, Vec<u8>, Option<bool>)>,
     /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
     pub block: exec::blocking::ConnBlock,
     /// CLIENT TRACKING as the read path needs it (exec/tracking).
@@ -955,7 +957,7 @@ impl Shared {
     }
 
     /// Drops every watch of `client` (EXEC, DISCARD, UNWATCH, disconnect).
-    pub fn unwatch_all(&self, client: u64, keys: &[(TenantId, Vec<u8>, bool)]) {
+    pub fn unwatch_all(&self, client: u64, keys: &[(TenantId, Vec<u8>, Option<bool>)]) {
         let mut w = self.watches.lock();
         for (t, k, _) in keys {
             let id = (t.0, k.clone());
