@@ -65,32 +65,8 @@ pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> A
     }
     let laddr = sock.local_addr().unwrap_or(addr);
     let now = shared.clock().now_ms();
-    let info = Arc::new(ClientInfo {
-        id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
-        addr,
-        laddr,
-        created_ms: now,
-        name: Mutex::new(String::new()),
-        lib_name: Mutex::new(String::new()),
-        lib_ver: Mutex::new(String::new()),
-        user: Mutex::new("default".to_string()),
-        last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-        last_unknown_cmd: Mutex::new(String::new()),
-        last_active_ms: AtomicU64::new(now),
-        db: AtomicU32::new(0),
-        admin: AtomicBool::new(false),
-        omem: AtomicU64::new(0),
-        qbuf: AtomicU64::new(0),
-        qbuf_free: AtomicU64::new(0),
-        qbuf_cron: AtomicBool::new(false),
-        tenant: AtomicU32::new(u32::MAX),
-        owner: AtomicU32::new(u32::MAX),
-        resp: AtomicU8::new(2),
-        killed: AtomicBool::new(false),
-        waker: Mutex::new(None),
-        inbox: Mutex::new(Vec::new()),
-        inbox_pending: AtomicBool::new(false),
-    });
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let info = Arc::new(ClientInfo::new(id, addr, laddr, now));
     shared.clients.lock().insert(info.id, info.clone());
     info
 }
@@ -217,30 +193,7 @@ async fn connection(
     info: Arc<ClientInfo>,
     listener_tenant: Option<TenantId>,
 ) {
-    let mut st = ConnState {
-        info: info.clone(),
-        proto: ProtocolVersion::Resp2,
-        tenant: None,
-        admin: false,
-        owner: None,
-        listener_tenant,
-        db: 0,
-        user: "default".to_string(),
-        authenticated: true,
-        close: false,
-        multi: None,
-        multi_error: false,
-        multi_charged: Vec::new(),
-        watched: Vec::new(),
-        reply_off: false,
-        skip_current: false,
-        skip_next: false,
-        subs: Vec::new(),
-        psubs: Vec::new(),
-        block: exec::blocking::ConnBlock::default(),
-        tracking: exec::tracking::ConnTracking::default(),
-        migrate: None,
-    };
+    let mut st = ConnState::new(info.clone(), listener_tenant);
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
     let mut scratch = Scratch::default();
@@ -867,32 +820,12 @@ mod tests {
 
     #[test]
     fn last_cmd_names() {
-        let info = ClientInfo {
-            id: 1,
-            addr: "127.0.0.1:1".parse().unwrap(),
-            laddr: "127.0.0.1:2".parse().unwrap(),
-            created_ms: 0,
-            name: Mutex::new(String::new()),
-            lib_name: Mutex::new(String::new()),
-            lib_ver: Mutex::new(String::new()),
-            user: Mutex::new("default".to_string()),
-            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-            last_unknown_cmd: Mutex::new(String::new()),
-            last_active_ms: AtomicU64::new(0),
-            db: AtomicU32::new(0),
-            admin: AtomicBool::new(false),
-            omem: AtomicU64::new(0),
-            qbuf: AtomicU64::new(0),
-            qbuf_free: AtomicU64::new(0),
-            qbuf_cron: AtomicBool::new(false),
-            tenant: AtomicU32::new(u32::MAX),
-            owner: AtomicU32::new(u32::MAX),
-            resp: AtomicU8::new(2),
-            killed: AtomicBool::new(false),
-            waker: Mutex::new(None),
-            inbox: Mutex::new(Vec::new()),
-            inbox_pending: AtomicBool::new(false),
-        };
+        let info = ClientInfo::new(
+            1,
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+            0,
+        );
         assert_eq!(info.last_cmd_name(), "NULL");
         info.set_last_cmd(exec::table::find(b"GeT"), b"GeT");
         assert_eq!(info.last_cmd_name(), "get");
