@@ -294,6 +294,28 @@ def test_function_stats_while_busy_stays_inside_the_tenant(start_locus_toml):
 
 
 @pytest.mark.locus_only
+def test_another_tenant_cannot_kill_a_busy_script(start_locus_toml):
+    """Tenant b's SCRIPT KILL and FUNCTION KILL are answered BUSY while tenant a's script runs, and
+    the script runs on: only a's clients (or the admin) stop it."""
+    main, pa, pb = free_ports(3)
+    srv = start_locus_toml(tenants_toml(main, "port", [("a", f"port = {pa}"), ("b", f"port = {pb}")]), pa)
+    admin = client(pa, username="root", password="root-pw")
+    admin.config_set("busy-reply-threshold", "50")
+    a, a2, b = client(pa), client(pa), client(pb)
+    t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+    wait_busy(a2)
+    for kill in (("SCRIPT", "KILL"), ("FUNCTION", "KILL")):
+        with pytest.raises(redis.ResponseError, match="^BUSY"):
+            b.execute_command(*kill)
+    t.join(0.5)
+    assert t.is_alive(), "tenant b's kill stopped tenant a's script"
+    assert a2.execute_command("SCRIPT", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive() and "killed by user" in got["err"], got
+    assert srv.alive()
+
+
+@pytest.mark.locus_only
 def test_script_cannot_reach_another_tenants_key(start_locus_toml):
     (main,) = free_ports(1)
     srv = start_locus_toml(tenants_toml(main, "prefix", [

@@ -36,6 +36,8 @@ fn now_ms() -> u64 {
 pub struct Busy {
     running: AtomicBool,
     function: AtomicBool,
+    /// The running script's tenant (`u32::MAX`: none), so that only its own clients kill it.
+    tenant: std::sync::atomic::AtomicU32,
     started_ms: AtomicU64,
     timed_out: AtomicBool,
     kill: AtomicBool,
@@ -94,9 +96,11 @@ const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 impl Busy {
-    /// A script starts (under the engine lock).
-    pub fn start(&self, function: bool) {
+    /// A script of `tenant` starts (under the engine lock).
+    pub fn start(&self, function: bool, tenant: Option<locus_engine::TenantId>) {
         self.function.store(function, Ordering::Relaxed);
+        self.tenant
+            .store(tenant.map_or(u32::MAX, |t| t.0), Ordering::Relaxed);
         self.started_ms.store(now_ms(), Ordering::Relaxed);
         self.timed_out.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
@@ -224,6 +228,16 @@ pub fn answer_busy(
     let sub = |name: &str| cmd.len() == 2 && is(&cmd[1], name);
     let kill_eval = is(&cmd[0], "script") && sub("kill");
     let kill_function = is(&cmd[0], "function") && sub("kill");
+    // Only the script's own tenant (or the admin) may kill it: another tenant's SCRIPT KILL or
+    // FUNCTION KILL is answered BUSY like its other commands, and learns nothing of the script.
+    let own = match conn.scope() {
+        None => true,
+        Some(t) => t.is_some_and(|t| t.0 == busy.tenant.load(Ordering::Relaxed)),
+    };
+    if (kill_eval || kill_function) && !own {
+        w.error(busy_err);
+        return;
+    }
     if kill_eval || kill_function {
         if busy.wrote.load(Ordering::Relaxed) {
             w.error(
@@ -395,7 +409,7 @@ mod tests {
         let busy = Arc::new(Busy::default());
         let vm = crate::exec::scripting::vm::TenantVm::new(busy.clone()).unwrap();
         crate::exec::types::limits::set(&crate::exec::types::limits::BUSY_REPLY_THRESHOLD, 1);
-        busy.start(false);
+        busy.start(false, None);
         vm.lua
             .load("local i = 0 while i < 3e7 do i = i + 1 end")
             .exec()
