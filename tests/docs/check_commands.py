@@ -9,6 +9,11 @@ and checks their links. The conventions are in docs/README.md ("Conventions"):
   <!-- check: skip (reason) -->       not run at all
   any other block (text, toml, ...)   shown, not run
 
+The ports a page's servers listen on (`--port N`, `port = N`, `--memcached-port N`,
+`memcached_port = N`, `127.0.0.1:N`) are the book's, fixed so the reader can copy them; the run
+replaces each one, everywhere in the page's script, with a free port (tests/python/harness.py's
+`free_ports`), so that two runs at once, or a run beside the test suites, do not collide.
+
 Each page runs in a fresh scratch directory holding links to the repository's top-level entries
 (and ../shared beside it when the checkout has one), with the binary's directory first on PATH.
 Whatever a page starts (servers run with `&`) is killed when it ends. It also checks the table of
@@ -31,9 +36,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from harness import free_ports  # noqa: E402  (the suites' port picker)
+
 FENCE = re.compile(r"^(\s*)(`{3,})\s*([\w+-]*)(.*)$")
 MARKER = re.compile(r"^<!--\s*(check|file):\s*(.*?)\s*-->\s*$")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# Where a page names a port its server listens on.
+PORT_DEF = re.compile(r"(?:--port\s+|--memcached-port\s+|\bport\s*=\s*|memcached_port\s*=\s*|127\.0\.0\.1:)(\d{4,5})\b")
+NUMBER = re.compile(r"(?<![\w.])(\d{4,5})(?!\w)")
 PAGE_TIMEOUT_S = 120
 
 
@@ -148,6 +159,14 @@ def page_script(blocks, failures):
     return "\n".join(parts) + "\n"
 
 
+def free_page_ports(script):
+    """The script with each port its servers listen on replaced by a free one, everywhere it
+    appears (redis-cli -p, URLs, port lists); and the replacements, book's port to run's."""
+    ports = sorted(set(PORT_DEF.findall(script)), key=int)
+    mapping = dict(zip(ports, (str(p) for p in free_ports(len(ports)))))
+    return NUMBER.sub(lambda m: mapping.get(m.group(1), m.group(1)), script), mapping
+
+
 def scratch_dir(base):
     work = Path(base) / "work"
     work.mkdir()
@@ -165,6 +184,7 @@ def run_page(page, blocks, env, failures):
     script = page_script(blocks, failures)
     if "echo '###" not in script:
         return 0.0
+    script, ports = free_page_ports(script)
     with tempfile.TemporaryDirectory(prefix="locus-docs-") as base:
         work = scratch_dir(base)
         t0 = time.monotonic()
@@ -190,7 +210,8 @@ def run_page(page, blocks, env, failures):
             last = [l for l in out.split("\n") if l.startswith("### ")]
             at = last[-1][4:] if last else str(page.relative_to(ROOT))
             tail = "\n    ".join(out.rstrip().split("\n")[-25:])
-            failures.append(f"{at}: the block failed ({status}); last output:\n    {tail}")
+            moved = ", ".join(f"{a} -> {b}" for a, b in ports.items())
+            failures.append(f"{at}: the block failed ({status}; ports {moved or 'none'}); last output:\n    {tail}")
         return elapsed
 
 

@@ -294,6 +294,28 @@ def test_function_stats_while_busy_stays_inside_the_tenant(start_locus_toml):
 
 
 @pytest.mark.locus_only
+def test_another_tenant_cannot_kill_a_busy_script(start_locus_toml):
+    """Tenant b's SCRIPT KILL and FUNCTION KILL are answered BUSY while tenant a's script runs, and
+    the script runs on: only a's clients (or the admin) stop it."""
+    main, pa, pb = free_ports(3)
+    srv = start_locus_toml(tenants_toml(main, "port", [("a", f"port = {pa}"), ("b", f"port = {pb}")]), pa)
+    admin = client(pa, username="root", password="root-pw")
+    admin.config_set("busy-reply-threshold", "50")
+    a, a2, b = client(pa), client(pa), client(pb)
+    t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+    wait_busy(a2)
+    for kill in (("SCRIPT", "KILL"), ("FUNCTION", "KILL")):
+        with pytest.raises(redis.ResponseError, match="^BUSY"):
+            b.execute_command(*kill)
+    t.join(0.5)
+    assert t.is_alive(), "tenant b's kill stopped tenant a's script"
+    assert a2.execute_command("SCRIPT", "KILL") in (True, "OK")
+    t.join(5)
+    assert not t.is_alive() and "killed by user" in got["err"], got
+    assert srv.alive()
+
+
+@pytest.mark.locus_only
 def test_script_cannot_reach_another_tenants_key(start_locus_toml):
     (main,) = free_ports(1)
     srv = start_locus_toml(tenants_toml(main, "prefix", [
@@ -474,6 +496,121 @@ def test_a_client_can_connect_and_kill_while_a_script_is_busy(start_server, clie
     assert not t.is_alive() and "killed by user" in got["err"], got
     with Raw(srv.port) as fresh:
         assert fresh.call("QUIT") == "OK"
+
+
+def test_reset_watch_and_unwatch_answer_while_a_script_is_busy(start_server, client_for):
+    """RESET, WATCH and UNWATCH are answered while a script is busy, as Redis answers them
+    (allow-busy): RESET resets the connection (name, MULTI, watches), WATCH inside MULTI is
+    refused as ever, a wrong arity is an arity error; MULTI and DISCARD answer as at any time, EXEC
+    is refused; everything else still gets BUSY."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    with Raw(srv.port) as c:
+        assert c.call("CLIENT", "SETNAME", "before-reset") == "OK"
+        t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+        wait_busy(b)
+        assert c.call("WATCH", "k1", "k2") == "OK"
+        assert c.call("UNWATCH") == "OK"
+        assert str(c.call("UNWATCH", "x")).startswith("ERR wrong number of arguments"), "arity"
+        assert str(c.call("WATCH")).startswith("ERR wrong number of arguments")
+        assert c.call("WATCH", "k1") == "OK"
+        assert c.call("MULTI") == "OK"
+        assert str(c.call("WATCH", "k2")) == "ERR WATCH inside MULTI is not allowed"
+        assert c.call("RESET") == "RESET"  # leaves the MULTI, forgets the watch and the name
+        assert str(c.call("DISCARD")) == "ERR DISCARD without MULTI"
+        assert c.call("MULTI") == "OK"
+        assert str(c.call("MULTI")) == "ERR MULTI calls can not be nested"
+        assert c.call("DISCARD") == "OK"
+        # A refused EXEC discards, in MULTI or not.
+        assert str(c.call("EXEC")).startswith("EXECABORT Transaction discarded because of: BUSY")
+        assert str(c.call("GET", "k1")).startswith("BUSY")
+        assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+        t.join(5)
+        assert not t.is_alive() and "killed by user" in got["err"], got
+        assert c.call("CLIENT", "GETNAME") is None
+        assert str(c.call("EXEC")) == "ERR EXEC without MULTI"
+        assert c.call("PING") == "PONG"
+
+
+def exec_set(c, key, value):
+    """MULTI, SET key value, EXEC on the Raw connection `c`: EXEC's reply (None: aborted)."""
+    assert c.call("MULTI") == "OK"
+    assert c.call("SET", key, value) == "QUEUED"
+    return c.call("EXEC")
+
+
+# Busy for a second by the clock, then one write: a script that wrote cannot be killed, so the
+# write comes after the WATCHes sent while it is busy.
+SPIN_THEN_SET = ("local function ms() local t = redis.call('TIME') return t[1] * 1000 + t[2] / 1000 end "
+                 "local s = ms() while ms() - s < 1000 do end "
+                 "return redis.call('SET', KEYS[1], ARGV[1])")
+
+
+def test_watch_while_a_script_is_busy_sees_the_scripts_later_writes(start_server, client_for):
+    """A key WATCHed while a script is busy is watched from then on: the script's write to it
+    after the WATCH fails the EXEC (as in Redis); a key the script leaves alone does not."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    b.set("untouched", "1")
+    with Raw(srv.port) as c, Raw(srv.port) as d:
+        t, got = run_in_thread(lambda: a.eval(SPIN_THEN_SET, 1, "written", "by-script"))
+        wait_busy(b)
+        assert c.call("WATCH", "written") == "OK"
+        assert d.call("WATCH", "untouched") == "OK"
+        t.join(5)
+        assert not t.is_alive() and got.get("ok") in (True, "OK"), got
+        assert exec_set(c, "written", "by-c") is None, "the script's write after WATCH did not fail EXEC"
+        assert exec_set(d, "untouched", "by-d") == ["OK"], "a key the script left alone failed EXEC"
+    assert b.mget("written", "untouched") == ["by-script", "by-d"]
+
+
+@pytest.mark.locus_only
+def test_watch_and_reset_while_busy_stay_inside_the_tenant(start_locus_toml):
+    """While tenant a's script is busy, tenant b's WATCH of a key of the same name watches b's key:
+    a's script writing its own key does not fail b's EXEC, and b's RESET touches b only. In prefix
+    tenancy a WATCH of another tenant's key is refused while busy as at any time."""
+    main, pa, pb = free_ports(3)
+    srv = start_locus_toml(tenants_toml(main, "port", [("a", f"port = {pa}"), ("b", f"port = {pb}")]), pa)
+    admin = client(pa, username="root", password="root-pw")
+    admin.config_set("busy-reply-threshold", "50")
+    a, b = client(pa), client(pb)
+    b.set("k", "b-value")
+    with Raw(pa) as a2, Raw(pb) as b2, Raw(pb) as b3:
+        t, got = run_in_thread(lambda: a.eval(SPIN_THEN_SET, 1, "k", "a-value"))
+        wait_busy(b)
+        assert a2.call("WATCH", "k") == "OK"
+        assert b2.call("WATCH", "k") == "OK"
+        assert b3.call("WATCH", "k") == "OK"
+        assert b3.call("RESET") == "RESET"
+        t.join(5)
+        assert not t.is_alive() and got.get("ok") in (True, "OK"), got
+        assert exec_set(a2, "k", "a2") is None
+        assert exec_set(b2, "k", "b2") == ["OK"], "tenant a's script failed tenant b's EXEC"
+    assert b.get("k") == "b2" and a.get("k") == "a-value"
+    assert srv.alive()
+
+    (main,) = free_ports(1)
+    srv = start_locus_toml(tenants_toml(main, "prefix", [
+        ("a", 'prefix = "a:"\nuser = "a"\npassword = "pa"'),
+        ("b", 'prefix = "b:"\nuser = "b"\npassword = "pb"'),
+    ]), main)
+    root = client(main, username="root", password="root-pw")
+    root.config_set("busy-reply-threshold", "50")
+    a = client(main, username="a", password="pa")
+    with Raw(main) as b:
+        assert b.call("AUTH", "b", "pb") == "OK"
+        t, got = run_in_thread(lambda: a.eval("while true do end", 1, "a:k"))
+        wait_busy(root)
+        assert str(b.call("WATCH", "a:k")).startswith("NOPERM")
+        assert str(b.call("WATCH", "b:k", "a:k")).startswith("NOPERM")
+        assert b.call("WATCH", "b:k") == "OK"
+        assert root.execute_command("SCRIPT", "KILL") in (True, "OK")
+        t.join(5)
+        assert not t.is_alive()
+        assert exec_set(b, "b:k", "v") == ["OK"]
+    assert srv.alive()
 
 
 def test_script_kill_ends_a_script_that_catches_it_with_pcall(start_server, client_for):

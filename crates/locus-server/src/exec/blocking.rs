@@ -555,31 +555,17 @@ fn serve_key(eng: &mut Engine, shared: &Shared, t: TenantId, key: &[u8]) {
 /// Runs a waiting client's command again in a connection like its own: (reply, still waiting).
 fn rerun(eng: &mut Engine, shared: &Shared, e: &Entry) -> (Vec<u8>, bool) {
     let mut conn = ConnState {
-        info: e.info.clone(),
         proto: e.conn.proto,
         tenant: Some(e.tenant),
-        listener_tenant: e.conn.listener_tenant,
         db: e.conn.db,
         user: e.conn.user.clone(),
-        authenticated: true,
         admin: e.conn.admin,
         owner: e.conn.owner,
-        close: false,
-        reply_off: false,
-        skip_current: false,
-        skip_next: false,
-        subs: Vec::new(),
-        psubs: Vec::new(),
-        multi: None,
-        multi_error: false,
-        multi_charged: Vec::new(),
-        watched: Vec::new(),
         block: ConnBlock {
             rerun: true,
             ..ConnBlock::default()
         },
-        tracking: super::tracking::ConnTracking::default(),
-        migrate: None,
+        ..ConnState::new(e.info.clone(), e.conn.listener_tenant)
     };
     let mut out = Vec::new();
     let args: Vec<Cow<'_, [u8]>> = e.args.iter().map(|a| Cow::Borrowed(&a[..])).collect();

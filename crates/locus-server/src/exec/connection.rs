@@ -49,18 +49,24 @@ pub fn quit(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 /// RESET: back to a fresh connection's state.
 pub fn reset(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     super::transaction::release_queue(ctx.eng, &mut ctx.conn.multi_charged);
-    let watched = std::mem::take(&mut ctx.conn.watched);
-    ctx.shared().unwatch_all(ctx.conn.info.id, &watched);
-    if ctx.conn.subscriptions() > 0 {
-        ctx.conn.unsubscribe_all(&mut ctx.shared().pubsub());
-    }
-    super::tracking::off(ctx);
-    super::monitor::remove(ctx.conn.info.id);
-    ctx.conn
-        .reset(ctx.shared().tenancy(), ctx.shared().auth_required());
-    ctx.w.set_proto(ProtocolVersion::Resp2);
-    ctx.w.simple("RESET");
+    reset_unlocked(ctx.shared(), ctx.conn, &mut ctx.w);
     Ok(())
+}
+
+/// RESET's engine-free part, all of it while a script is busy (Redis flags RESET allow-busy):
+/// a queued transaction's charge then goes back when the connection next holds the engine
+/// (`transaction::settle_after_busy`).
+pub(crate) fn reset_unlocked(shared: &Shared, conn: &mut ConnState, w: &mut ReplyWriter<'_>) {
+    let watched = std::mem::take(&mut conn.watched);
+    shared.unwatch_all(conn.info.id, &watched);
+    if conn.subscriptions() > 0 {
+        conn.unsubscribe_all(&mut shared.pubsub());
+    }
+    super::tracking::off_of(shared, conn);
+    super::monitor::remove(conn.info.id);
+    conn.reset(shared.tenancy(), shared.auth_required());
+    w.set_proto(ProtocolVersion::Resp2);
+    w.simple("RESET");
 }
 
 /// Who a successful AUTH makes the connection.

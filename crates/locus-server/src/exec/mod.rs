@@ -537,15 +537,25 @@ pub(crate) fn route(
     spec: &CommandSpec,
     args: Args<'_, '_>,
 ) -> Result<Option<TenantId>, CmdError> {
-    let tenancy = &ctx.shared().tenancy();
+    route_of(ctx.shared(), ctx.conn, spec, args)
+}
+
+/// [`route`] for a connection answered without the engine (a script is busy).
+pub(crate) fn route_of(
+    shared: &Shared,
+    conn: &ConnState,
+    spec: &CommandSpec,
+    args: Args<'_, '_>,
+) -> Result<Option<TenantId>, CmdError> {
+    let tenancy = &shared.tenancy();
     let conn_tenant = || -> Result<Option<TenantId>, CmdError> {
-        match ctx.conn.tenant {
+        match conn.tenant {
             Some(t) => Ok(Some(t)),
             None => Err(match tenancy.mode {
                 TenancyMode::User | TenancyMode::Single | TenancyMode::Port => {
                     CmdError::msg("NOAUTH Authentication required.")
                 }
-                TenancyMode::Db => CmdError::msg(format!("ERR no tenant for DB {}", ctx.conn.db)),
+                TenancyMode::Db => CmdError::msg(format!("ERR no tenant for DB {}", conn.db)),
                 TenancyMode::Prefix => CmdError::msg(
                     "ERR keyless command needs a default tenant in prefix tenancy (set tenancy.default_tenant)",
                 ),
@@ -553,7 +563,7 @@ pub(crate) fn route(
         }
     };
     match spec.route {
-        Route::None => Ok(ctx.conn.tenant),
+        Route::None => Ok(conn.tenant),
         Route::Conn => conn_tenant(),
         Route::Pattern => {
             if tenancy.mode == TenancyMode::Prefix
@@ -582,7 +592,7 @@ pub(crate) fn route(
                 };
                 // A key of another tenant is refused before the span check, whose message
                 // names tenants (only the admin gets that far).
-                privilege::check_route(ctx, Some(t))?;
+                privilege::check_route_of(shared, conn, Some(t))?;
                 match found {
                     None => found = Some(t),
                     Some(f) if f != t => {
@@ -597,7 +607,7 @@ pub(crate) fn route(
             }
             // No key (container commands: MEMORY HELP, OBJECT HELP): the connection's tenant,
             // if any; a handler that needs one reports it.
-            Ok(found.or(ctx.conn.tenant))
+            Ok(found.or(conn.tenant))
         }
     }
 }

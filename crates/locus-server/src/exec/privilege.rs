@@ -26,6 +26,7 @@ use locus_engine::TenantId;
 
 use super::{Args, CmdError, CommandSpec, Ctx, lower};
 use crate::config::TenancyMode;
+use crate::server::{ConnState, Shared};
 
 /// Per-tenant settings a tenant may change for itself (its eviction only; its memory is the
 /// admin's to give).
@@ -69,10 +70,19 @@ pub fn check_command(
 /// Refuses a routed command that would act outside the connection's tenant (prefix mode: a key
 /// of another tenant's prefix, for a connection bound by AUTH).
 pub fn check_route(ctx: &Ctx<'_>, routed: Option<TenantId>) -> Result<(), CmdError> {
-    if ctx.conn.admin || ctx.shared().tenancy().mode != TenancyMode::Prefix {
+    check_route_of(ctx.shared(), ctx.conn, routed)
+}
+
+/// [`check_route`] for a connection answered without the engine (a script is busy).
+pub fn check_route_of(
+    shared: &Shared,
+    conn: &ConnState,
+    routed: Option<TenantId>,
+) -> Result<(), CmdError> {
+    if conn.admin || shared.tenancy().mode != TenancyMode::Prefix {
         return Ok(());
     }
-    match (ctx.conn.owner, routed) {
+    match (conn.owner, routed) {
         (Some(o), Some(t)) if o != t => Err(CmdError::msg("NOPERM No permissions to access a key")),
         _ => Ok(()),
     }

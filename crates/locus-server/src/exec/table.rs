@@ -303,7 +303,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("echo", 2, ["fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Returns the given string.", None, connection::echo),
     cmd!("time", 1, ["random", "loading", "stale", "fast"], 0, 0, 0, ["@fast"], "server", "2.6.0", "Returns the server time.", None, connection::time),
     cmd!("quit", -1, ["allow_busy", "no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Closes the connection.", None, connection::quit),
-    cmd!("reset", 1, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.2.0", "Resets the connection.", None, connection::reset),
+    cmd!("reset", 1, ["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.2.0", "Resets the connection.", None, connection::reset),
     cmd!("auth", -2, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "1.0.0", "Authenticates the connection.", None, connection::auth),
     cmd!("hello", -1, ["no_auth", "fast"], 0, 0, 0, ["@fast", "@connection"], "connection", "6.0.0", "Handshakes with the Redis server.", None, connection::hello),
     cmd!("select", 2, ["loading", "stale", "fast"], 0, 0, 0, ["@keyspace", "@fast"], "connection", "1.0.0", "Changes the selected database.", None, connection::select),

@@ -461,10 +461,15 @@ fn tracking(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
 
 /// Turns the connection's tracking off (CLIENT TRACKING OFF, RESET).
 pub fn off(ctx: &mut Ctx<'_>) {
-    if ctx.conn.tracking.on {
-        ctx.shared().tracking().disable(ctx.conn.info.id);
+    off_of(ctx.shared(), ctx.conn);
+}
+
+/// [`off`] without the engine (RESET while a script is busy).
+pub fn off_of(shared: &Shared, conn: &mut crate::server::ConnState) {
+    if conn.tracking.on {
+        shared.tracking().disable(conn.info.id);
     }
-    ctx.conn.tracking = ConnTracking::default();
+    conn.tracking = ConnTracking::default();
 }
 
 /// INFO's fields for the tenants `scope` may see: `tracking_clients` (clients section) and the

@@ -23,6 +23,8 @@ use locus_protocol::ProtocolVersion;
 
 use super::CommandSpec;
 use super::{Args, CmdError, CmdResult, Ctx, dispatch};
+use crate::server::{ConnState, Shared};
+use locus_engine::TenantId;
 
 /// What one queued command costs the server: its argument vector and each argument's
 /// allocation (the allocator's rounding and header included), so that the charge follows the
@@ -83,21 +85,35 @@ pub fn runs_inside_multi(name: &str) -> bool {
 
 /// MULTI
 pub fn multi(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    if ctx.conn.multi.is_some() {
-        return Err(CmdError::msg("ERR MULTI calls can not be nested"));
-    }
-    ctx.conn.multi = Some(Vec::new());
-    ctx.conn.multi_error = false;
+    multi_unlocked(ctx.conn)?;
     ctx.w.ok();
     Ok(())
 }
 
+/// MULTI's state change (needs no engine: also while a script is busy); the caller replies OK.
+///
+/// # Errors
+/// Nested MULTI.
+pub fn multi_unlocked(conn: &mut ConnState) -> CmdResult {
+    if conn.multi.is_some() {
+        return Err(CmdError::msg("ERR MULTI calls can not be nested"));
+    }
+    conn.multi = Some(Vec::new());
+    conn.multi_error = false;
+    Ok(())
+}
+
 fn clear_watches(ctx: &mut Ctx<'_>) {
-    if !ctx.conn.watched.is_empty() {
-        let keys = std::mem::take(&mut ctx.conn.watched);
-        ctx.shared().unwatch_all(ctx.conn.info.id, &keys);
+    clear_watches_of(ctx.shared(), ctx.conn);
+}
+
+/// Forgets the connection's watched keys and whether they were touched (needs no engine).
+fn clear_watches_of(shared: &Shared, conn: &mut ConnState) {
+    if !conn.watched.is_empty() {
+        let keys = std::mem::take(&mut conn.watched);
+        shared.unwatch_all(conn.info.id, &keys);
     } else {
-        ctx.shared().clear_watch_dirty(ctx.conn.info.id);
+        shared.clear_watch_dirty(conn.info.id);
     }
 }
 
@@ -120,7 +136,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
         let watched = ctx.conn.watched.clone();
         aborted = watched
             .iter()
-            .any(|(t, k, existed)| *existed && !ctx.eng.exists(*t, k));
+            .any(|(t, k, existed)| *existed == Some(true) && !ctx.eng.exists(*t, k));
     }
     clear_watches(ctx);
     if aborted {
@@ -146,37 +162,78 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
 
 /// DISCARD
 pub fn discard(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    if ctx.conn.multi.take().is_none() {
+    discard_unlocked(ctx.shared(), ctx.conn)?;
+    release_queue(ctx.eng, &mut ctx.conn.multi_charged);
+    ctx.w.ok();
+    Ok(())
+}
+
+/// DISCARD without the queue's charge (given back by the caller, or by [`settle_after_busy`]
+/// while a script is busy); the caller replies OK.
+///
+/// # Errors
+/// DISCARD without MULTI.
+pub fn discard_unlocked(shared: &Shared, conn: &mut ConnState) -> CmdResult {
+    if conn.multi.take().is_none() {
         return Err(CmdError::msg("ERR DISCARD without MULTI"));
     }
-    release_queue(ctx.eng, &mut ctx.conn.multi_charged);
-    ctx.conn.multi_error = false;
-    clear_watches(ctx);
-    ctx.w.ok();
+    conn.multi_error = false;
+    clear_watches_of(shared, conn);
     Ok(())
 }
 
 /// `WATCH key [key ...]`
 pub fn watch(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
-    if ctx.conn.multi.is_some() {
+    let t = ctx.t()?;
+    let shared = ctx.shared();
+    let eng = &mut *ctx.eng;
+    watch_keys(shared, ctx.conn, t, &a[1..], |k| Some(eng.exists(t, k)))?;
+    ctx.w.ok();
+    Ok(())
+}
+
+/// Adds `keys` of tenant `t` to the connection's watched keys; `exists` tells whether a key
+/// exists now (`None`: not known yet).
+fn watch_keys(
+    shared: &Shared,
+    conn: &mut ConnState,
+    t: TenantId,
+    keys: Args<'_, '_>,
+    mut exists: impl FnMut(&[u8]) -> Option<bool>,
+) -> CmdResult {
+    if conn.multi.is_some() {
         return Err(CmdError::msg("ERR WATCH inside MULTI is not allowed"));
     }
-    let t = ctx.t()?;
-    for k in &a[1..] {
-        if ctx
-            .conn
+    for k in keys {
+        if conn
             .watched
             .iter()
             .any(|(wt, wk, _)| *wt == t && wk[..] == k[..])
         {
             continue;
         }
-        let existed = ctx.eng.exists(t, k);
-        ctx.shared().add_watch(ctx.conn.info.id, t, k);
-        ctx.conn.watched.push((t, k.to_vec(), existed));
+        let existed = exists(k);
+        shared.add_watch(conn.info.id, t, k);
+        conn.watched.push((t, k.to_vec(), existed));
     }
-    ctx.w.ok();
     Ok(())
+}
+
+/// WATCH while a script is busy (Redis flags it allow-busy), routed to `t` by the caller: the
+/// keys are watched at once, so a write the script makes to one of them from now on fails the
+/// EXEC, as in Redis. Whether each key exists is read when the connection next holds the engine
+/// ([`settle_after_busy`]).
+///
+/// # Errors
+/// WATCH inside MULTI, as [`watch`].
+pub fn watch_unlocked(
+    shared: &Shared,
+    conn: &mut ConnState,
+    t: Option<TenantId>,
+    a: Args<'_, '_>,
+) -> CmdResult {
+    let t = t.ok_or(CmdError::NoTenant)?;
+    watch_keys(shared, conn, t, &a[1..], |_| None)
 }
 
 /// UNWATCH
@@ -184,4 +241,32 @@ pub fn unwatch(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
     clear_watches(ctx);
     ctx.w.ok();
     Ok(())
+}
+
+/// UNWATCH while a script is busy (Redis flags it allow-busy): it needs no engine.
+pub fn unwatch_unlocked(shared: &Shared, conn: &mut ConnState) {
+    clear_watches_of(shared, conn);
+}
+
+/// What the commands answered while a script was busy left for the engine, done when the
+/// connection next holds it (the start of each locked batch; cheap when there is nothing): the
+/// existence of the keys WATCHed meanwhile, the charge of a transaction RESET or discarded
+/// meanwhile.
+///
+/// The keys WATCHed while busy are the last ones of the list (every WATCH under the engine
+/// lock comes after this ran). A key the script wrote after the WATCH made the EXEC fail
+/// already; any other key is as the WATCH found it, unless it expired or was evicted since, which
+/// Locus then misses (EXEC runs) where Redis, whose WATCH read the key then, would fail the EXEC.
+pub fn settle_after_busy(eng: &mut locus_engine::Engine, conn: &mut ConnState) {
+    if conn.multi.is_none() && !conn.multi_charged.is_empty() {
+        release_queue(eng, &mut conn.multi_charged);
+    }
+    if conn.watched.last().is_some_and(|w| w.2.is_none()) {
+        for (t, k, existed) in conn.watched.iter_mut().rev() {
+            if existed.is_some() {
+                break;
+            }
+            *existed = Some(eng.exists(*t, k));
+        }
+    }
 }

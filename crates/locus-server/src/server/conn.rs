@@ -65,32 +65,8 @@ pub(super) fn register(shared: &Shared, sock: &TcpStream, addr: SocketAddr) -> A
     }
     let laddr = sock.local_addr().unwrap_or(addr);
     let now = shared.clock().now_ms();
-    let info = Arc::new(ClientInfo {
-        id: shared.next_client_id.fetch_add(1, Ordering::Relaxed),
-        addr,
-        laddr,
-        created_ms: now,
-        name: Mutex::new(String::new()),
-        lib_name: Mutex::new(String::new()),
-        lib_ver: Mutex::new(String::new()),
-        user: Mutex::new("default".to_string()),
-        last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-        last_unknown_cmd: Mutex::new(String::new()),
-        last_active_ms: AtomicU64::new(now),
-        db: AtomicU32::new(0),
-        admin: AtomicBool::new(false),
-        omem: AtomicU64::new(0),
-        qbuf: AtomicU64::new(0),
-        qbuf_free: AtomicU64::new(0),
-        qbuf_cron: AtomicBool::new(false),
-        tenant: AtomicU32::new(u32::MAX),
-        owner: AtomicU32::new(u32::MAX),
-        resp: AtomicU8::new(2),
-        killed: AtomicBool::new(false),
-        waker: Mutex::new(None),
-        inbox: Mutex::new(Vec::new()),
-        inbox_pending: AtomicBool::new(false),
-    });
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let info = Arc::new(ClientInfo::new(id, addr, laddr, now));
     shared.clients.lock().insert(info.id, info.clone());
     info
 }
@@ -138,6 +114,19 @@ struct Scratch {
 fn recycle<'b>(mut v: Vec<Cow<'_, [u8]>>) -> Vec<Cow<'b, [u8]>> {
     v.clear();
     v.into_iter().map(|_| Cow::Borrowed(&[][..])).collect()
+}
+
+/// Reads what the socket holds into `buf` without waiting (`WouldBlock` when nothing), as
+/// `try_read_buf` would, but through tokio's `poll_read`, which forgets the socket's read
+/// readiness after a short read (the kernel's buffer is empty then): the next wait for input
+/// goes to epoll, not to a `recvfrom` that fails with EAGAIN (a third of the reads at -P 1 did).
+async fn read_ready(sock: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut read = std::pin::pin!(sock.read_buf(buf));
+    std::future::poll_fn(|cx| match read.as_mut().poll(cx) {
+        Poll::Pending => Poll::Ready(Err(std::io::ErrorKind::WouldBlock.into())),
+        done => done,
+    })
+    .await
 }
 
 /// Writes all of `out`: first straight away (the socket buffer has room almost always), and only
@@ -217,30 +206,7 @@ async fn connection(
     info: Arc<ClientInfo>,
     listener_tenant: Option<TenantId>,
 ) {
-    let mut st = ConnState {
-        info: info.clone(),
-        proto: ProtocolVersion::Resp2,
-        tenant: None,
-        admin: false,
-        owner: None,
-        listener_tenant,
-        db: 0,
-        user: "default".to_string(),
-        authenticated: true,
-        close: false,
-        multi: None,
-        multi_error: false,
-        multi_charged: Vec::new(),
-        watched: Vec::new(),
-        reply_off: false,
-        skip_current: false,
-        skip_next: false,
-        subs: Vec::new(),
-        psubs: Vec::new(),
-        block: exec::blocking::ConnBlock::default(),
-        tracking: exec::tracking::ConnTracking::default(),
-        migrate: None,
-    };
+    let mut st = ConnState::new(info.clone(), listener_tenant);
     st.reset(shared.tenancy(), shared.auth_required());
     let mut stop = StopSignal::new(&info, &shared, true);
     let mut scratch = Scratch::default();
@@ -301,7 +267,7 @@ async fn connection(
                     if inbuf.capacity() - inbuf.len() < READ_CHUNK {
                         inbuf.reserve(READ_CHUNK);
                     }
-                    match sock.try_read_buf(&mut inbuf) {
+                    match read_ready(&mut sock, &mut inbuf).await {
                         Ok(0) => break,
                         Ok(n) => {
                             peak = peak.max(inbuf.len());
@@ -636,6 +602,7 @@ fn process(
             scratch.args = recycle(args);
             return pos;
         };
+        exec::transaction::settle_after_busy(&mut eng, st);
         let delay = shared.tier_delay_ns() > 0;
         let slow_before = if delay {
             crate::tiers::slow_accesses(&eng)
@@ -866,32 +833,12 @@ mod tests {
 
     #[test]
     fn last_cmd_names() {
-        let info = ClientInfo {
-            id: 1,
-            addr: "127.0.0.1:1".parse().unwrap(),
-            laddr: "127.0.0.1:2".parse().unwrap(),
-            created_ms: 0,
-            name: Mutex::new(String::new()),
-            lib_name: Mutex::new(String::new()),
-            lib_ver: Mutex::new(String::new()),
-            user: Mutex::new("default".to_string()),
-            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-            last_unknown_cmd: Mutex::new(String::new()),
-            last_active_ms: AtomicU64::new(0),
-            db: AtomicU32::new(0),
-            admin: AtomicBool::new(false),
-            omem: AtomicU64::new(0),
-            qbuf: AtomicU64::new(0),
-            qbuf_free: AtomicU64::new(0),
-            qbuf_cron: AtomicBool::new(false),
-            tenant: AtomicU32::new(u32::MAX),
-            owner: AtomicU32::new(u32::MAX),
-            resp: AtomicU8::new(2),
-            killed: AtomicBool::new(false),
-            waker: Mutex::new(None),
-            inbox: Mutex::new(Vec::new()),
-            inbox_pending: AtomicBool::new(false),
-        };
+        let info = ClientInfo::new(
+            1,
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+            0,
+        );
         assert_eq!(info.last_cmd_name(), "NULL");
         info.set_last_cmd(exec::table::find(b"GeT"), b"GeT");
         assert_eq!(info.last_cmd_name(), "get");

@@ -244,6 +244,37 @@ pub const LAST_CMD_NONE: usize = usize::MAX;
 pub const LAST_CMD_UNKNOWN: usize = usize::MAX - 1;
 
 impl ClientInfo {
+    /// A new client `id` from `addr` to `laddr`, created at `now_ms`: no name, user `default`,
+    /// no command yet, database 0, no tenant, RESP2. The one place that lists every field.
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, now_ms: u64) -> Self {
+        Self {
+            id,
+            addr,
+            laddr,
+            created_ms: now_ms,
+            name: Mutex::new(String::new()),
+            lib_name: Mutex::new(String::new()),
+            lib_ver: Mutex::new(String::new()),
+            user: Mutex::new("default".to_string()),
+            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
+            last_unknown_cmd: Mutex::new(String::new()),
+            last_active_ms: AtomicU64::new(now_ms),
+            db: AtomicU32::new(0),
+            admin: AtomicBool::new(false),
+            omem: AtomicU64::new(0),
+            qbuf: AtomicU64::new(0),
+            qbuf_free: AtomicU64::new(0),
+            qbuf_cron: AtomicBool::new(false),
+            tenant: AtomicU32::new(u32::MAX),
+            owner: AtomicU32::new(u32::MAX),
+            resp: AtomicU8::new(2),
+            killed: AtomicBool::new(false),
+            waker: Mutex::new(None),
+            inbox: Mutex::new(Vec::new()),
+            inbox_pending: AtomicBool::new(false),
+        }
+    }
+
     /// Whether CLIENT KILL hit this client.
     pub fn killed(&self) -> bool {
         self.killed.load(Ordering::SeqCst)
@@ -402,8 +433,10 @@ pub struct ConnState {
     /// What the queued commands are charged to their tenants' budgets (see
     /// `exec::transaction::queue`), given back when the queue goes.
     pub multi_charged: Vec<(TenantId, u64)>,
-    /// WATCHed keys: (tenant, key, existed when watched).
-    pub watched: Vec<(TenantId, Vec<u8>, bool)>,
+    /// WATCHed keys: (tenant, key, existed when watched; `None` until the connection next holds
+    /// the engine, for a WATCH answered while a script was busy: see
+    /// `exec::transaction::settle_after_busy`).
+    pub watched: Vec<(TenantId, Vec<u8>, Option<bool>)>,
     /// Blocking commands: waiting for a key, or not allowed to (exec/blocking).
     pub block: exec::blocking::ConnBlock,
     /// CLIENT TRACKING as the read path needs it (exec/tracking).
@@ -414,47 +447,20 @@ pub struct ConnState {
 }
 
 impl ConnState {
-    /// An authenticated RESP2 connection `id` on tenant `t`, attached to no server and no
-    /// socket (tests of the command layer: exec/effects).
-    #[cfg(test)]
-    pub(crate) fn detached(id: u64, t: TenantId) -> Self {
-        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
-        let info = Arc::new(ClientInfo {
-            id,
-            addr,
-            laddr: addr,
-            created_ms: 0,
-            name: Mutex::new(String::new()),
-            lib_name: Mutex::new(String::new()),
-            lib_ver: Mutex::new(String::new()),
-            user: Mutex::new("default".to_string()),
-            last_cmd: AtomicUsize::new(LAST_CMD_NONE),
-            last_unknown_cmd: Mutex::new(String::new()),
-            last_active_ms: AtomicU64::new(0),
-            db: AtomicU32::new(0),
-            admin: AtomicBool::new(false),
-            omem: AtomicU64::new(0),
-            qbuf: AtomicU64::new(0),
-            qbuf_free: AtomicU64::new(0),
-            qbuf_cron: AtomicBool::new(false),
-            tenant: AtomicU32::new(t.0),
-            owner: AtomicU32::new(t.0),
-            resp: AtomicU8::new(2),
-            killed: AtomicBool::new(false),
-            waker: Mutex::new(None),
-            inbox: Mutex::new(Vec::new()),
-            inbox_pending: AtomicBool::new(false),
-        });
+    /// A new connection's state before its first RESET-like setup (`ConnState::reset` applies
+    /// the tenancy): RESP2, no tenant, database 0, user `default`, nothing subscribed, queued,
+    /// watched or tracked. The one place that lists every field: other states start here.
+    pub fn new(info: Arc<ClientInfo>, listener_tenant: Option<TenantId>) -> Self {
         Self {
             info,
             proto: ProtocolVersion::Resp2,
-            tenant: Some(t),
-            listener_tenant: None,
+            tenant: None,
+            listener_tenant,
             db: 0,
             user: "default".to_string(),
             authenticated: true,
             admin: false,
-            owner: Some(t),
+            owner: None,
             close: false,
             reply_off: false,
             skip_current: false,
@@ -468,6 +474,21 @@ impl ConnState {
             block: exec::blocking::ConnBlock::default(),
             tracking: exec::tracking::ConnTracking::default(),
             migrate: None,
+        }
+    }
+
+    /// An authenticated RESP2 connection `id` on tenant `t`, attached to no server and no
+    /// socket (tests of the command layer: exec/effects).
+    #[cfg(test)]
+    pub(crate) fn detached(id: u64, t: TenantId) -> Self {
+        let addr: SocketAddr = ([127, 0, 0, 1], 0).into();
+        let info = ClientInfo::new(id, addr, addr, 0);
+        info.tenant.store(t.0, Ordering::Relaxed);
+        info.owner.store(t.0, Ordering::Relaxed);
+        Self {
+            tenant: Some(t),
+            owner: Some(t),
+            ..Self::new(Arc::new(info), None)
         }
     }
 
@@ -955,7 +976,7 @@ impl Shared {
     }
 
     /// Drops every watch of `client` (EXEC, DISCARD, UNWATCH, disconnect).
-    pub fn unwatch_all(&self, client: u64, keys: &[(TenantId, Vec<u8>, bool)]) {
+    pub fn unwatch_all(&self, client: u64, keys: &[(TenantId, Vec<u8>, Option<bool>)]) {
         let mut w = self.watches.lock();
         for (t, k, _) in keys {
             let id = (t.0, k.clone());

@@ -36,6 +36,8 @@ fn now_ms() -> u64 {
 pub struct Busy {
     running: AtomicBool,
     function: AtomicBool,
+    /// The running script's tenant (`u32::MAX`: none), so that only its own clients kill it.
+    tenant: std::sync::atomic::AtomicU32,
     started_ms: AtomicU64,
     timed_out: AtomicBool,
     kill: AtomicBool,
@@ -94,9 +96,11 @@ const BUSY_FUNCTION: &str =
     "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
 impl Busy {
-    /// A script starts (under the engine lock).
-    pub fn start(&self, function: bool) {
+    /// A script of `tenant` starts (under the engine lock).
+    pub fn start(&self, function: bool, tenant: Option<locus_engine::TenantId>) {
         self.function.store(function, Ordering::Relaxed);
+        self.tenant
+            .store(tenant.map_or(u32::MAX, |t| t.0), Ordering::Relaxed);
         self.started_ms.store(now_ms(), Ordering::Relaxed);
         self.timed_out.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
@@ -210,7 +214,8 @@ pub fn lock_engine(shared: &Shared) -> Option<crate::server::EngineGuard<'_>> {
 }
 
 /// Answers one command while a timed-out script runs: SCRIPT KILL, FUNCTION KILL and SHUTDOWN
-/// NOSAVE act, everything else gets `BUSY`.
+/// NOSAVE act; Redis's other allow-busy commands that need no engine (HELLO, AUTH, QUIT, RESET,
+/// MULTI, DISCARD, WATCH, UNWATCH, FUNCTION STATS) are answered; everything else gets `BUSY`.
 pub fn answer_busy(
     shared: &Shared,
     conn: &mut ConnState,
@@ -223,6 +228,16 @@ pub fn answer_busy(
     let sub = |name: &str| cmd.len() == 2 && is(&cmd[1], name);
     let kill_eval = is(&cmd[0], "script") && sub("kill");
     let kill_function = is(&cmd[0], "function") && sub("kill");
+    // Only the script's own tenant (or the admin) may kill it: another tenant's SCRIPT KILL or
+    // FUNCTION KILL is answered BUSY like its other commands, and learns nothing of the script.
+    let own = match conn.scope() {
+        None => true,
+        Some(t) => t.is_some_and(|t| t.0 == busy.tenant.load(Ordering::Relaxed)),
+    };
+    if (kill_eval || kill_function) && !own {
+        w.error(busy_err);
+        return;
+    }
     if kill_eval || kill_function {
         if busy.wrote.load(Ordering::Relaxed) {
             w.error(
@@ -260,6 +275,47 @@ pub fn answer_busy(
         }
         return;
     }
+    // EXEC is refused, as every command that is not allow-busy, and a refused EXEC discards the
+    // transaction and the watches (Redis's rejectCommand: EXECABORT, in MULTI or not).
+    if is(&cmd[0], "exec") {
+        conn.multi = None;
+        conn.multi_error = false;
+        crate::exec::transaction::unwatch_unlocked(shared, conn);
+        w.error(&format!(
+            "EXECABORT Transaction discarded because of: {busy_err}"
+        ));
+        return;
+    }
+    // RESET, MULTI, DISCARD, WATCH and UNWATCH, allow-busy in Redis too, need no engine either:
+    // what they leave for it is done when the connection next holds it
+    // (transaction::settle_after_busy). All but UNWATCH run inside MULTI (WATCH and MULTI to
+    // refuse themselves); UNWATCH would be queued there: it goes on to the MULTI handling below.
+    let unlocked = ["reset", "multi", "discard", "watch", "unwatch"]
+        .into_iter()
+        .find(|name| is(&cmd[0], name))
+        .filter(|name| *name != "unwatch" || conn.multi.is_none());
+    if let Some(name) = unlocked {
+        use crate::exec::transaction;
+        let r = precheck(shared, conn, name, cmd).and_then(|t| match name {
+            "reset" => {
+                crate::exec::connection::reset_unlocked(shared, conn, w);
+                Ok(())
+            }
+            "multi" => transaction::multi_unlocked(conn),
+            "discard" => transaction::discard_unlocked(shared, conn),
+            "watch" => transaction::watch_unlocked(shared, conn, t, cmd),
+            _ => {
+                transaction::unwatch_unlocked(shared, conn);
+                Ok(())
+            }
+        });
+        match r {
+            Ok(()) if name != "reset" => w.ok(),
+            Ok(()) => {}
+            Err(e) => w.error(&e.wire()),
+        }
+        return;
+    }
     // FUNCTION STATS may run while a function is busy (Redis flags it allow-busy), to decide
     // whether to kill it; for an EVAL Redis answers BUSY. Only the running function's own tenant
     // sees it: the others are answered BUSY as for every command.
@@ -292,32 +348,9 @@ pub fn answer_busy(
             return;
         }
     }
-    // MULTI state as Redis keeps it while busy: MULTI and DISCARD pass (they need no data), a
-    // refused command inside MULTI aborts the transaction, a refused EXEC discards it.
+    // A refused command inside MULTI aborts the transaction (MULTI and DISCARD ran above).
     if conn.multi.is_some() {
-        if is(&cmd[0], "exec") || is(&cmd[0], "discard") {
-            let exec = is(&cmd[0], "exec");
-            conn.multi = None;
-            conn.multi_error = false;
-            let watched = std::mem::take(&mut conn.watched);
-            shared.unwatch_all(conn.info.id, &watched);
-            if exec {
-                w.error(&format!(
-                    "EXECABORT Transaction discarded because of: {busy_err}"
-                ));
-            } else {
-                w.ok();
-            }
-            return;
-        }
-        if !is(&cmd[0], "multi") {
-            conn.multi_error = true;
-        }
-    } else if is(&cmd[0], "multi") && cmd.len() == 1 {
-        conn.multi = Some(Vec::new());
-        conn.multi_error = false;
-        w.ok();
-        return;
+        conn.multi_error = true;
     }
     if is(&cmd[0], "shutdown") && cmd.len() == 2 && is(&cmd[1], "nosave") && conn.admin {
         busy.kill.store(true, Ordering::Release);
@@ -326,6 +359,43 @@ pub fn answer_busy(
         return;
     }
     w.error(busy_err);
+}
+
+/// What the dispatcher checks before a command runs (authentication, arity, the tenant it routes
+/// to, subscribed mode), for the commands answered here: the routed tenant. A refusal inside
+/// MULTI aborts the transaction, as the dispatcher's does.
+fn precheck(
+    shared: &Shared,
+    conn: &mut ConnState,
+    name: &str,
+    cmd: Args<'_, '_>,
+) -> Result<Option<locus_engine::TenantId>, crate::exec::CmdError> {
+    use crate::exec::CmdError;
+    let spec = crate::exec::lookup(name.as_bytes()).expect("a command of the table");
+    let argc = cmd.len() as i32;
+    let r = if !conn.authenticated && !spec.no_auth {
+        Err(CmdError::msg("NOAUTH Authentication required."))
+    } else if (spec.arity > 0 && argc != spec.arity) || (spec.arity < 0 && argc < -spec.arity) {
+        Err(CmdError::WrongArity(spec.name.to_string()))
+    } else {
+        crate::exec::route_of(shared, conn, spec, cmd).and_then(|t| {
+            crate::exec::privilege::check_route_of(shared, conn, t)?;
+            if conn.proto == locus_protocol::ProtocolVersion::Resp2
+                && conn.subscriptions() > 0
+                && !crate::exec::pubsub::allowed_when_subscribed(spec.name)
+            {
+                return Err(CmdError::msg(format!(
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    spec.name
+                )));
+            }
+            Ok(t)
+        })
+    };
+    if r.is_err() && conn.multi.is_some() {
+        conn.multi_error = true;
+    }
+    r
 }
 
 #[cfg(test)]
@@ -339,7 +409,7 @@ mod tests {
         let busy = Arc::new(Busy::default());
         let vm = crate::exec::scripting::vm::TenantVm::new(busy.clone()).unwrap();
         crate::exec::types::limits::set(&crate::exec::types::limits::BUSY_REPLY_THRESHOLD, 1);
-        busy.start(false);
+        busy.start(false, None);
         vm.lua
             .load("local i = 0 while i < 3e7 do i = i + 1 end")
             .exec()

@@ -314,7 +314,7 @@ pub(crate) fn run_script(
     ctx.conn.block.deny = true;
     ctx.conn.block.script = true;
     let busy = ctx.shared().scripts().busy();
-    busy.start(as_function);
+    busy.start(as_function, ctx.tenant.or(ctx.conn.tenant));
     vm.resp.store(2, Ordering::Relaxed);
     let cell = RefCell::new(&mut *ctx);
     let result: mlua::Result<(bool, Value)> = {
