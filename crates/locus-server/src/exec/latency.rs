@@ -10,8 +10,9 @@
 //! own work (the expiry cycle) go to the server's log. A tenant's LATENCY reads and resets its
 //! own log; the admin's reads every log (an event's samples merged across them) and resets them
 //! all. `LATENCY HISTOGRAM` reports the per-command latency distribution (INFO commandstats'
-//! counts, with Redis's power-of-two microsecond buckets, cumulative): server-wide figures, so a
-//! tenant gets an empty map, as its INFO commandstats is empty.
+//! counts in power-of-two microsecond buckets, cumulative, each labelled as Redis labels it: see
+//! [`redis_label`]): server-wide figures, so a tenant gets an empty map, as its INFO
+//! commandstats is empty.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -190,9 +191,21 @@ fn write_histogram(ctx: &mut Ctx<'_>, name: &str, calls: u64, buckets: &[u64]) {
             continue;
         }
         cumulative += n;
-        ctx.w.integer(1i64 << i);
+        ctx.w.integer(redis_label(i));
         ctx.w.integer(cumulative as i64);
     }
+}
+
+/// The microseconds Redis prints for its `i`-th power-of-two bucket.
+///
+/// Redis reports at 1024·2^i ns, each figure the highest value its HDR histogram (two
+/// significant digits: 256 sub-buckets, so 2^(i+3) ns wide there) takes as equal to it, in whole
+/// microseconds: 1, 2, 4, 8, 16, 33, 66, 132, 264, ... Clients and dashboards that read Redis's
+/// output see the same keys here. Locus's bucket `i` holds calls of at most 2^i µs, which are all
+/// at most the label too, so each cumulative count is true of its label.
+fn redis_label(i: usize) -> i64 {
+    let highest_ns = (129u64 << (3 + i.min(40))) - 1;
+    (highest_ns / 1000) as i64
 }
 
 /// `LATENCY HISTOGRAM [command ...]`
@@ -464,4 +477,17 @@ pub fn latency(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
         _ => return Err(super::admin::unknown_sub("latency", &a[1])),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redis_label;
+
+    #[test]
+    fn histogram_keys_are_the_ones_redis_prints() {
+        // Redis 7.0's LATENCY HISTOGRAM keys, the last two as seen from a slow SET (264).
+        let first: Vec<i64> = (0..9).map(redis_label).collect();
+        assert_eq!(first, [1, 2, 4, 8, 16, 33, 66, 132, 264]);
+        assert_eq!(redis_label(20), 1_082_130);
+    }
 }
