@@ -14,6 +14,16 @@
 //! | `(` big number   | `$` bulk string                |
 //! | `>` push         | `*` array                      |
 
+/// What [`ReplyWriter::error`] tells of each error reply it writes (the server's errorstats).
+static ERROR_HOOK: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Installs the function every [`ReplyWriter::error`] calls with the error's text (without the
+/// `-`), once per process; later calls change nothing. Error replies are rare, so the hook may
+/// take a lock.
+pub fn set_error_hook(hook: fn(&str)) {
+    let _ = ERROR_HOOK.set(hook);
+}
+
 /// Which protocol the client speaks (`HELLO 2|3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ProtocolVersion {
@@ -112,8 +122,17 @@ impl<'a> ReplyWriter<'a> {
     }
 
     /// `-msg\r\n`; line breaks inside `msg` are replaced by spaces (as Redis does) so the reply
-    /// cannot break framing.
+    /// cannot break framing. Counted by the [`set_error_hook`] hook (INFO errorstats).
     pub fn error(&mut self, msg: &str) {
+        if let Some(hook) = ERROR_HOOK.get() {
+            hook(msg);
+        }
+        self.error_uncounted(msg);
+    }
+
+    /// [`ReplyWriter::error`] without the count: for an error that was counted where it was
+    /// first written (a script passing on the error reply of a command it called).
+    pub fn error_uncounted(&mut self, msg: &str) {
         self.out.push(b'-');
         self.out.extend(
             msg.bytes()

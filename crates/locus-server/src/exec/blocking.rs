@@ -382,6 +382,7 @@ impl Blocking {
         // Under the engine lock: never while [`serve`] runs its command.
         let _eng = shared.engine();
         let e = self.take(id)?;
+        count_call(shared, &e, false);
         Some(timeout_reply(&e))
     }
 
@@ -389,6 +390,18 @@ impl Blocking {
     pub fn cancel(&self, shared: &Shared, id: u64) {
         let _eng = shared.engine();
         self.take(id);
+    }
+}
+
+/// Counts the call of a blocking command answered without running it again (timed out, or
+/// CLIENT UNBLOCK): the dispatcher did not count it when it blocked.
+fn count_call(shared: &Shared, e: &Entry, failed: bool) {
+    if let Some(spec) = e.args.first().and_then(|name| super::lookup(name)) {
+        let stat = shared.stats().commands.of(spec);
+        stat.record(0);
+        if failed {
+            stat.failed.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -480,6 +493,7 @@ pub fn unblock(shared: &Shared, scope: Option<Option<TenantId>>, id: u64, error:
     let Some(e) = b.take(id) else {
         return false;
     };
+    count_call(shared, &e, error);
     let reply = if error {
         let mut out = Vec::new();
         if !e.quiet {

@@ -151,6 +151,7 @@ pub fn reset_command_stats(shared: &Shared) {
             b.store(0, Ordering::Relaxed);
         }
     }
+    super::errorstats::reset();
     for hist in SUBS.values() {
         hist.calls.store(0, Ordering::Relaxed);
         for b in &hist.buckets {

@@ -26,6 +26,7 @@ pub mod cluster;
 pub mod connection;
 pub mod dump;
 pub mod effects;
+pub mod errorstats;
 pub mod expire;
 pub mod geo;
 pub mod hll;
@@ -149,6 +150,10 @@ pub enum CmdError {
     /// Any other error, already worded with its prefix (`ERR ...`, `WRONGPASS ...`).
     #[error("{0}")]
     Msg(String),
+    /// An error reply counted in INFO errorstats where it was first written (a script's reply:
+    /// see `exec::errorstats`): replied, and counted as the command's failure, not again there.
+    #[error("{0}")]
+    Counted(String),
 }
 
 impl CmdError {
@@ -160,6 +165,14 @@ impl CmdError {
     /// The error reply text.
     pub fn wire(&self) -> String {
         self.to_string()
+    }
+
+    /// Writes the error reply (counted in INFO errorstats unless it was already).
+    pub fn reply(&self, w: &mut ReplyWriter<'_>) {
+        match self {
+            CmdError::Counted(text) => w.error_uncounted(text),
+            e => w.error(&e.wire()),
+        }
     }
 }
 
@@ -262,7 +275,7 @@ pub fn dispatch_spec(ctx: &mut Ctx<'_>, args: Args<'_, '_>, spec: Option<&'stati
     let start = ctx.w.len();
     if let Err(e) = run(ctx, args, spec) {
         ctx.w.truncate(start);
-        ctx.w.error(&e.wire());
+        e.reply(&mut ctx.w);
     }
 }
 
@@ -375,7 +388,11 @@ fn run_counted(
     if monitored {
         monitor::feed(ctx, spec, args, false);
     }
-    srv.stats().commands.of(spec).record(took.as_nanos() as u64);
+    // A command that left its client waiting is counted when it is served, times out or is
+    // unblocked (Redis: one call per blocking command, whatever it took to answer).
+    if !ctx.conn.block.waits() {
+        srv.stats().commands.of(spec).record(took.as_nanos() as u64);
+    }
     slowlog::record(ctx, spec, args, took);
     if srv.notify_flags() != 0 {
         if ran.is_ok() && !existed.is_empty() {

@@ -768,6 +768,8 @@ impl Shared {
         config_file: Option<String>,
     ) -> Self {
         let start_ms = clock.now_ms();
+        // Error replies are counted from here on (INFO errorstats).
+        crate::exec::errorstats::install();
         let dumploads = dump_loads(&config, &tenancy);
         let tier_delay_ns = crate::tiers::emulated_ns(&engine);
         Self {

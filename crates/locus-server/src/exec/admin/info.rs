@@ -222,7 +222,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
             // Server-wide traffic: the admin's only (it would show other tenants' activity).
             let _ = write!(
                 out,
-                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+                "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\ntotal_error_replies:{}\r\n",
                 sh.stats().total_connections.load(Ordering::Relaxed),
                 sh.stats().total_commands.load(Ordering::Relaxed),
                 sh.stats().net_input_bytes.load(Ordering::Relaxed),
@@ -231,6 +231,7 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
                 sh.stats()
                     .output_limit_disconnections
                     .load(Ordering::Relaxed),
+                crate::exec::errorstats::total(),
             );
         }
         // The admin's: the server's rates; a tenant's: its own (crate::instant).
@@ -292,6 +293,14 @@ pub fn info_text(ctx: &mut Ctx<'_>, sections: &[String]) -> String {
                     c.failed.load(Ordering::Relaxed),
                 );
             }
+        }
+    }
+    if want("errorstats") {
+        sep(&mut out);
+        out.push_str("# Errorstats\r\n");
+        // Server-wide: the admin's only, as commandstats.
+        if scope.is_none() {
+            crate::exec::errorstats::info_lines(&mut out);
         }
     }
     if want("keyspace") {

@@ -238,7 +238,13 @@ pub fn lua_to_resp(w: &mut ReplyWriter<'_>, v: &Value, script_resp3: bool, depth
 
 fn table_to_resp(w: &mut ReplyWriter<'_>, t: &Table, resp3: bool, depth: usize) {
     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
-        w.error(&String::from_utf8_lossy(&e.as_bytes()));
+        let bytes = e.as_bytes();
+        let text = String::from_utf8_lossy(&bytes);
+        if super::passed_on(&Value::Table(t.clone())) {
+            w.error_uncounted(&text);
+        } else {
+            w.error(&text);
+        }
         return;
     }
     if let Ok(Value::String(s)) = t.raw_get::<Value>("ok") {

@@ -372,6 +372,9 @@ pub(crate) fn run_script(
             } else {
                 busy::KILLED_EVAL
             });
+        } else if passed_on(&v) {
+            // An uncaught `redis.call` error: counted when the command wrote it.
+            w.error_uncounted(&raised_error(&v, &run.name));
         } else {
             w.error(&raised_error(&v, &run.name));
         }
@@ -390,9 +393,10 @@ pub(crate) fn run_script(
     let (ok, out) = outcome.map_err(lua_err)?;
     if !ok || out.first() == Some(&b'-') {
         // A raised error, or an error table returned: the error line without its '-' and CRLF,
-        // through the dispatcher (counted as failed).
+        // through the dispatcher (counted as failed; in errorstats it was counted, or not, as
+        // it was written above).
         let text = String::from_utf8_lossy(&out[1..out.len().saturating_sub(2)]).into_owned();
-        return Err(CmdError::Msg(text));
+        return Err(CmdError::Counted(text));
     }
     ctx.w.raw(&out);
     Ok(())
@@ -545,6 +549,13 @@ fn shrink_reply() {
 
 fn error_reply(buf: &mut Vec<u8>, msg: &str) {
     ReplyWriter::new(buf, ProtocolVersion::Resp2).error(msg);
+}
+
+/// Whether an error value is a command's error reply passed on (Redis's
+/// `ignore_error_stats_update`: `redis.call` / `redis.pcall` mark every error they return).
+pub(crate) fn passed_on(v: &Value) -> bool {
+    matches!(v, Value::Table(t)
+        if matches!(t.raw_get::<Value>("ignore_error_stats_update"), Ok(Value::Boolean(true))))
 }
 
 /// The reply for an error a script raised: `{err=..., source=..., line=...}` from the handler,

@@ -439,8 +439,11 @@ unsafe fn call_and_push(l: *mut mlua::ffi::lua_State, raise: bool) -> std::ffi::
     // with stack room checked by push_resp.
     unsafe {
         ffi::lua_settop(l, 0);
+        // Every error reply in the buffer was counted when it was written (the command's own,
+        // or why it was refused, as Redis's scriptCall counts both): each is marked
+        // `ignore_error_stats_update`, so passing it on counts nothing more.
         let counted = match ran {
-            Ok(counted) => counted,
+            Ok(_) => true,
             Err(_) => {
                 ffi::lua_pushstring(l, c"ERR the command panicked (a Locus bug)".as_ptr());
                 ffi::lua_error(l)
