@@ -701,3 +701,31 @@ def test_script_flush_keeps_functions_and_lazy_libraries(r):
     with pytest.raises(redis.ResponseError, match="readonly table"):
         r.eval("cjson.encode = nil", 0)
     r.function_flush()
+
+
+def test_allow_busy_commands_are_queued_inside_multi_while_busy(start_server, client_for):
+    """Inside MULTI, Redis queues its allow-busy commands other than the transaction's own, QUIT
+    and RESET, while a script is busy as at any time: SCRIPT KILL, FUNCTION STATS, UNWATCH and
+    HELLO answer QUEUED (the queued SCRIPT KILL kills nothing), and the EXEC is refused while the
+    script runs. Not busy, UNWATCH inside MULTI is queued too and runs at EXEC."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    with Raw(srv.port) as c:
+        assert c.call("MULTI") == "OK"
+        assert c.call("UNWATCH") == "QUEUED"
+        assert c.call("EXEC") == ["OK"]
+        t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+        wait_busy(b)
+        assert c.call("MULTI") == "OK"
+        for cmd in (("SCRIPT", "KILL"), ("FUNCTION", "STATS"), ("UNWATCH",), ("HELLO", "2")):
+            assert c.call(*cmd) == "QUEUED", cmd
+        # Not allow-busy: refused, and the transaction will abort.
+        assert str(c.call("SCRIPT", "FLUSH")).startswith("BUSY")
+        time.sleep(0.2)
+        assert t.is_alive(), "the queued SCRIPT KILL killed the script"
+        assert str(c.call("EXEC")).startswith("EXECABORT Transaction discarded because of: BUSY")
+        assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+        t.join(5)
+        assert not t.is_alive() and "killed by user" in got["err"], got
+        assert c.call("PING") == "PONG"

@@ -79,7 +79,7 @@ pub fn release_queue(
 pub fn runs_inside_multi(name: &str) -> bool {
     matches!(
         name,
-        "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset"
+        "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
     )
 }
 

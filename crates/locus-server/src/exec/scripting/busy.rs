@@ -213,9 +213,14 @@ pub fn lock_engine(shared: &Shared) -> Option<crate::server::EngineGuard<'_>> {
     })
 }
 
+/// Arguments a transaction may hold when a command is queued while a script is busy (no engine
+/// to charge it to): past it the command is refused BUSY and the EXEC aborts.
+const BUSY_QUEUE_BYTES: usize = 64 << 10;
+
 /// Answers one command while a timed-out script runs: SCRIPT KILL, FUNCTION KILL and SHUTDOWN
 /// NOSAVE act; Redis's other allow-busy commands that need no engine (HELLO, AUTH, QUIT, RESET,
-/// MULTI, DISCARD, WATCH, UNWATCH, FUNCTION STATS) are answered; everything else gets `BUSY`.
+/// MULTI, DISCARD, WATCH, UNWATCH, FUNCTION STATS) are answered, or queued inside MULTI as Redis
+/// queues them; everything else gets `BUSY`.
 pub fn answer_busy(
     shared: &Shared,
     conn: &mut ConnState,
@@ -228,6 +233,38 @@ pub fn answer_busy(
     let sub = |name: &str| cmd.len() == 2 && is(&cmd[1], name);
     let kill_eval = is(&cmd[0], "script") && sub("kill");
     let kill_function = is(&cmd[0], "function") && sub("kill");
+    // Inside MULTI Redis queues its allow-busy commands as any other (all but the transaction's
+    // own, QUIT and RESET): a queued SCRIPT KILL kills nothing, and the EXEC is refused while the
+    // script runs. Queued without the engine, so uncharged: at most BUSY_QUEUE_BYTES of them.
+    if conn.multi.is_some() {
+        let queued_name = ["script", "function", "hello", "auth", "unwatch"]
+            .into_iter()
+            .find(|name| is(&cmd[0], name))
+            .filter(|name| {
+                !matches!(*name, "script" | "function")
+                    || kill_eval
+                    || kill_function
+                    || (*name == "function" && sub("stats"))
+            });
+        if let Some(name) = queued_name {
+            match precheck(shared, conn, name, cmd) {
+                Err(e) => w.error(&e.wire()),
+                Ok(_) => {
+                    let queue = conn.multi.as_mut().expect("inside MULTI");
+                    let held: usize = queue.iter().flatten().map(Vec::len).sum();
+                    let adds: usize = cmd.iter().map(|a| a.len()).sum();
+                    if held + adds > BUSY_QUEUE_BYTES {
+                        conn.multi_error = true;
+                        w.error(busy_err);
+                    } else {
+                        queue.push(cmd.iter().map(|a| a.to_vec()).collect());
+                        w.simple("QUEUED");
+                    }
+                }
+            }
+            return;
+        }
+    }
     // Only the script's own tenant (or the admin) may kill it: another tenant's SCRIPT KILL or
     // FUNCTION KILL is answered BUSY like its other commands, and learns nothing of the script.
     let own = match conn.scope() {
@@ -289,11 +326,10 @@ pub fn answer_busy(
     // RESET, MULTI, DISCARD, WATCH and UNWATCH, allow-busy in Redis too, need no engine either:
     // what they leave for it is done when the connection next holds it
     // (transaction::settle_after_busy). All but UNWATCH run inside MULTI (WATCH and MULTI to
-    // refuse themselves); UNWATCH would be queued there: it goes on to the MULTI handling below.
+    // refuse themselves); UNWATCH was queued there (above).
     let unlocked = ["reset", "multi", "discard", "watch", "unwatch"]
         .into_iter()
-        .find(|name| is(&cmd[0], name))
-        .filter(|name| *name != "unwatch" || conn.multi.is_none());
+        .find(|name| is(&cmd[0], name));
     if let Some(name) = unlocked {
         use crate::exec::transaction;
         let r = precheck(shared, conn, name, cmd).and_then(|t| match name {
