@@ -729,3 +729,26 @@ def test_allow_busy_commands_are_queued_inside_multi_while_busy(start_server, cl
         t.join(5)
         assert not t.is_alive() and "killed by user" in got["err"], got
         assert c.call("PING") == "PONG"
+
+
+@pytest.mark.locus_only
+def test_what_is_queued_while_busy_is_bounded(start_server, client_for):
+    """Commands queued inside MULTI while a script is busy are held without the engine, so not
+    charged to the tenant: Locus bounds them at 64 KiB of arguments a transaction (Redis does
+    not). Past it the command is refused BUSY and the EXEC aborts; a new MULTI counts anew."""
+    srv = start_server()
+    a, b = client_for(srv), client_for(srv)
+    b.config_set("busy-reply-threshold", "50")
+    with Raw(srv.port) as c:
+        t, got = run_in_thread(lambda: a.eval("while true do end", 0))
+        wait_busy(b)
+        big = "x" * 20_000
+        for _ in range(2):
+            assert c.call("MULTI") == "OK"
+            for _ in range(3):
+                assert c.call("AUTH", "default", big) == "QUEUED"
+            assert str(c.call("AUTH", "default", big)).startswith("BUSY")
+            assert str(c.call("EXEC")).startswith("EXECABORT")
+        assert b.execute_command("SCRIPT", "KILL") in (True, "OK")
+        t.join(5)
+        assert not t.is_alive() and "killed by user" in got["err"], got

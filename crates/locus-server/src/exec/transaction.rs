@@ -100,6 +100,7 @@ pub fn multi_unlocked(conn: &mut ConnState) -> CmdResult {
     }
     conn.multi = Some(Vec::new());
     conn.multi_error = false;
+    conn.multi_busy_bytes = 0;
     Ok(())
 }
 

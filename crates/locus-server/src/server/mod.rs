@@ -430,6 +430,9 @@ pub struct ConnState {
     pub multi: Option<Vec<Vec<Vec<u8>>>>,
     /// A command was rejected while queuing: EXEC will answer EXECABORT.
     pub multi_error: bool,
+    /// Bytes of arguments queued into this transaction while a script was busy (uncharged:
+    /// bounded by `exec::scripting::busy`); reset by MULTI.
+    pub multi_busy_bytes: usize,
     /// What the queued commands are charged to their tenants' budgets (see
     /// `exec::transaction::queue`), given back when the queue goes.
     pub multi_charged: Vec<(TenantId, u64)>,
@@ -469,6 +472,7 @@ impl ConnState {
             psubs: Vec::new(),
             multi: None,
             multi_error: false,
+            multi_busy_bytes: 0,
             multi_charged: Vec::new(),
             watched: Vec::new(),
             block: exec::blocking::ConnBlock::default(),

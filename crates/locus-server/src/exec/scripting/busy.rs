@@ -235,7 +235,8 @@ pub fn answer_busy(
     let kill_function = is(&cmd[0], "function") && sub("kill");
     // Inside MULTI Redis queues its allow-busy commands as any other (all but the transaction's
     // own, QUIT and RESET): a queued SCRIPT KILL kills nothing, and the EXEC is refused while the
-    // script runs. Queued without the engine, so uncharged: at most BUSY_QUEUE_BYTES of them.
+    // script runs. Queued without the engine, so uncharged: at most BUSY_QUEUE_BYTES of them
+    // (counted in `multi_busy_bytes`, O(1) a command).
     if conn.multi.is_some() {
         let queued_name = ["script", "function", "hello", "auth", "unwatch"]
             .into_iter()
@@ -250,13 +251,13 @@ pub fn answer_busy(
             match precheck(shared, conn, name, cmd) {
                 Err(e) => w.error(&e.wire()),
                 Ok(_) => {
-                    let queue = conn.multi.as_mut().expect("inside MULTI");
-                    let held: usize = queue.iter().flatten().map(Vec::len).sum();
                     let adds: usize = cmd.iter().map(|a| a.len()).sum();
-                    if held + adds > BUSY_QUEUE_BYTES {
+                    if conn.multi_busy_bytes + adds > BUSY_QUEUE_BYTES {
                         conn.multi_error = true;
                         w.error(busy_err);
                     } else {
+                        conn.multi_busy_bytes += adds;
+                        let queue = conn.multi.as_mut().expect("inside MULTI");
                         queue.push(cmd.iter().map(|a| a.to_vec()).collect());
                         w.simple("QUEUED");
                     }
