@@ -31,6 +31,9 @@ locus_bin="$target_dir/release/locus"
 export LOCUS_SKIP_LOG="$target_dir/skipped-tests.txt"
 mkdir -p "$target_dir"
 : > "$LOCUS_SKIP_LOG"
+# A step that retries a flaky failure once (tests/redis-suite) lists it here; printed at the end.
+export LOCUS_FLAKY_LOG="$target_dir/flaky-tests.txt"
+: > "$LOCUS_FLAKY_LOG"
 if [ -d ../shared/traces ]; then
   export LOCUS_REQUIRE_SHARED=1
   echo "shared data: $(cd ../shared && pwd) (every test that needs it runs)"
@@ -44,6 +47,13 @@ print_skips() {
     sort -u "$LOCUS_SKIP_LOG" | sed 's/^/  /'
   else
     printf '\n=== no tests skipped for missing shared data\n'
+  fi
+}
+
+print_flaky() {
+  if [ -s "$LOCUS_FLAKY_LOG" ]; then
+    printf '\n=== %s failed once and passed on retry (flaky; see the step output above):\n' "$(wc -l < "$LOCUS_FLAKY_LOG")"
+    sed 's/^/  /' "$LOCUS_FLAKY_LOG"
   fi
 }
 
@@ -105,4 +115,5 @@ LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --self-test --out "$target_dir
 LOCUS_BIN="$locus_bin" python3 tests/soak/soak.py --duration "$LOCUS_SOAK_SECONDS" --out "$target_dir/soak"
 
 print_skips
+print_flaky
 printf '\n=== all passed in %ss\n' "$SECONDS"
