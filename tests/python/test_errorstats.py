@@ -14,9 +14,9 @@ import re
 
 import pytest
 
-from harness import Raw, RespError, encode, free_ports, wait_until
+from harness import Raw, RespError, encode, wait_until
 from test_pause_monitor import info_field
-from test_privileges import MODES, Setup, config
+from test_privileges import tenants  # noqa: F401  (the fixture)
 
 
 @pytest.fixture
@@ -121,14 +121,6 @@ def test_a_blocking_command_is_one_call(server, clean):
 
 
 # ---------------------------------------------------------------------------------- tenants
-
-
-@pytest.fixture(params=MODES)
-def tenants(request, start_locus_toml):
-    mode = request.param
-    main, pa, pb = free_ports(3)
-    srv = start_locus_toml(config(mode, main, pa, pb), pa if mode == "port" else main)
-    return Setup(mode, srv, main, pa, pb)
 
 
 @pytest.mark.locus_only

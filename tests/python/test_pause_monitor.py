@@ -17,7 +17,7 @@ import pytest
 
 import harness
 from harness import HOST, Raw, free_ports, wait_until
-from test_privileges import MODES, Setup, config
+from test_privileges import tenants  # noqa: F401  (the fixture)
 
 LINE = re.compile(rb'^\d{10}\.\d{6} \[(\d+) ([^\]]+)\] (.*)$')
 
@@ -299,14 +299,6 @@ def test_latency_histogram(server, clean):
 
 
 # ---------------------------------------------------------------------------------- tenants
-
-
-@pytest.fixture(params=MODES)
-def tenants(request, start_locus_toml):
-    mode = request.param
-    main, pa, pb = free_ports(3)
-    srv = start_locus_toml(config(mode, main, pa, pb), pa if mode == "port" else main)
-    return Setup(mode, srv, main, pa, pb)
 
 
 @pytest.mark.locus_only

@@ -90,11 +90,18 @@ class Setup:
 
 
 @pytest.fixture(params=MODES)
-def setup(request, start_locus_toml):
+def tenants(request, start_locus_toml):
+    """A server of tenants alice and bob (and the admin) in each tenancy mode, empty (other test
+    files import it)."""
     mode = request.param
     main, pa, pb = free_ports(3)
     srv = start_locus_toml(config(mode, main, pa, pb), pa if mode == "port" else main)
-    s = Setup(mode, srv, main, pa, pb)
+    return Setup(mode, srv, main, pa, pb)
+
+
+@pytest.fixture
+def setup(tenants):
+    s = tenants
     alice = s.client("alice")
     alice.mset({s.key("alice", i): f"alice-{i}" for i in range(KEYS)})
     return s
