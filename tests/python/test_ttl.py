@@ -182,6 +182,26 @@ def test_active_expiry_without_access(r):
     assert info["expired_keys"] >= 200
 
 
+def test_a_one_ms_ttl_is_stored_and_then_expires(r):
+    """SET ... PX 1 stores the key, which then expires (one more expired_keys each), even when the
+    clock's millisecond turns while the SET runs: the command reads the time once (Redis freezes
+    it for a command), so the TTL it computes never counts as already past."""
+    before = r.info("stats")["expired_keys"]
+    n = 20_000
+    with r.pipeline(transaction=False) as p:
+        for i in range(n):
+            p.set(f"ms:{i}", "v", px=1)
+        p.execute()
+    time.sleep(0.01)
+    # Each key read after its TTL expires then (lazily, or the active sweep got there first).
+    with r.pipeline(transaction=False) as p:
+        for i in range(n):
+            p.exists(f"ms:{i}")
+        assert sum(p.execute()) == 0
+    assert r.dbsize() == 0
+    assert r.info("stats")["expired_keys"] - before == n
+
+
 def test_info_keyspace_counts_expires(r):
     r.mset({"a": "1", "b": "2", "c": "3"})
     r.expire("a", 1000)

@@ -30,9 +30,13 @@ pub fn echo(ctx: &mut Ctx<'_>, a: Args<'_, '_>) -> CmdResult {
     Ok(())
 }
 
-/// TIME: [unix seconds, microseconds] from the server's clock.
+/// TIME: [unix seconds, microseconds] from the server's clock: the time now, not the time the
+/// command (or the script calling it) is pinned to, as Redis's TIME reads the clock itself.
 pub fn time(ctx: &mut Ctx<'_>, _a: Args<'_, '_>) -> CmdResult {
-    let us = ctx.shared().clock().now_us();
+    let us = {
+        let _unpinned = locus_common::PinnedTime::at_us(0);
+        ctx.shared().clock().now_us()
+    };
     ctx.w.array(2);
     ctx.w.bulk_int((us / 1_000_000) as i64);
     ctx.w.bulk_int((us % 1_000_000) as i64);

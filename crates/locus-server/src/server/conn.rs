@@ -657,6 +657,10 @@ fn process(
                             }
                             executed += 1;
                             ctx.tenant = None;
+                            // One time for the whole command, as Redis freezes it for a command
+                            // (EXEC and scripts included): a TTL it computes is never already past
+                            // by a later read of the clock, and the engine reads it for free.
+                            let _pin = locus_common::PinnedTime::now();
                             let start = ctx.w.len();
                             if shared.tracking().active() {
                                 shared.tracking().set_current(ctx.conn.info.id);
