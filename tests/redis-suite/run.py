@@ -9,6 +9,10 @@ Every other test that is skipped is listed in skip.txt with its reason, one a li
 `<test name> | <reason>`. A skip may only name a test that needs something Locus does not
 implement yet (another data type, DEBUG); never a behaviour of a command Locus implements.
 
+A unit with failures runs once more on the same server; if it then passes it is reported as
+flaky (`*** FLAKY: ...`, and a line in $LOCUS_FLAKY_LOG, which scripts/test.sh prints at the end);
+two failures fail the run.
+
 Prints ok/err/skipped per unit (docs/redis.md's compatibility section quotes it, the README its total). Without
 ../shared/redis-tests (a fresh clone) it says so loudly, records the skip in $LOCUS_SKIP_LOG and
 exits 0, or fails when LOCUS_REQUIRE_SHARED=1.
