@@ -112,6 +112,13 @@ def config_values(port: int) -> dict[str, str]:
     return values
 
 
+def restore(locus: subprocess.Popen, port: int, initial: dict[str, str]) -> None:
+    """Puts back the RESTORED settings a unit may have changed (if the server still runs)."""
+    if locus.poll() is None:
+        for name, value in initial.items():
+            resp_call(port, "CONFIG", "SET", name, value)
+
+
 def run_unit(suite: Path, port: int, unit: str, skipfile: Path, workdir: Path, tag: str = "") -> dict:
     out_path = workdir / (unit.replace("/", "_") + tag + ".out")
     # The suite's own test server listens below --baseport: a random base keeps two runs on one
@@ -171,9 +178,7 @@ def main() -> int:
         for unit in args.unit or UNITS:
             started = time.time()
             r = run_unit(suite, port, unit, skipfile, work)
-            if locus.poll() is None:
-                for name, value in initial.items():
-                    resp_call(port, "CONFIG", "SET", name, value)
+            restore(locus, port, initial)
             if r["failures"] and locus.poll() is None:
                 # One retry, said out loud: a unit that fails twice fails the run; one that
                 # passes the second time is reported as flaky (here and in $LOCUS_FLAKY_LOG,
@@ -181,9 +186,7 @@ def main() -> int:
                 first = r
                 print(f"{unit}: failed, retrying once: " + "; ".join(first["failures"][:3]), flush=True)
                 r = run_unit(suite, port, unit, skipfile, work, ".retry")
-                if locus.poll() is None:
-                    for name, value in initial.items():
-                        resp_call(port, "CONFIG", "SET", name, value)
+                restore(locus, port, initial)
                 if not r["failures"]:
                     line = f"{unit} (Redis's suite): " + "; ".join(first["failures"][:3])
                     print(f"*** FLAKY: {line} (output: {first['out']}); passed on retry", flush=True)
