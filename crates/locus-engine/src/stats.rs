@@ -182,6 +182,10 @@ pub struct ClassStats {
     pub evicted_ttl: u64,
     /// Expirations.
     pub expired: u64,
+    /// Of the expirations, the items a crawl removed ([`Engine::reclaim_expired`](crate::Engine::reclaim_expired)).
+    pub crawled: u64,
+    /// Live items of this class a crawl looked at, expired or not.
+    pub crawl_checked: u64,
     /// Pages that came to this class from another (moved by a controller or taken back).
     pub pages_in: u64,
     /// Pages this class gave to another.
@@ -200,6 +204,8 @@ impl ClassStats {
         self.evictions.merge(&o.evictions);
         self.evicted_ttl += o.evicted_ttl;
         self.expired += o.expired;
+        self.crawled += o.crawled;
+        self.crawl_checked += o.crawl_checked;
         self.pages_in += o.pages_in;
         self.pages_out += o.pages_out;
     }
@@ -213,6 +219,8 @@ pub(crate) struct ClassCounters {
     pub evictions: EvictionCounts,
     pub evicted_ttl: u64,
     pub expired: u64,
+    pub crawled: u64,
+    pub crawl_checked: u64,
     pub pages_in: u64,
     pub pages_out: u64,
     pub items: u64,

@@ -507,7 +507,24 @@ fn reclaim_expired_removes_only_expired_items_of_the_chosen_classes() {
         "the big item's class was not crawled; kept never expires"
     );
     assert_eq!(e.len(other), 300, "another tenant's items are not touched");
+    // Each class counts what the crawl looked at and removed ("kept" is in the small class
+    // unless its one-byte value lands it in another).
+    let class_of = |e: &Engine, c| e.class_stats(t).into_iter().find(|s| s.class == c);
+    let kept_class = e.class_for(b"kept".len(), 1).unwrap();
+    let small = class_of(&e, small_class).unwrap();
+    assert_eq!(small.crawled, 300);
+    assert_eq!(small.expired, 300);
+    let kept_seen = u64::from(kept_class == small_class);
+    assert_eq!(small.crawl_checked, 300 + kept_seen);
+    let big_class = e.class_for(3, 3000).unwrap();
+    assert_eq!(class_of(&e, big_class).unwrap().crawl_checked, 0);
     let (_, n) = e.reclaim_expired(t, 0, 1_000, |_| true);
     assert_eq!(n, 1);
+    let big = class_of(&e, big_class).unwrap();
+    assert_eq!((big.crawled, big.crawl_checked), (1, 1));
+    assert!(
+        e.class_stats(other).iter().all(|c| c.crawl_checked == 0),
+        "the crawl counts nothing in another tenant's classes"
+    );
     e.check_invariants();
 }

@@ -445,7 +445,9 @@ impl Engine {
     /// One bounded step of a crawl over tenant `t`'s items (memcached's `lru_crawler crawl`):
     /// removes the expired items of the classes `crawled` accepts among about `count` visited
     /// ones, from `cursor` (0 to start) on. Returns the next cursor (0 when done) and how many
-    /// items it removed.
+    /// items it removed. Each class counts the items the crawl looked at and removed
+    /// ([`ClassStats::crawl_checked`], [`ClassStats::crawled`]: memcached's per-class
+    /// `crawler_items_checked` and `crawler_reclaimed`).
     pub fn reclaim_expired(
         &mut self,
         t: TenantId,
@@ -456,11 +458,14 @@ impl Engine {
         let mut reclaimed = 0;
         let next = self.walk(t, cursor, count, |eng, ti, h, expired| {
             let (pi, _) = eng.store.split(h);
-            if expired
-                && !eng.tenants[ti].expiry_held
-                && crawled(ClassId(eng.store.pages[pi].class))
-            {
+            let class = eng.store.pages[pi].class;
+            if !crawled(ClassId(class)) {
+                return true;
+            }
+            eng.tenants[ti].class_counters[class as usize].crawl_checked += 1;
+            if expired && !eng.tenants[ti].expiry_held {
                 eng.expire_item(ti, h);
+                eng.tenants[ti].class_counters[class as usize].crawled += 1;
                 reclaimed += 1;
             }
             true

@@ -47,6 +47,7 @@ impl Engine {
         let tn = &mut self.tenants[t];
         tn.counters.expired += 1;
         tn.class_counters[c as usize].expired += 1;
+        self.last_expired_class = Some(ClassId(c));
     }
 
     pub(super) fn add_ttl(&mut self, t: usize, h: u32, at_ms: u64) {

@@ -415,6 +415,8 @@ pub struct Engine {
     /// Some tenant has per-key penalty classes (`classes`): checked first on the data path, so
     /// an engine without them reads no tenant field more than before.
     classes_on: bool,
+    /// The size class of the item the engine expired last ([`Engine::last_expired_class`]).
+    last_expired_class: Option<ClassId>,
 }
 
 /// Decisions kept for `control_records`.
@@ -524,6 +526,7 @@ impl Engine {
             class_mode: ClassMode::Auto,
             tiers: Self::tier_state(&cfg, pages_total)?,
             classes_on: false,
+            last_expired_class: None,
             cfg,
             clock,
         })

@@ -71,6 +71,13 @@ impl Engine {
         }
     }
 
+    /// The size class of the item the engine expired last, by any path (`None` before the
+    /// first expiry). A caller that saw [`Engine::expired_count`] move across one lookup reads
+    /// here which class that item was in (memcached's per-class `get_expired`).
+    pub fn last_expired_class(&self) -> Option<ClassId> {
+        self.last_expired_class
+    }
+
     /// Buckets of tenant `t`'s key index (its pools' summed): memcached's hash table size.
     pub fn index_buckets(&self, t: TenantId) -> u64 {
         self.members(t.0 as usize)
@@ -138,7 +145,8 @@ impl Engine {
                     || cc.hits > 0
                     || cc.sets > 0
                     || cc.evictions.total() > 0
-                    || cc.expired > 0;
+                    || cc.expired > 0
+                    || cc.crawl_checked > 0;
                 active.then(|| ClassStats {
                     class: ClassId(i as u16),
                     chunk_size: self.classes.chunk(i as u16),
@@ -151,6 +159,8 @@ impl Engine {
                     evictions: cc.evictions,
                     evicted_ttl: cc.evicted_ttl,
                     expired: cc.expired,
+                    crawled: cc.crawled,
+                    crawl_checked: cc.crawl_checked,
                     pages_in: cc.pages_in,
                     pages_out: cc.pages_out,
                 })

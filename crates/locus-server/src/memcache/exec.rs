@@ -331,10 +331,12 @@ fn get_one(
 }
 
 /// Counts `get_expired` when a lookup since the tenant's expiry count was `before` found its
-/// item expired (the engine removed it then), as memcached counts a retrieval that meets one.
+/// item expired (the engine removed it then), as memcached counts a retrieval that meets one;
+/// the item's class counts it too (`stats items`' `reclaimed` leaves these out).
 pub(super) fn note_expired(eng: &Engine, t: TenantId, mt: &McTenant, before: u64) {
     if eng.expired_count(t) > before {
         Counters::bump(&mt.counters.get_expired);
+        mt.class_op(eng.last_expired_class(), |c| c.get_expired += 1);
     }
 }
 

@@ -174,6 +174,9 @@ pub struct ClassOps {
     pub cas_badval: u64,
     /// `touch_hits`.
     pub touch_hits: u64,
+    /// Retrievals that met an item of this class expired (the tenant's `get_expired`, by
+    /// class): `stats items`' `reclaimed` is the class's other expiries.
+    pub get_expired: u64,
 }
 
 /// Most key prefixes `stats detail` keeps per tenant; keys of further prefixes are not counted

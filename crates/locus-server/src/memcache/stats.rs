@@ -288,6 +288,7 @@ fn items(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
         if c.items == 0 && c.evictions.total() == 0 {
             continue;
         }
+        let ops = class_ops(cx, t, c.class.0 as usize);
         let id = u64::from(c.class.0) + 1;
         let s = |w: &mut ReplyWriter<'_>, name: &str, v: u64| {
             w.stat_u64(&format!("items:{id}:{name}"), v);
@@ -305,12 +306,18 @@ fn items(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
         s(w, "evicted_time", 0);
         s(w, "outofmemory", 0);
         s(w, "tailrepairs", 0);
-        s(w, "reclaimed", 0);
+        // As the tenant's `reclaimed`: expired items the engine took back by itself (its
+        // expiry sweeps, or a store over the key), not those a retrieval or a crawl met.
+        s(
+            w,
+            "reclaimed",
+            c.expired.saturating_sub(ops.get_expired + c.crawled),
+        );
         s(w, "expired_unfetched", 0);
         s(w, "evicted_unfetched", 0);
         s(w, "evicted_active", 0);
-        s(w, "crawler_reclaimed", 0);
-        s(w, "crawler_items_checked", 0);
+        s(w, "crawler_reclaimed", c.crawled);
+        s(w, "crawler_items_checked", c.crawl_checked);
         s(w, "lrutail_reflocked", 0);
         s(w, "moves_to_cold", 0);
         s(w, "moves_to_warm", 0);
