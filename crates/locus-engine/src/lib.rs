@@ -108,7 +108,7 @@ pub use engine::{
     ValueRef,
 };
 pub use engine::{ClassPoolStats, MAX_CLASS_POOLS};
-pub use engine::{Detached, LAZYFREE_THRESHOLD};
+pub use engine::{Detached, GIVE_BACK_FREE_PAGES, LAZYFREE_THRESHOLD};
 pub use error::EngineError;
 pub use evict::LFU_INIT_VAL;
 pub use store::META_PREFIX;

@@ -186,6 +186,9 @@ pub struct ClassStats {
     pub crawled: u64,
     /// Live items of this class a crawl looked at, expired or not.
     pub crawl_checked: u64,
+    /// Items moved to another page of the class when theirs was emptied to be given back
+    /// (memcached's `slab_reassign_rescues`), rather than evicted.
+    pub rescued: u64,
     /// Pages that came to this class from another (moved by a controller or taken back).
     pub pages_in: u64,
     /// Pages this class gave to another.
@@ -206,6 +209,7 @@ impl ClassStats {
         self.expired += o.expired;
         self.crawled += o.crawled;
         self.crawl_checked += o.crawl_checked;
+        self.rescued += o.rescued;
         self.pages_in += o.pages_in;
         self.pages_out += o.pages_out;
     }
@@ -221,6 +225,7 @@ pub(crate) struct ClassCounters {
     pub expired: u64,
     pub crawled: u64,
     pub crawl_checked: u64,
+    pub rescued: u64,
     pub pages_in: u64,
     pub pages_out: u64,
     pub items: u64,

@@ -301,7 +301,7 @@ impl Engine {
 
     /// Empties the sparsest page of (t, c) into free chunks of its other pages (the caller
     /// checked they hold enough) and releases it.
-    fn compact_class(&mut self, t: usize, c: u16) {
+    pub(super) fn compact_class(&mut self, t: usize, c: u16) {
         let Some(victim) = self.sparsest_page(t, Some(c), None) else {
             return;
         };
@@ -316,6 +316,7 @@ impl Engine {
                 return;
             };
             self.relocate(t, h, nh);
+            self.tenants[t].class_counters[c as usize].rescued += 1;
         }
         let from = self.page_owner(victim);
         self.release_page(victim);

@@ -63,13 +63,15 @@ impl Engine {
         }
     }
 
-    /// Periodic housekeeping (call ~10 times a second, or whenever a simulation likes): returns
-    /// spare capacity of the sampling arrays. Times are read from the clock on every access, so
-    /// nothing else needs refreshing.
+    /// Periodic housekeeping (call ~10 times a second, or whenever a simulation likes): runs a
+    /// decision that is due, gives back free pages where a pool asked for it
+    /// ([`Engine::set_tenant_gives_back_free_pages`]), returns spare capacity of the sampling
+    /// arrays. Times are read from the clock on every access, so nothing else needs refreshing.
     pub fn tick(&mut self) {
         if self.decision_due() {
             self.run_controller();
         }
+        self.give_back_free_pages();
         self.shrink_metadata();
     }
 

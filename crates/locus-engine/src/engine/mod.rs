@@ -273,6 +273,10 @@ struct Tenant {
     /// Class-local modes: a class with no page takes its first one from the pool's own memory
     /// when none is free ([`Engine::set_tenant_first_page`]).
     first_page: bool,
+    /// Class-local modes: a class holding more than [`GIVE_BACK_FREE_PAGES`] pages' worth of
+    /// free chunks is compacted and the page it empties goes back to the free pages
+    /// ([`Engine::set_tenant_gives_back_free_pages`]).
+    gives_back_free: bool,
     /// Its tier lists and counters (tiered engines only).
     tier: Option<Box<tier::TenantTier>>,
     /// Set while the tenant is dumped ([`Engine::set_dormant`]).
@@ -309,6 +313,7 @@ impl Tenant {
             outside_bytes: 0,
             class_mode: None,
             first_page: false,
+            gives_back_free: false,
             tier: tiers.map(|c| Box::new(tier::TenantTier::new(c))),
             dormant: None,
             group: None,
@@ -421,6 +426,11 @@ pub struct Engine {
 
 /// Decisions kept for `control_records`.
 pub const CONTROL_RECORD_LOG: usize = 256;
+
+/// A class that gives back free pages ([`Engine::set_tenant_gives_back_free_pages`]) keeps up to
+/// this many pages' worth of free chunks; past it, a page is emptied and goes back (memcached's
+/// automover likewise returns a class's surplus free memory to its global page pool).
+pub const GIVE_BACK_FREE_PAGES: u64 = 2;
 
 /// A controller installed in the engine.
 struct ControlState {

@@ -31,6 +31,51 @@ impl Engine {
         self.tenants[t.0 as usize].first_page = on;
     }
 
+    /// memcached's automover giving memory back, for tenant `t`'s pool in a class-local mode:
+    /// at each [`Engine::tick`], a class whose free chunks add up to more than
+    /// [`GIVE_BACK_FREE_PAGES`] pages (deleted or expired items leave holes in its pages) has
+    /// its sparsest page emptied into those free chunks (the items move, nothing is evicted) and
+    /// the page goes back to the free pages, where any class (or pool, as the arbiter allows)
+    /// can take it. One page per pool per tick. Off by default (the simulator's slab
+    /// experiments model memcached without it).
+    pub fn set_tenant_gives_back_free_pages(&mut self, t: TenantId, on: bool) {
+        self.tenants[t.0 as usize].gives_back_free = on;
+    }
+
+    /// One step of [`Engine::set_tenant_gives_back_free_pages`] for every pool that has it on:
+    /// pages given back.
+    pub(super) fn give_back_free_pages(&mut self) -> u64 {
+        if self.tiers.is_some() {
+            return 0;
+        }
+        let mut given = 0;
+        for t in 0..self.tenants.len() {
+            if !self.tenants[t].gives_back_free || self.class_mode_of(t) == ClassMode::Auto {
+                continue;
+            }
+            for c in 0..self.classes.len() as u16 {
+                let cp = &self.tenants[t].classes[c as usize];
+                if cp.pages < 2 {
+                    continue;
+                }
+                let free: u64 = cp
+                    .partial
+                    .iter()
+                    .map(|&pg| {
+                        let p = &self.store.pages[pg as usize];
+                        u64::from(p.slots - p.live)
+                    })
+                    .sum();
+                if free > GIVE_BACK_FREE_PAGES * u64::from(self.classes.slots(c)) {
+                    self.compact_class(t, c);
+                    given += 1;
+                    break;
+                }
+            }
+        }
+        given
+    }
+
     /// The class mode in force for tenant `t`'s pool.
     pub fn tenant_class_mode(&self, t: TenantId) -> ClassMode {
         self.class_mode_of(t.0 as usize)
@@ -187,6 +232,72 @@ mod tests {
         // Without the rule (memcached-like calcification), a new size is refused.
         e.set_tenant_first_page(b, false);
         assert!(e.set(b, b"big", &[0; 1500], SetOptions::default()).is_err());
+        e.check_invariants();
+    }
+
+    #[test]
+    fn a_classs_surplus_free_memory_goes_back_and_another_class_takes_it() {
+        let (mut e, a, b) = manual_engine(None);
+        // a fills all the memory with items of one class (b holds nothing).
+        let mut stored = Vec::new();
+        for i in 0..100_000 {
+            let k = format!("a{i:05}");
+            if e.set(a, k.as_bytes(), &[1; 100], SetOptions::default())
+                .is_err()
+            {
+                break;
+            }
+            stored.push(k);
+            if e.tenant_stats(a).evictions > 0 {
+                break;
+            }
+        }
+        let live: Vec<String> = stored
+            .into_iter()
+            .filter(|k| e.get(a, k.as_bytes()).is_some())
+            .collect();
+        // Every other item goes: about half of each page is free, no page is empty.
+        for k in live.iter().step_by(2) {
+            assert!(e.delete(a, k.as_bytes()));
+        }
+        let kept: Vec<&String> = live.iter().skip(1).step_by(2).collect();
+        let pages = e.tenant_stats(a).pages;
+        // Off: a tick gives nothing back.
+        e.tick();
+        assert_eq!(e.tenant_stats(a).pages, pages);
+        e.set_tenant_gives_back_free_pages(a, true);
+        for _ in 0..pages {
+            e.tick();
+            e.check_invariants();
+        }
+        let after = e.tenant_stats(a).pages;
+        // Pages were emptied until at most GIVE_BACK_FREE_PAGES pages' worth of holes remain.
+        assert!(after < pages && after >= pages / 2, "{pages} -> {after}");
+        let c = e.class_stats(a).into_iter().find(|c| c.items > 0).unwrap();
+        let slots = c.chunks / c.pages;
+        assert!(
+            c.chunks - c.items <= crate::GIVE_BACK_FREE_PAGES * slots,
+            "{c:?}"
+        );
+        assert!(c.rescued > 0, "{c:?}");
+        // Nothing was evicted by it: every item kept is still there, with its value.
+        for k in &kept {
+            assert_eq!(e.get(a, k.as_bytes()), Some(&[1; 100][..]), "{k}");
+        }
+        // The freed pages serve another class (here another pool's) without evicting a's items.
+        let evicted = e.tenant_stats(a).evictions;
+        for i in 0..((pages - after) * 2) {
+            assert!(
+                e.set(
+                    b,
+                    format!("b{i}").as_bytes(),
+                    &[2; 1000],
+                    SetOptions::default()
+                )
+                .is_ok()
+            );
+        }
+        assert_eq!(e.tenant_stats(a).evictions, evicted);
         e.check_invariants();
     }
 

@@ -161,6 +161,7 @@ impl Engine {
                     expired: cc.expired,
                     crawled: cc.crawled,
                     crawl_checked: cc.crawl_checked,
+                    rescued: cc.rescued,
                     pages_in: cc.pages_in,
                     pages_out: cc.pages_out,
                 })

@@ -162,6 +162,15 @@ pub fn install(eng: &mut Engine, mc: &mut McState, ctl: Option<crate::config::Sl
     let Some((inner, cfg)) = ctl else {
         return;
     };
+    // As memcached's automover: a class's surplus free memory (holes left by deletes and
+    // expiries) goes back to the free pages, while `slabs automove` is on.
+    mc.gives_back_free = true;
+    for &t in &ids {
+        let on = mc
+            .tenant(t)
+            .is_some_and(|m| m.automove.load(Ordering::Relaxed));
+        eng.set_tenant_gives_back_free_pages(t, on);
+    }
     // The RESP tenants keep the engine's automatic mode whatever the slab controller asks.
     for t in eng.tenant_ids() {
         if !ids.contains(&t) {
@@ -189,9 +198,13 @@ pub fn install(eng: &mut Engine, mc: &mut McState, ctl: Option<crate::config::Sl
     );
 }
 
-/// Whether `t`'s pages may be moved by the slab controller (`slabs automove 1|2`).
-pub fn set_automove(mc: &McState, t: TenantId, on: bool) {
+/// Whether `t`'s pages may be moved by the slab controller (`slabs automove 1|2`), and its
+/// classes' surplus free memory given back (with a slab controller installed only).
+pub fn set_automove(eng: &mut Engine, mc: &McState, t: TenantId, on: bool) {
     if let Some(m) = mc.tenant(t) {
         m.automove.store(on, Ordering::Relaxed);
+        if mc.gives_back_free {
+            eng.set_tenant_gives_back_free_pages(t, on);
+        }
     }
 }

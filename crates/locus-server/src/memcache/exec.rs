@@ -208,7 +208,7 @@ fn execute_request(cx: &mut McCtx<'_>, req: &Request<'_>, out: &mut Vec<u8>) {
         Request::SlabsReassign { src, dst } => slabs_reassign(cx, &mut w, *src, *dst),
         Request::SlabsAutomove { setting, noreply } => {
             if let (AutomoveSetting::Level(level), Some(t)) = (setting, cx.scope()) {
-                super::control::set_automove(cx.mc, t, *level != 0);
+                super::control::set_automove(cx.eng, cx.mc, t, *level != 0);
             }
             reply_unless(*noreply, &mut w, ReplyWriter::ok);
         }

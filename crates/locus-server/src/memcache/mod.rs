@@ -349,6 +349,9 @@ pub struct McState {
     pub limits: MemcacheLimits,
     /// The slab controller's name (`stats settings`), if any runs.
     pub controller: Option<String>,
+    /// Whether the memcached tenants' own slab controller runs, so that their classes give
+    /// surplus free memory back while `slabs automove` is on ([`control::install`]).
+    pub gives_back_free: bool,
     /// `[memcached]` settings shown by `stats settings`: growth factor, chunk size.
     pub growth_factor: f64,
     /// memcached's `-n`.
@@ -395,6 +398,7 @@ impl McState {
                 ..MemcacheLimits::default()
             },
             controller: None,
+            gives_back_free: false,
             growth_factor: cfg.memcached.growth_factor,
             chunk_size: cfg.memcached.chunk_size,
             shared_port,

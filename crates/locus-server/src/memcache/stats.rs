@@ -155,8 +155,10 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     w.stat_u64("hash_power_level", u64::from(buckets.max(1).ilog2()));
     w.stat_u64("hash_bytes", buckets * 5);
     w.stat_u64("hash_is_expanding", 0);
+    // Items moved off a page the tenant's classes gave back (their surplus free memory).
+    let rescued: u64 = scope.map_or(0, |t| cx.eng.class_stats(t).iter().map(|c| c.rescued).sum());
+    w.stat_u64("slab_reassign_rescues", rescued);
     for name in [
-        "slab_reassign_rescues",
         "slab_reassign_chunk_rescues",
         "slab_reassign_evictions_nomem",
         "slab_reassign_inline_reclaim",
