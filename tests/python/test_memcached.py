@@ -442,6 +442,34 @@ def test_slabs_commands(mc):
     assert mc.lines(b"slabs\r\n") == [b"ERROR"]
 
 
+@pytest.mark.locus_only
+def test_slabs_reassign_moves_a_pages_items_before_it_evicts_them(small_mc):
+    """memcached's page mover rescues a page's items into free chunks of their class and
+    evicts only what finds none (`slab_reassign_rescues`, `slab_reassign_evictions_nomem`)."""
+    mc = small_mc
+    assert mc.lines(b"slabs automove 0\r\n") == [b"OK"]  # only the manual moves below
+    v = b"v" * 20000
+    mc.lines(b"".join(b"set r%d 0 0 20000 noreply\r\n%s\r\n" % (i, v) for i in range(200)))
+    cls = next(k.split(":")[0] for k, n in mc.stats(b"slabs").items()
+               if k.endswith(":total_pages") and int(n) >= 4)
+    held = [i for i in range(200) if mc.lines(b"mg r%d\r\n" % i) == [b"HD"]]
+    # A third of the items go: the class's other pages have room for one page's items.
+    mc.lines(b"".join(b"delete r%d noreply\r\n" % i for i in held[::3]))
+    kept = [i for i in held if i not in held[::3]]
+    other = "1" if cls != "1" else "2"
+    s0 = mc.stats()
+    assert mc.lines(b"slabs reassign %s %s\r\n" % (cls.encode(), other.encode())) == [b"OK"]
+    s1 = mc.stats()
+    assert int(s1["slab_reassign_rescues"]) > int(s0["slab_reassign_rescues"]), s1
+    assert s1["slab_reassign_evictions_nomem"] == s0["slab_reassign_evictions_nomem"]
+    assert s1["evictions"] == s0["evictions"]
+    assert all(mc.lines(b"mg r%d v\r\n" % i) == [b"VA 20000", v] for i in kept)
+    # With no free chunk left, a move evicts the page's items, counted as memcached does.
+    mc.lines(b"".join(b"set f%d 0 0 20000 noreply\r\n%s\r\n" % (i, v) for i in range(200)))
+    assert mc.lines(b"slabs reassign %s %s\r\n" % (cls.encode(), other.encode())) == [b"OK"]
+    assert int(mc.stats()["slab_reassign_evictions_nomem"]) > 0
+
+
 def metadump(mc: Mc, classes: bytes = b"all") -> list[dict[str, str]] | bytes:
     """`lru_crawler metadump`: the items as dicts, or the one-line reply when refused. Item
     lines end with a bare `\\n` (memcached writes them so), the listing with `END\\r\\n`."""

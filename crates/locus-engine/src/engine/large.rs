@@ -324,7 +324,7 @@ impl Engine {
     }
 
     /// A free chunk of (t, c) on a page other than `except`.
-    fn take_chunk_except(&mut self, t: usize, c: u16, except: u32) -> Option<u32> {
+    pub(super) fn take_chunk_except(&mut self, t: usize, c: u16, except: u32) -> Option<u32> {
         let partial = &self.tenants[t].classes[c as usize].partial;
         let pg = partial.iter().rev().copied().find(|&pg| pg != except)?;
         let slot = self.store.take_slot(pg);

@@ -75,6 +75,47 @@ impl Engine {
         Ok(self.reassign_page(pg, to.0.0 as usize, to.1.0, EvictionReason::PageMove))
     }
 
+    /// [`Engine::move_page`] as memcached's `slabs reassign` does it: before the page changes
+    /// class, its items move to free chunks of the class's other pages while there are any
+    /// (rescued, counted in the class's [`ClassStats::rescued`]); only the rest are evicted.
+    /// Returns (rescued, evicted). Tiered engines evict as [`Engine::move_page`] does.
+    ///
+    /// # Errors
+    /// As [`Engine::move_page`].
+    pub fn move_page_rescuing(
+        &mut self,
+        from: (PoolId, ClassId),
+        to: (PoolId, ClassId),
+    ) -> Result<(u64, u64), EngineError> {
+        if self.tiers.is_some()
+            || from.0.0 as usize >= self.tenants.len()
+            || from.1.0 as usize >= self.classes.len()
+            || from == to
+            || self.pages_of(from.0, from.1) == 0
+        {
+            return self.move_page(from, to).map(|n| (0, n));
+        }
+        let (t, c) = (from.0.0 as usize, from.1.0);
+        let Some(pg) = self.takeable_page(t, Some(c)) else {
+            return self.move_page(from, to).map(|n| (0, n));
+        };
+        let mut rescued = 0;
+        for slot in 0..self.store.pages[pg as usize].bump {
+            let h = self.store.handle(pg, slot);
+            if !self.store.is_live(h) {
+                continue;
+            }
+            let Some(nh) = self.take_chunk_except(t, c, pg) else {
+                break;
+            };
+            self.relocate(t, h, nh);
+            self.tenants[t].class_counters[c as usize].rescued += 1;
+            rescued += 1;
+        }
+        let evicted = self.reassign_page(pg, to.0.0 as usize, to.1.0, EvictionReason::PageMove);
+        Ok((rescued, evicted))
+    }
+
     /// The tenant's eviction pool, idle ascending: (score at sampling time, key). For tests and
     /// admin commands.
     pub fn eviction_pool(&self, t: TenantId) -> Vec<(u64, Vec<u8>)> {

@@ -302,6 +302,43 @@ mod tests {
     }
 
     #[test]
+    fn a_rescuing_page_move_evicts_only_what_finds_no_free_chunk() {
+        let (mut e, a, _b) = manual_engine(None);
+        let keys: Vec<String> = (0..120).map(|i| format!("a{i:03}")).collect();
+        for k in &keys {
+            e.set(a, k.as_bytes(), &[1; 300], SetOptions::default())
+                .unwrap();
+        }
+        let c = e.class_stats(a)[0].class;
+        assert!(e.class_stats(a)[0].pages >= 4);
+        // A third of the items go: the other pages have room for a page's items.
+        for k in keys.iter().step_by(3) {
+            assert!(e.delete(a, k.as_bytes()));
+        }
+        let pool = e.pool_of(a);
+        let other = crate::ClassId(c.0 + 3);
+        let (rescued, evicted) = e.move_page_rescuing((pool, c), (pool, other)).unwrap();
+        assert!(rescued > 0 && evicted == 0, "{rescued} {evicted}");
+        for (i, k) in keys.iter().enumerate() {
+            let want = (i % 3 != 0).then_some(&[1u8; 300][..]);
+            assert_eq!(e.get(a, k.as_bytes()), want, "{k}");
+        }
+        e.check_invariants();
+        // Full again: a move now evicts the page's items that find no room.
+        for i in 0..200 {
+            let _ = e.set(
+                a,
+                format!("f{i}").as_bytes(),
+                &[2; 300],
+                SetOptions::default(),
+            );
+        }
+        let (_, evicted) = e.move_page_rescuing((pool, c), (pool, other)).unwrap();
+        assert!(evicted > 0);
+        e.check_invariants();
+    }
+
+    #[test]
     fn a_class_gets_its_first_page_after_large_items_filled_memory() {
         let (mut e, a, _b) = manual_engine(Some(512));
         // Large items (outside the pages) take the whole budget.

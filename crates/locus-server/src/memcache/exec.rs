@@ -673,8 +673,17 @@ fn slabs_reassign(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>, src: i32, dst: i3
         w.line(b"NOSPARE source class has no spare pages");
         return;
     }
-    match cx.eng.move_page(from, to) {
-        Ok(_) => w.ok(),
+    // As memcached's page mover: the page's items move to free chunks of their class first,
+    // and only those that find none are evicted.
+    match cx.eng.move_page_rescuing(from, to) {
+        Ok((_, evicted)) => {
+            if let Some(mt) = cx.mc.tenant(t) {
+                mt.counters
+                    .reassign_evictions_nomem
+                    .fetch_add(evicted, Ordering::Relaxed);
+            }
+            w.ok();
+        }
         Err(_) => w.line(b"NOSPARE source class has no spare pages"),
     }
 }

@@ -110,6 +110,9 @@ pub struct Counters {
     /// lock after a full batch (`MAX_BATCH`, memcached's `-R` requests per event), so that
     /// other connections run.
     pub conn_yields: AtomicU64,
+    /// `slab_reassign_evictions_nomem`: items a `slabs reassign` evicted because their class
+    /// had no free chunk to move them to.
+    pub reassign_evictions_nomem: AtomicU64,
 }
 
 impl Counters {
@@ -153,6 +156,7 @@ impl Counters {
             &self.idle_kicks,
             &self.rejected_connections,
             &self.conn_yields,
+            &self.reassign_evictions_nomem,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -158,9 +158,12 @@ fn general(cx: &mut McCtx<'_>, w: &mut ReplyWriter<'_>) {
     // Items moved off a page the tenant's classes gave back (their surplus free memory).
     let rescued: u64 = scope.map_or(0, |t| cx.eng.class_stats(t).iter().map(|c| c.rescued).sum());
     w.stat_u64("slab_reassign_rescues", rescued);
-    for name in [
-        "slab_reassign_chunk_rescues",
+    w.stat_u64("slab_reassign_chunk_rescues", 0);
+    w.stat_u64(
         "slab_reassign_evictions_nomem",
+        get(|c| &c.reassign_evictions_nomem),
+    );
+    for name in [
         "slab_reassign_inline_reclaim",
         "slab_reassign_busy_items",
         "slab_reassign_busy_deletes",
