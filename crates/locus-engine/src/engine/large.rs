@@ -277,20 +277,10 @@ impl Engine {
                 continue;
             }
             for c in 0..self.classes.len() as u16 {
-                let slots = u64::from(self.classes.slots(c));
-                let cp = &self.tenants[r].classes[c as usize];
-                if cp.pages < 2 {
+                if self.tenants[r].classes[c as usize].pages < 2 {
                     continue;
                 }
-                let free: u64 = cp
-                    .partial
-                    .iter()
-                    .map(|&pg| {
-                        let p = &self.store.pages[pg as usize];
-                        u64::from(p.slots - p.live)
-                    })
-                    .sum();
-                if free >= slots {
+                if self.class_free_chunks(r, c) >= u64::from(self.classes.slots(c)) {
                     self.compact_class(r, c);
                     return true;
                 }
@@ -299,24 +289,47 @@ impl Engine {
         false
     }
 
+    /// Free chunks on the pages of (t, c) that have any.
+    pub(super) fn class_free_chunks(&self, t: usize, c: u16) -> u64 {
+        self.tenants[t].classes[c as usize]
+            .partial
+            .iter()
+            .map(|&pg| {
+                let p = &self.store.pages[pg as usize];
+                u64::from(p.slots - p.live)
+            })
+            .sum()
+    }
+
+    /// Moves the live items of page `pg` of (t, c) to free chunks of the class's other pages
+    /// while there are any (each counted as rescued). Returns how many moved and whether the
+    /// page is now empty.
+    pub(super) fn rescue_items(&mut self, t: usize, c: u16, pg: u32) -> (u64, bool) {
+        let mut moved = 0;
+        for slot in 0..self.store.pages[pg as usize].bump {
+            let h = self.store.handle(pg, slot);
+            if !self.store.is_live(h) {
+                continue;
+            }
+            let Some(nh) = self.take_chunk_except(t, c, pg) else {
+                return (moved, false);
+            };
+            self.relocate(t, h, nh);
+            self.tenants[t].class_counters[c as usize].rescued += 1;
+            moved += 1;
+        }
+        (moved, true)
+    }
+
     /// Empties the sparsest page of (t, c) into free chunks of its other pages (the caller
     /// checked they hold enough) and releases it.
     pub(super) fn compact_class(&mut self, t: usize, c: u16) {
         let Some(victim) = self.sparsest_page(t, Some(c), None) else {
             return;
         };
-        let bump = self.store.pages[victim as usize].bump;
-        for slot in 0..bump {
-            let h = self.store.handle(victim, slot);
-            if !self.store.is_live(h) {
-                continue;
-            }
-            let Some(nh) = self.take_chunk_except(t, c, victim) else {
-                locus_common::strict_assert!(false, "compaction ran out of free chunks");
-                return;
-            };
-            self.relocate(t, h, nh);
-            self.tenants[t].class_counters[c as usize].rescued += 1;
+        if !self.rescue_items(t, c, victim).1 {
+            locus_common::strict_assert!(false, "compaction ran out of free chunks");
+            return;
         }
         let from = self.page_owner(victim);
         self.release_page(victim);
@@ -324,7 +337,7 @@ impl Engine {
     }
 
     /// A free chunk of (t, c) on a page other than `except`.
-    pub(super) fn take_chunk_except(&mut self, t: usize, c: u16, except: u32) -> Option<u32> {
+    fn take_chunk_except(&mut self, t: usize, c: u16, except: u32) -> Option<u32> {
         let partial = &self.tenants[t].classes[c as usize].partial;
         let pg = partial.iter().rev().copied().find(|&pg| pg != except)?;
         let slot = self.store.take_slot(pg);

@@ -99,19 +99,7 @@ impl Engine {
         let Some(pg) = self.takeable_page(t, Some(c)) else {
             return self.move_page(from, to).map(|n| (0, n));
         };
-        let mut rescued = 0;
-        for slot in 0..self.store.pages[pg as usize].bump {
-            let h = self.store.handle(pg, slot);
-            if !self.store.is_live(h) {
-                continue;
-            }
-            let Some(nh) = self.take_chunk_except(t, c, pg) else {
-                break;
-            };
-            self.relocate(t, h, nh);
-            self.tenants[t].class_counters[c as usize].rescued += 1;
-            rescued += 1;
-        }
+        let (rescued, _) = self.rescue_items(t, c, pg);
         let evicted = self.reassign_page(pg, to.0.0 as usize, to.1.0, EvictionReason::PageMove);
         Ok((rescued, evicted))
     }

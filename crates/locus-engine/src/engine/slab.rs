@@ -54,19 +54,11 @@ impl Engine {
                 continue;
             }
             for c in 0..self.classes.len() as u16 {
-                let cp = &self.tenants[t].classes[c as usize];
-                if cp.pages < 2 {
+                if self.tenants[t].classes[c as usize].pages < 2 {
                     continue;
                 }
-                let free: u64 = cp
-                    .partial
-                    .iter()
-                    .map(|&pg| {
-                        let p = &self.store.pages[pg as usize];
-                        u64::from(p.slots - p.live)
-                    })
-                    .sum();
-                if free > GIVE_BACK_FREE_PAGES * u64::from(self.classes.slots(c)) {
+                let slots = u64::from(self.classes.slots(c));
+                if self.class_free_chunks(t, c) > GIVE_BACK_FREE_PAGES * slots {
                     self.compact_class(t, c);
                     given += 1;
                     break;
