@@ -431,8 +431,9 @@ impl Engine {
 
     /// SCAN: returns the next cursor (0 when done) and appends up to about `count` keys to `out`.
     ///
-    /// The cursor is a (page, slot) position; items never move while they live, so every key
-    /// present for the whole scan is returned at least once (Redis's guarantee).
+    /// The cursor is a (page, slot) position; an item that moves while it lives (compaction,
+    /// a rescuing page move) only moves to a later page, so every key present for the whole
+    /// scan is returned at least once (Redis's guarantee). Tier migrations are the exception.
     pub fn scan(&mut self, t: TenantId, cursor: u64, count: usize, out: &mut Vec<Vec<u8>>) -> u64 {
         self.walk(t, cursor, count, |eng, _, h, expired| {
             if !expired {

@@ -280,8 +280,9 @@ impl Engine {
                 if self.tenants[r].classes[c as usize].pages < 2 {
                     continue;
                 }
-                if self.class_free_chunks(r, c) >= u64::from(self.classes.slots(c)) {
-                    self.compact_class(r, c);
+                if self.class_free_chunks(r, c) >= u64::from(self.classes.slots(c))
+                    && self.compact_class(r, c)
+                {
                     return true;
                 }
             }
@@ -301,9 +302,9 @@ impl Engine {
             .sum()
     }
 
-    /// Moves the live items of page `pg` of (t, c) to free chunks of the class's other pages
-    /// while there are any (each counted as rescued). Returns how many moved and whether the
-    /// page is now empty.
+    /// Moves the live items of page `pg` of (t, c) to free chunks of the class's pages after it
+    /// while there are any (each counted as rescued; see [`Engine::compaction_victim`] for the
+    /// order). Returns how many moved and whether the page is now empty.
     pub(super) fn rescue_items(&mut self, t: usize, c: u16, pg: u32) -> (u64, bool) {
         let mut moved = 0;
         for slot in 0..self.store.pages[pg as usize].bump {
@@ -311,7 +312,7 @@ impl Engine {
             if !self.store.is_live(h) {
                 continue;
             }
-            let Some(nh) = self.take_chunk_except(t, c, pg) else {
+            let Some(nh) = self.take_chunk_after(t, c, pg) else {
                 return (moved, false);
             };
             self.relocate(t, h, nh);
@@ -321,25 +322,26 @@ impl Engine {
         (moved, true)
     }
 
-    /// Empties the sparsest page of (t, c) into free chunks of its other pages (the caller
-    /// checked they hold enough) and releases it.
-    pub(super) fn compact_class(&mut self, t: usize, c: u16) {
-        let Some(victim) = self.sparsest_page(t, Some(c), None) else {
-            return;
+    /// Empties a page of (t, c) ([`Engine::compaction_victim`]) into free chunks of the class's
+    /// later pages and releases it. False when no page's items fit there.
+    pub(super) fn compact_class(&mut self, t: usize, c: u16) -> bool {
+        let Some(victim) = self.compaction_victim(t, c) else {
+            return false;
         };
         if !self.rescue_items(t, c, victim).1 {
             locus_common::strict_assert!(false, "compaction ran out of free chunks");
-            return;
+            return false;
         }
         let from = self.page_owner(victim);
         self.release_page(victim);
         self.record_page_event(victim, from, None, EvictionReason::PageReclaim, 0);
+        true
     }
 
-    /// A free chunk of (t, c) on a page other than `except`.
-    fn take_chunk_except(&mut self, t: usize, c: u16, except: u32) -> Option<u32> {
+    /// A free chunk of (t, c) on a page after `after` in page order.
+    fn take_chunk_after(&mut self, t: usize, c: u16, after: u32) -> Option<u32> {
         let partial = &self.tenants[t].classes[c as usize].partial;
-        let pg = partial.iter().rev().copied().find(|&pg| pg != except)?;
+        let pg = partial.iter().rev().copied().find(|&pg| pg > after)?;
         let slot = self.store.take_slot(pg);
         if !self.store.pages[pg as usize].has_free() {
             let pos = self.store.pages[pg as usize].partial_pos as usize;
@@ -351,6 +353,26 @@ impl Engine {
             self.store.pages[pg as usize].partial_pos = NIL;
         }
         Some(self.store.handle(pg, slot))
+    }
+
+    /// The page of (t, c) to empty by moving its items: the sparsest of those whose items fit
+    /// in the free chunks of the class's pages after it. SCAN and crawl cursors walk pages in
+    /// that order, so an item only moves ahead of a cursor, never behind one that passed its
+    /// place: a key present for a whole SCAN is still returned at least once.
+    pub(super) fn compaction_victim(&self, t: usize, c: u16) -> Option<u32> {
+        let mut pages = self.tenants[t].classes[c as usize].list.clone();
+        pages.sort_unstable();
+        let mut free_after = 0u64;
+        let mut best: Option<(u32, u64)> = None;
+        for &pg in pages.iter().rev() {
+            let p = &self.store.pages[pg as usize];
+            let live = u64::from(p.live);
+            if live <= free_after && best.is_none_or(|(_, l)| live < l) {
+                best = Some((pg, live));
+            }
+            free_after += u64::from(p.slots - p.live);
+        }
+        best.map(|(pg, _)| pg)
     }
 
     /// Moves live item `h` of pool `t` into the free chunk `nh` of the same class: its bytes

@@ -76,7 +76,7 @@ impl Engine {
     }
 
     /// [`Engine::move_page`] as memcached's `slabs reassign` does it: before the page changes
-    /// class, its items move to free chunks of the class's other pages while there are any
+    /// class, its items move to free chunks of the class's later pages while there are any
     /// (rescued, counted in the class's [`ClassStats::rescued`]); only the rest are evicted.
     /// Returns (rescued, evicted). Tiered engines evict as [`Engine::move_page`] does.
     ///
@@ -96,7 +96,12 @@ impl Engine {
             return self.move_page(from, to).map(|n| (0, n));
         }
         let (t, c) = (from.0.0 as usize, from.1.0);
-        let Some(pg) = self.takeable_page(t, Some(c)) else {
+        // A page whose items all fit in the class's later pages first (none evicted, and
+        // cursors stay sound: see `compaction_victim`), else the one `move_page` would take.
+        let Some(pg) = self
+            .compaction_victim(t, c)
+            .or_else(|| self.takeable_page(t, Some(c)))
+        else {
             return self.move_page(from, to).map(|n| (0, n));
         };
         let (rescued, _) = self.rescue_items(t, c, pg);
