@@ -34,10 +34,11 @@ impl Engine {
     /// memcached's automover giving memory back, for tenant `t`'s pool in a class-local mode:
     /// at each [`Engine::tick`], a class whose free chunks add up to more than
     /// [`GIVE_BACK_FREE_PAGES`] pages (deleted or expired items leave holes in its pages) has
-    /// its sparsest page emptied into those free chunks (the items move, nothing is evicted) and
-    /// the page goes back to the free pages, where any class (or pool, as the arbiter allows)
-    /// can take it. One page per pool per tick. Off by default (the simulator's slab
-    /// experiments model memcached without it).
+    /// a page emptied into the free chunks of its later pages (the sparsest page whose items
+    /// fit there, [`Engine::compaction_victim`]: the items move, nothing is evicted) and the
+    /// page goes back to the free pages, where any class (or pool, as the arbiter allows) can
+    /// take it. One page per pool per tick. Off by default (the simulator's slab experiments
+    /// model memcached without it).
     pub fn set_tenant_gives_back_free_pages(&mut self, t: TenantId, on: bool) {
         self.tenants[t.0 as usize].gives_back_free = on;
     }
@@ -299,7 +300,8 @@ mod tests {
         let (mut e, a, _b) = manual_engine(None);
         let keys: Vec<String> = (0..160).map(|i| format!("a{i:03}")).collect();
         for k in &keys {
-            e.set(a, k.as_bytes(), &[1; 200], SetOptions::default()).unwrap();
+            e.set(a, k.as_bytes(), &[1; 200], SetOptions::default())
+                .unwrap();
         }
         for k in keys.iter().step_by(2) {
             assert!(e.delete(a, k.as_bytes()));
