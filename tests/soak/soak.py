@@ -498,23 +498,26 @@ class LoadWorker(Worker):
     def inject(self):
         """Self-test: writes behind the model's back that the checker must report: a corrupted
         value, another tenant's value, an older version, and a key of `keep` deleted (lost)."""
-        t = "a"
-        k = self.key(t, f"w{self.wid}:selftest")
         for name, forge in [
-            ("corrupt", lambda old, new: new[:30] + bytes([new[30] ^ 0x01]) + new[31:]),
-            ("cross-tenant", lambda old, new: render("b", k.name, k.acc[0][0])),
-            ("stale", lambda old, new: old),
+            ("corrupt", lambda k, old, new: new[:30] + bytes([new[30] ^ 0x01]) + new[31:]),
+            ("cross-tenant", lambda k, old, new: render("b", k.name, k.acc[0][0])),
+            ("stale", lambda k, old, new: old),
         ]:
             # An attempt is lost when the key is evicted before it is read back or a write meets
             # OOM (a refusing policy in force: CI once saw all of 20 back-to-back attempts land in
-            # one such window), so attempts are spread over up to 3 s.
-            for _attempt in range(60):
+            # one such window), so attempts are spread over up to 3 s. And they alternate between
+            # an evicting tenant and `keep` (noeviction, with memory of its own): CI once saw
+            # all 60 attempts on tenant `a` miss the key before reading it back (the build before
+            # this change failed 1 self-test in 3 locally the same way).
+            for attempt in range(60):
+                t = ("a", "keep")[attempt % 2]
+                k = self.key(t, f"w{self.wid}:selftest")
                 self.roundtrip(t, [(k, "set")])
                 old = render(t, k.name, k.acc[0][0]) if k.acc else None
                 self.roundtrip(t, [(k, "set")])
                 if k.acc and old is not None:
                     new = render(t, k.name, k.acc[0][0])
-                    bad = forge(old, new)
+                    bad = forge(k, old, new)
                     before = self.counts["failures"]
                     self.conn(t).call("SET", k.name, bad)  # the model is not told
                     self.roundtrip(t, [(k, "get")])
