@@ -276,18 +276,22 @@ impl Engine {
             {
                 continue;
             }
-            for c in 0..self.classes.len() as u16 {
-                if self.tenants[r].classes[c as usize].pages < 2 {
-                    continue;
-                }
-                if self.class_free_chunks(r, c) >= u64::from(self.classes.slots(c))
-                    && self.compact_class(r, c)
-                {
-                    return true;
-                }
+            if self.compact_a_class(r, |slots| slots) {
+                return true;
             }
         }
         false
+    }
+
+    /// Empties one page of the first class of pool `t` (two pages or more) whose free chunks
+    /// number at least `min_free(chunks per page)` ([`Engine::compact_class`]). False when none
+    /// could be.
+    pub(super) fn compact_a_class(&mut self, t: usize, min_free: impl Fn(u64) -> u64) -> bool {
+        (0..self.classes.len() as u16).any(|c| {
+            self.tenants[t].classes[c as usize].pages >= 2
+                && self.class_free_chunks(t, c) >= min_free(u64::from(self.classes.slots(c)))
+                && self.compact_class(t, c)
+        })
     }
 
     /// Free chunks on the pages of (t, c) that have any.

@@ -51,20 +51,11 @@ impl Engine {
         }
         let mut given = 0;
         for t in 0..self.tenants.len() {
-            if !self.tenants[t].gives_back_free || self.class_mode_of(t) == ClassMode::Auto {
-                continue;
-            }
-            for c in 0..self.classes.len() as u16 {
-                if self.tenants[t].classes[c as usize].pages < 2 {
-                    continue;
-                }
-                let slots = u64::from(self.classes.slots(c));
-                if self.class_free_chunks(t, c) > GIVE_BACK_FREE_PAGES * slots
-                    && self.compact_class(t, c)
-                {
-                    given += 1;
-                    break;
-                }
+            if self.tenants[t].gives_back_free
+                && self.class_mode_of(t) != ClassMode::Auto
+                && self.compact_a_class(t, |slots| GIVE_BACK_FREE_PAGES * slots + 1)
+            {
+                given += 1;
             }
         }
         given
